@@ -1,0 +1,239 @@
+//! Length changes applied to every component array of a container at once.
+//!
+//! A container of component arrays (the particle state, the meshless cloud state, ...) lists its
+//! arrays in one private helper and routes every length-changing operation through the functions
+//! here. Each function checks every array before it changes any, so a [`CapacityError`] leaves
+//! all arrays exactly as they were: the equal-length invariant cannot be broken halfway.
+
+use crate::buffer::{AnyBuffer, CapacityError};
+
+/// Sets every array to `len` elements (new elements zeroed). All or nothing.
+pub fn resize_all(arrays: &mut [&mut dyn AnyBuffer], len: usize) -> Result<(), CapacityError> {
+    for a in arrays.iter() {
+        a.check_len(len)?;
+    }
+    for a in arrays.iter_mut() {
+        a.resize_zeroed(len)
+            .expect("capacity was checked for every array before resizing");
+    }
+    Ok(())
+}
+
+/// Shortens every array to `len` elements.
+pub fn truncate_all(arrays: &mut [&mut dyn AnyBuffer], len: usize) {
+    for a in arrays.iter_mut() {
+        a.truncate(len);
+    }
+}
+
+/// Removes element `i` of every array, keeping the order of the others.
+///
+/// # Panics
+/// If `i` is out of bounds.
+pub fn remove_all(arrays: &mut [&mut dyn AnyBuffer], i: usize) {
+    check_index(arrays, i);
+    for a in arrays.iter_mut() {
+        a.remove(i);
+    }
+}
+
+/// Removes element `i` of every array by moving the last element into its place.
+///
+/// # Panics
+/// If `i` is out of bounds.
+pub fn swap_remove_all(arrays: &mut [&mut dyn AnyBuffer], i: usize) {
+    check_index(arrays, i);
+    for a in arrays.iter_mut() {
+        a.swap_remove(i);
+    }
+}
+
+/// Reorders every array by `perm`: element `perm[i]` moves to position `i`.
+///
+/// # Panics
+/// If the permutation's length differs from the arrays'.
+pub fn permute_all(arrays: &mut [&mut dyn AnyBuffer], perm: &Permutation) {
+    let n = common_len(arrays);
+    assert_eq!(
+        perm.len(),
+        n,
+        "a permutation of {} elements applied to arrays of {} elements",
+        perm.len(),
+        n
+    );
+    // One bit per element marks the visited cycle members; the arrays are reordered in place.
+    let mut visited = vec![0u64; n.div_ceil(64)];
+    for a in arrays.iter_mut() {
+        a.permute(perm.as_slice(), &mut visited);
+    }
+}
+
+fn common_len(arrays: &[&mut dyn AnyBuffer]) -> usize {
+    let n = arrays.first().map_or(0, |a| a.len());
+    debug_assert!(arrays.iter().all(|a| a.len() == n), "unequal lengths");
+    n
+}
+
+fn check_index(arrays: &[&mut dyn AnyBuffer], i: usize) {
+    let n = common_len(arrays);
+    assert!(i < n, "index {i} out of bounds for {n} particles");
+}
+
+/// A validated permutation of `0..n`: `perm[i]` is the old index of the element that ends up at
+/// position `i` (a gather order, as produced by sorting indices by a key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Permutation(Vec<usize>);
+
+/// The error of building a [`Permutation`] from indices that are not one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PermutationError {
+    /// An index is not below the length.
+    #[error("index {index} at position {position} is out of range for a permutation of {len}")]
+    OutOfRange {
+        /// Where the index stands.
+        position: usize,
+        /// The index.
+        index: usize,
+        /// The permutation's length.
+        len: usize,
+    },
+    /// An index appears twice.
+    #[error("index {index} appears twice (again at position {position})")]
+    Repeated {
+        /// Where it appears the second time.
+        position: usize,
+        /// The index.
+        index: usize,
+    },
+}
+
+impl Permutation {
+    /// Checks that `indices` holds every number of `0..indices.len()` exactly once.
+    pub fn new(indices: Vec<usize>) -> Result<Self, PermutationError> {
+        let len = indices.len();
+        let mut seen = vec![false; len];
+        for (position, &index) in indices.iter().enumerate() {
+            if index >= len {
+                return Err(PermutationError::OutOfRange {
+                    position,
+                    index,
+                    len,
+                });
+            }
+            if std::mem::replace(&mut seen[index], true) {
+                return Err(PermutationError::Repeated { position, index });
+            }
+        }
+        Ok(Self(indices))
+    }
+
+    /// The identity of length `n`.
+    pub fn identity(n: usize) -> Self {
+        Self((0..n).collect())
+    }
+
+    /// The order that sorts `keys` ascending; ties keep their original order, so the result is
+    /// deterministic.
+    pub fn sorting_by_key<K: Ord>(keys: &[K]) -> Self {
+        let mut idx: Vec<usize> = (0..keys.len()).collect();
+        idx.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+        Self(idx)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it permutes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The gather indices.
+    pub fn as_slice(&self) -> &[usize] {
+        &self.0
+    }
+
+    /// The inverse permutation: position of each old index.
+    pub fn inverse(&self) -> Self {
+        let mut inv = vec![0; self.0.len()];
+        for (i, &p) in self.0.iter().enumerate() {
+            inv[p] = i;
+        }
+        Self(inv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{Buffer, Scaling};
+
+    fn pair() -> (Buffer<f64>, Buffer<u8>) {
+        let mut a = Buffer::new("a", Scaling::PerParticle(1));
+        let mut b = Buffer::new("b", Scaling::PerParticle(1));
+        a.assign(&[0.0, 1.0, 2.0, 3.0]).unwrap();
+        b.assign(&[10, 11, 12, 13]).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn failed_resize_changes_no_array() {
+        let (mut a, mut b) = pair();
+        b.reserve_and_freeze(5).unwrap();
+        // `a` could grow, `b` cannot: neither may change.
+        let err = resize_all(&mut [&mut a, &mut b], 6).unwrap_err();
+        assert!(err.what.contains("`b`"));
+        assert_eq!(a.len(), 4);
+        assert_eq!(b.len(), 4);
+        resize_all(&mut [&mut a, &mut b], 5).unwrap();
+        assert_eq!((a.as_slice()[4], b.as_slice()[4]), (0.0, 0));
+    }
+
+    #[test]
+    fn removals_move_arrays_together() {
+        let (mut a, mut b) = pair();
+        remove_all(&mut [&mut a, &mut b], 1);
+        assert_eq!(a.as_slice(), &[0.0, 2.0, 3.0]);
+        assert_eq!(b.as_slice(), &[10, 12, 13]);
+        swap_remove_all(&mut [&mut a, &mut b], 0);
+        assert_eq!(a.as_slice(), &[3.0, 2.0]);
+        assert_eq!(b.as_slice(), &[13, 12]);
+    }
+
+    #[test]
+    fn permutation_validation() {
+        assert!(Permutation::new(vec![2, 0, 1]).is_ok());
+        assert_eq!(
+            Permutation::new(vec![0, 3, 1]),
+            Err(PermutationError::OutOfRange {
+                position: 1,
+                index: 3,
+                len: 3
+            })
+        );
+        assert_eq!(
+            Permutation::new(vec![0, 1, 1]),
+            Err(PermutationError::Repeated {
+                position: 2,
+                index: 1
+            })
+        );
+        let p = Permutation::sorting_by_key(&[5, 1, 5, 0]);
+        assert_eq!(p.as_slice(), &[3, 1, 0, 2]);
+        assert_eq!(p.inverse().as_slice(), &[2, 1, 3, 0]);
+    }
+
+    #[test]
+    fn permute_all_then_inverse_restores() {
+        let (mut a, mut b) = pair();
+        let p = Permutation::new(vec![2, 3, 1, 0]).unwrap();
+        permute_all(&mut [&mut a, &mut b], &p);
+        assert_eq!(a.as_slice(), &[2.0, 3.0, 1.0, 0.0]);
+        assert_eq!(b.as_slice(), &[12, 13, 11, 10]);
+        permute_all(&mut [&mut a, &mut b], &p.inverse());
+        assert_eq!(a.as_slice(), &[0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(b.as_slice(), &[10, 11, 12, 13]);
+    }
+}

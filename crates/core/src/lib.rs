@@ -1,0 +1,43 @@
+//! # mote-core
+//!
+//! The foundation every other mote crate stands on:
+//!
+//! - [`Real`] and [`Precision`]: numerical code is generic over `f32`/`f64`; a run selects one
+//!   monomorphised path once, with [`Precision::dispatch`].
+//! - [`ParticleData`]: particle state as ten 64-byte-aligned component arrays plus stable ids,
+//!   kept at equal length by one helper; [`Vec3Span`]/[`Vec3SpanMut`] views.
+//! - [`Backend`] and [`CpuBackend`]: serial, threaded and device execution; CPU per-particle
+//!   passes are launched through [`CpuBackend::for_each_particle`] in the pull form, so serial
+//!   and threaded results are bitwise identical.
+//! - [`memory`]: every buffer is a budgeted [`Buffer`]; a run is priced with
+//!   [`memory::memory_estimate`], sized once with [`memory::reserve`], and growth past the
+//!   reservation is a [`CapacityError`].
+//! - [`platform`]: CPU model, cores, memory and run-time SIMD detection.
+//!
+//! The crate has no GPU dependency: device buffers and kernels live in `mote-gpu`, which mirrors
+//! these containers one to one (see `docs/architecture.md`).
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod buffer;
+pub mod columns;
+pub mod memory;
+pub mod particles;
+pub mod platform;
+pub mod real;
+
+pub use backend::{
+    Backend, BackendError, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs, default_backend,
+    set_default_backend,
+};
+pub use buffer::{
+    AnyBuffer, BUFFER_ALIGN, BudgetedBuffer, Buffer, CapacityError, CapacityUnit, Scaling,
+};
+pub use columns::{Permutation, PermutationError};
+pub use memory::{Budgeted, MemoryModel, Reservation, ReserveOptions};
+pub use particles::{
+    COMPONENTS, Component, Particle, ParticleData, ParticlesMut, Vec3Span, Vec3SpanMut,
+};
+pub use platform::{MachineInfo, SimdLevel};
+pub use real::{ParsePrecisionError, Precision, PrecisionJob, Real};

@@ -1,0 +1,172 @@
+//! What the machine offers: CPU model, cores, memory, and the SIMD instruction sets that the
+//! fast kernels can use.
+//!
+//! SIMD is chosen at run time, once per call of a kernel, from what [`SimdLevel::detect`]
+//! reports: a binary built for baseline x86-64 still runs its AVX-512 kernels where the CPU has
+//! them.
+
+use serde::Serialize;
+
+/// An instruction-set level a kernel can be compiled for, ordered from least to most capable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SimdLevel {
+    /// Portable code; whatever the compiler auto-vectorises for the baseline target.
+    Scalar,
+    /// AVX2 with FMA (256-bit vectors).
+    Avx2,
+    /// AVX-512F (512-bit vectors).
+    Avx512,
+}
+
+impl SimdLevel {
+    /// Every level, least capable first.
+    pub const ALL: [SimdLevel; 3] = [SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdLevel::Scalar => "scalar",
+            SimdLevel::Avx2 => "avx2",
+            SimdLevel::Avx512 => "avx512",
+        }
+    }
+
+    /// Whether this CPU can run kernels of this level.
+    pub fn is_available(self) -> bool {
+        match self {
+            SimdLevel::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// Every level this CPU supports, least capable first.
+    pub fn detect() -> Vec<SimdLevel> {
+        Self::ALL.into_iter().filter(|l| l.is_available()).collect()
+    }
+
+    /// The most capable level this CPU supports: what `auto` kernel selection picks.
+    pub fn best() -> SimdLevel {
+        *Self::detect().last().expect("scalar is always available")
+    }
+}
+
+impl std::fmt::Display for SimdLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SimdLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|l| l.name() == s.trim())
+            .ok_or_else(|| format!("unknown SIMD level `{s}`: expected scalar, avx2 or avx512"))
+    }
+}
+
+/// A description of the machine, as `mote info` prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineInfo {
+    /// The CPU's brand string.
+    pub cpu_model: String,
+    /// Logical cores available to this process.
+    pub logical_cores: usize,
+    /// SIMD levels this CPU supports.
+    pub simd_detected: Vec<SimdLevel>,
+    /// The level `auto` kernels use.
+    pub simd_chosen: SimdLevel,
+    /// Installed memory in bytes, where the operating system reports it.
+    pub memory_bytes: Option<u64>,
+}
+
+impl MachineInfo {
+    /// Reads the machine's properties.
+    pub fn detect() -> Self {
+        Self {
+            cpu_model: cpu_model(),
+            logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            simd_detected: SimdLevel::detect(),
+            simd_chosen: SimdLevel::best(),
+            memory_bytes: memory_bytes(),
+        }
+    }
+}
+
+/// The CPU's brand string from CPUID (x86-64), or a generic name elsewhere.
+pub fn cpu_model() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // `__cpuid` became a safe function in Rust 1.87; the blocks keep 1.86 building.
+        #![allow(unused_unsafe)]
+        use std::arch::x86_64::__cpuid;
+        // SAFETY: CPUID is available on every x86-64 processor.
+        let max_ext = unsafe { __cpuid(0x8000_0000) }.eax;
+        if max_ext >= 0x8000_0004 {
+            let mut bytes = Vec::with_capacity(48);
+            for leaf in 0x8000_0002u32..=0x8000_0004 {
+                // SAFETY: the leaf is within the range the processor reported.
+                let r = unsafe { __cpuid(leaf) };
+                for reg in [r.eax, r.ebx, r.ecx, r.edx] {
+                    bytes.extend_from_slice(&reg.to_le_bytes());
+                }
+            }
+            let s = String::from_utf8_lossy(&bytes);
+            let s = s.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+            if !s.is_empty() {
+                return s.to_string();
+            }
+        }
+    }
+    format!("unknown {} processor", std::env::consts::ARCH)
+}
+
+/// Installed memory from `/proc/meminfo` (Linux); `None` elsewhere.
+fn memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_is_consistent() {
+        let levels = SimdLevel::detect();
+        assert_eq!(levels[0], SimdLevel::Scalar);
+        assert!(levels.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(SimdLevel::best(), *levels.last().unwrap());
+        for l in SimdLevel::ALL {
+            assert_eq!(l.name().parse::<SimdLevel>(), Ok(l));
+        }
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            levels.contains(&SimdLevel::Avx512),
+            std::arch::is_x86_feature_detected!("avx512f")
+        );
+    }
+
+    #[test]
+    fn machine_info_is_plausible() {
+        let m = MachineInfo::detect();
+        assert!(!m.cpu_model.is_empty());
+        assert!(m.logical_cores >= 1);
+        if let Some(b) = m.memory_bytes {
+            assert!(b > 1 << 20);
+        }
+    }
+}
