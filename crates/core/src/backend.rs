@@ -119,6 +119,31 @@ impl CpuBackend {
         });
     }
 
+    /// Replaces every particle's values by `body(i, current)`: an element-wise update in place
+    /// (drift, kick, stage update). The body may read other arrays, never the outputs of other
+    /// particles.
+    ///
+    /// ```
+    /// use mote_core::CpuBackend;
+    ///
+    /// let v = [1.0, 2.0];
+    /// let mut x = [10.0, 20.0];
+    /// CpuBackend::Serial.update_each(&mut x[..], |i, xi| xi + 0.5 * v[i]);
+    /// assert_eq!(x, [10.5, 21.0]);
+    /// ```
+    pub fn update_each<O, F>(self, out: O, body: F)
+    where
+        O: ParticleState,
+        F: Fn(usize, O::Value) -> O::Value + Sync,
+    {
+        self.for_each_block(out, PARTICLE_BLOCK, |start, mut block| {
+            for k in 0..block.len() {
+                let v = block.get(k);
+                block.set(k, body(start + k, v));
+            }
+        });
+    }
+
     /// Runs `body(start, block)` on consecutive blocks of `out` of `block_len` particles (the
     /// last may be shorter); `start` is the index of the block's first particle and a multiple
     /// of `block_len`. For kernels that work on several targets at once (SIMD tiles).
@@ -252,6 +277,27 @@ pub trait ParticleOutputs: Send + Sized {
     fn set(&mut self, i: usize, value: Self::Value);
 }
 
+/// Outputs whose current values can be read back: the in-place form of
+/// [`CpuBackend::update_each`].
+pub trait ParticleState: ParticleOutputs {
+    /// Particle `i`'s current values.
+    fn get(&self, i: usize) -> Self::Value;
+}
+
+impl<T: Send + Copy> ParticleState for &mut [T] {
+    #[inline(always)]
+    fn get(&self, i: usize) -> T {
+        self[i]
+    }
+}
+
+impl<R: Copy + Send> ParticleState for Vec3SpanMut<'_, R> {
+    #[inline(always)]
+    fn get(&self, i: usize) -> [R; 3] {
+        Vec3SpanMut::get(self, i)
+    }
+}
+
 impl<T: Send> ParticleOutputs for &mut [T] {
     type Value = T;
     #[inline]
@@ -301,6 +347,13 @@ macro_rules! tuple_outputs {
             #[inline(always)]
             fn set(&mut self, i: usize, value: Self::Value) {
                 $(self.$idx.set(i, value.$idx);)+
+            }
+        }
+
+        impl<$($name: ParticleState),+> ParticleState for ($($name,)+) {
+            #[inline(always)]
+            fn get(&self, i: usize) -> Self::Value {
+                ($(self.$idx.get(i),)+)
             }
         }
     };
@@ -481,6 +534,19 @@ mod tests {
         );
         assert_eq!(CpuBackend::threads(2).thread_count(), 2);
         assert_eq!(CpuBackend::Serial.thread_count(), 1);
+    }
+
+    #[test]
+    fn update_each_reads_current_values() {
+        let n = 1000;
+        let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let (mut x, mut y, mut z) = (vec![1.0; n], vec![2.0; n], vec![3.0; n]);
+        let mut m = vec![0.5f32; n];
+        let span = Vec3SpanMut::new(&mut x, &mut y, &mut z);
+        CpuBackend::threads(2).update_each((span, &mut m[..]), |i, (p, mi)| {
+            ([p[0] + v[i], p[1] * v[i], p[2]], mi * 2.0)
+        });
+        assert_eq!((x[999], y[999], z[999], m[999]), (1000.0, 1998.0, 3.0, 1.0));
     }
 
     #[test]

@@ -28,8 +28,8 @@ pub mod platform;
 pub mod real;
 
 pub use backend::{
-    Backend, BackendError, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs, default_backend,
-    set_default_backend,
+    Backend, BackendError, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs, ParticleState,
+    default_backend, set_default_backend,
 };
 pub use buffer::{
     AnyBuffer, BUFFER_ALIGN, BudgetedBuffer, Buffer, CapacityError, CapacityUnit, Scaling,

@@ -1,0 +1,145 @@
+//! Conserved quantities and structure measures of an N-body state, accumulated in `f64`.
+
+use mote_core::{CpuBackend, ParticleData, Real};
+
+use crate::direct::reference::CompensatedSum;
+use crate::solver::ForceSolver;
+
+/// Energies, momenta and the virial ratio of a state.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Diagnostics {
+    /// Kinetic energy `T = 1/2 sum m v^2`.
+    pub kinetic: f64,
+    /// Potential energy `W` from the solver (same softening as the forces).
+    pub potential: f64,
+    /// Total energy `T + W`.
+    pub total: f64,
+    /// Total linear momentum.
+    pub momentum: [f64; 3],
+    /// Total angular momentum about the origin.
+    pub angular_momentum: [f64; 3],
+    /// Virial ratio `2T / |W|` (1 in equilibrium).
+    pub virial_ratio: f64,
+    /// Total mass.
+    pub mass: f64,
+    /// Centre of mass.
+    pub centre_of_mass: [f64; 3],
+}
+
+/// Compensated sums of the per-particle quantities, in a thread-count independent order.
+#[derive(Clone, Copy, Default)]
+struct Sums([CompensatedSum; 11]);
+
+impl Diagnostics {
+    /// Measures `p`; the potential energy comes from `solver`, the other sums run on `backend`.
+    pub fn measure<R: Real>(
+        p: &ParticleData<R>,
+        solver: &mut dyn ForceSolver<R>,
+        backend: CpuBackend,
+    ) -> Self {
+        let (x, y, z) = p.positions().components();
+        let (vx, vy, vz) = p.velocities().components();
+        let m = p.masses();
+        let map = |r: std::ops::Range<usize>| {
+            let mut s = Sums::default();
+            for i in r {
+                let (mi, pos) = (m[i].as_f64(), [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()]);
+                let v = [vx[i].as_f64(), vy[i].as_f64(), vz[i].as_f64()];
+                let vals = [
+                    0.5 * mi * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]),
+                    mi * v[0],
+                    mi * v[1],
+                    mi * v[2],
+                    mi * (pos[1] * v[2] - pos[2] * v[1]),
+                    mi * (pos[2] * v[0] - pos[0] * v[2]),
+                    mi * (pos[0] * v[1] - pos[1] * v[0]),
+                    mi,
+                    mi * pos[0],
+                    mi * pos[1],
+                    mi * pos[2],
+                ];
+                for (acc, v) in s.0.iter_mut().zip(vals) {
+                    acc.add(v);
+                }
+            }
+            s
+        };
+        let combine = |mut a: Sums, b: Sums| {
+            for (x, y) in a.0.iter_mut().zip(b.0) {
+                x.add(y.value());
+            }
+            a
+        };
+        let s = backend
+            .map_reduce(p.len(), 1024, map, combine)
+            .unwrap_or_default();
+        let v: Vec<f64> = s.0.iter().map(|c| c.value()).collect();
+        let potential = solver.potential_energy(p.positions(), m);
+        let mass = v[7];
+        let com = if mass > 0.0 {
+            [v[8] / mass, v[9] / mass, v[10] / mass]
+        } else {
+            [0.0; 3]
+        };
+        Diagnostics {
+            kinetic: v[0],
+            potential,
+            total: v[0] + potential,
+            momentum: [v[1], v[2], v[3]],
+            angular_momentum: [v[4], v[5], v[6]],
+            virial_ratio: if potential != 0.0 {
+                2.0 * v[0] / potential.abs()
+            } else {
+                f64::INFINITY
+            },
+            mass,
+            centre_of_mass: com,
+        }
+    }
+
+    /// `|E - E0| / |E0|`, the relative energy error against an initial energy `e0`.
+    pub fn relative_energy_error(&self, e0: f64) -> f64 {
+        ((self.total - e0) / e0).abs()
+    }
+}
+
+/// The radius around the centre of mass that holds `fraction` of the mass (a Lagrangian radius;
+/// 0.5 gives the half-mass radius). Set-up and diagnostics only: sorts a copy of the radii.
+pub fn lagrangian_radius<R: Real>(p: &ParticleData<R>, fraction: f64) -> f64 {
+    assert!(
+        (0.0..=1.0).contains(&fraction),
+        "mass fraction {fraction} outside [0, 1]"
+    );
+    let m = p.masses();
+    let total: f64 = m.iter().map(|m| m.as_f64()).sum();
+    let (x, y, z) = p.positions().components();
+    let mut c = [0.0; 3];
+    for i in 0..p.len() {
+        let mi = m[i].as_f64() / total;
+        c[0] += mi * x[i].as_f64();
+        c[1] += mi * y[i].as_f64();
+        c[2] += mi * z[i].as_f64();
+    }
+    let mut r: Vec<(f64, f64)> = (0..p.len())
+        .map(|i| {
+            let d = [
+                x[i].as_f64() - c[0],
+                y[i].as_f64() - c[1],
+                z[i].as_f64() - c[2],
+            ];
+            (
+                (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt(),
+                m[i].as_f64(),
+            )
+        })
+        .collect();
+    r.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut acc = 0.0;
+    for (ri, mi) in r {
+        acc += mi;
+        if acc >= fraction * total {
+            return ri;
+        }
+    }
+    0.0
+}

@@ -1,0 +1,127 @@
+//! The reference kernel: the yardstick every faster kernel is tested against. Never optimise it.
+//!
+//! Whatever the run's precision, it computes in `f64`, skips `j == i` explicitly, and sums the
+//! contributions with Neumaier's compensated summation, so its error is a few ulp of `f64`
+//! independent of `N`.
+
+use mote_core::{CpuBackend, Real, Vec3Span, Vec3SpanMut};
+
+use crate::softening::{force_factor, inverse_distance};
+
+/// Neumaier's compensated sum (improved Kahan-Babuska).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompensatedSum {
+    sum: f64,
+    compensation: f64,
+}
+
+impl CompensatedSum {
+    /// Adds `x`.
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        let t = self.sum + x;
+        if self.sum.abs() >= x.abs() {
+            self.compensation += (self.sum - t) + x;
+        } else {
+            self.compensation += (x - t) + self.sum;
+        }
+        self.sum = t;
+    }
+
+    /// The compensated total.
+    #[inline]
+    pub fn value(&self) -> f64 {
+        self.sum + self.compensation
+    }
+}
+
+/// The acceleration of target `i` in `f64`.
+pub fn acceleration_of(
+    i: usize,
+    pos: Vec3Span<'_, impl Real>,
+    mass: &[impl Real],
+    eps2: f64,
+) -> [f64; 3] {
+    let (x, y, z) = pos.components();
+    let (xi, yi, zi) = (x[i].as_f64(), y[i].as_f64(), z[i].as_f64());
+    let mut s = [CompensatedSum::default(); 3];
+    for j in 0..x.len() {
+        if j == i {
+            continue;
+        }
+        let dx = x[j].as_f64() - xi;
+        let dy = y[j].as_f64() - yi;
+        let dz = z[j].as_f64() - zi;
+        let r2 = dx * dx + dy * dy + dz * dz;
+        let f = mass[j].as_f64() * force_factor(inverse_distance(r2, eps2));
+        s[0].add(f * dx);
+        s[1].add(f * dy);
+        s[2].add(f * dz);
+    }
+    [s[0].value(), s[1].value(), s[2].value()]
+}
+
+/// Accelerations of every particle by the reference kernel, rounded once to `R` at the end.
+pub fn accelerations<R: Real>(
+    backend: CpuBackend,
+    pos: Vec3Span<'_, R>,
+    mass: &[R],
+    eps2: f64,
+    acc: Vec3SpanMut<'_, R>,
+) {
+    backend.for_each_particle(acc, |i| acceleration_of(i, pos, mass, eps2).map(R::cast));
+}
+
+/// `W = -1/2 sum_i m_i sum_(j != i) m_j / sqrt(r_ij^2 + eps^2)` in `f64`, compensated, with
+/// a reduction order that does not depend on the thread count.
+pub fn potential_energy<R: Real>(
+    backend: CpuBackend,
+    pos: Vec3Span<'_, R>,
+    mass: &[R],
+    eps2: f64,
+) -> f64 {
+    let (x, y, z) = pos.components();
+    let n = x.len();
+    let partial = |range: std::ops::Range<usize>| {
+        let mut w = CompensatedSum::default();
+        for i in range {
+            let (xi, yi, zi) = (x[i].as_f64(), y[i].as_f64(), z[i].as_f64());
+            let mut phi = CompensatedSum::default();
+            for j in 0..n {
+                if j == i {
+                    continue;
+                }
+                let dx = x[j].as_f64() - xi;
+                let dy = y[j].as_f64() - yi;
+                let dz = z[j].as_f64() - zi;
+                phi.add(mass[j].as_f64() * inverse_distance(dx * dx + dy * dy + dz * dz, eps2));
+            }
+            w.add(-0.5 * mass[i].as_f64() * phi.value());
+        }
+        w
+    };
+    backend
+        .map_reduce(n, 64, partial, |mut a, b| {
+            a.add(b.sum);
+            a.add(b.compensation);
+            a
+        })
+        .map_or(0.0, |w| w.value())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compensated_sum_recovers_what_naive_summation_loses() {
+        let mut s = CompensatedSum::default();
+        let mut naive = 0.0;
+        for x in [1.0, 1e100, 1.0, -1e100] {
+            s.add(x);
+            naive += x;
+        }
+        assert_eq!(s.value(), 2.0);
+        assert_eq!(naive, 0.0);
+    }
+}

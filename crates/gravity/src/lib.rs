@@ -1,0 +1,34 @@
+//! # mote-gravity
+//!
+//! Self-gravitating N-body systems in N-body units (G = 1):
+//!
+//! - [`softening`]: Plummer softening, one definition for force and potential;
+//! - [`solver`]: the [`ForceSolver`] trait integrators call;
+//! - [`direct`]: direct summation: the f64 compensated reference kernel and the fast SIMD kernels
+//!   (AVX-512F, AVX2+FMA, portable), chosen at run time once per evaluation;
+//! - [`integrators`]: kick-drift-kick leapfrog (velocity Verlet), Yoshida 4th order, classical RK4;
+//! - [`initial_conditions`]: Plummer sphere, uniform sphere, cold collapse, Kepler pair, disc
+//!   galaxy, galaxy collision, all seeded and reproducible across platforms;
+//! - [`diagnostics`]: energies, momenta, virial ratio, Lagrangian radii;
+//! - [`Simulation`]: particles + solver + integrator + clock.
+
+#![warn(missing_docs)]
+
+pub mod diagnostics;
+pub mod direct;
+pub mod error;
+pub mod initial_conditions;
+pub mod integrators;
+pub mod rng;
+pub mod simulation;
+pub mod softening;
+pub mod solver;
+
+pub use diagnostics::Diagnostics;
+pub use direct::{DirectSolver, Kernel, KernelChoice};
+pub use error::GravityError;
+pub use integrators::{Integrator, IntegratorKind};
+pub use simulation::Simulation;
+
+pub use softening::Softening;
+pub use solver::ForceSolver;

@@ -1,0 +1,35 @@
+//! The interface integrators call to evaluate gravity.
+
+use mote_core::{ParticleData, Real, Vec3Span, Vec3SpanMut};
+
+use crate::softening::Softening;
+
+/// An acceleration field: computes every particle's gravitational acceleration from positions
+/// and masses.
+///
+/// Implementations read only the position and mass arrays and write only the acceleration
+/// arrays. They report what they are, their softening, and the pairwise interactions they have
+/// evaluated (N(N-1) per direct evaluation).
+pub trait ForceSolver<R: Real> {
+    /// A short name, for example `direct/avx512`.
+    fn name(&self) -> String;
+
+    /// The softening every interaction uses.
+    fn softening(&self) -> Softening;
+
+    /// Pairwise interactions evaluated so far.
+    fn interactions(&self) -> u64;
+
+    /// Writes the acceleration of every particle into `acc`.
+    fn accelerations(&mut self, positions: Vec3Span<'_, R>, masses: &[R], acc: Vec3SpanMut<'_, R>);
+
+    /// The total potential energy `W = -1/2 sum_i sum_(j != i) m_i m_j / sqrt(r_ij^2 + eps^2)`,
+    /// with the same softening as the accelerations, accumulated in `f64`.
+    fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64;
+
+    /// Recomputes the accelerations of `particles` from their positions and masses.
+    fn update(&mut self, particles: &mut ParticleData<R>) {
+        let v = particles.view_mut();
+        self.accelerations(v.position.as_span(), v.mass, v.acceleration);
+    }
+}
