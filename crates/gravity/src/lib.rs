@@ -31,4 +31,4 @@ pub use integrators::{Integrator, IntegratorKind};
 pub use simulation::Simulation;
 
 pub use softening::Softening;
-pub use solver::ForceSolver;
+pub use solver::{ForceSolver, SolverInfo};

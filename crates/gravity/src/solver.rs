@@ -4,22 +4,24 @@ use mote_core::{ParticleData, Real, Vec3Span, Vec3SpanMut};
 
 use crate::softening::Softening;
 
-/// An acceleration field: computes every particle's gravitational acceleration from positions
-/// and masses.
-///
-/// Implementations read only the position and mass arrays and write only the acceleration
-/// arrays. They report what they are, their softening, and the pairwise interactions they have
-/// evaluated (N(N-1) per direct evaluation).
-pub trait ForceSolver<R: Real> {
+/// What every force solver reports about itself, whatever the precision it runs in.
+pub trait SolverInfo {
     /// A short name, for example `direct/avx512`.
     fn name(&self) -> String;
 
     /// The softening every interaction uses.
     fn softening(&self) -> Softening;
 
-    /// Pairwise interactions evaluated so far.
+    /// Pairwise interactions evaluated so far (N(N-1) per direct evaluation).
     fn interactions(&self) -> u64;
+}
 
+/// An acceleration field: computes every particle's gravitational acceleration from positions
+/// and masses.
+///
+/// Implementations read only the position and mass arrays and write only the acceleration
+/// arrays.
+pub trait ForceSolver<R: Real>: SolverInfo {
     /// Writes the acceleration of every particle into `acc`.
     fn accelerations(&mut self, positions: Vec3Span<'_, R>, masses: &[R], acc: Vec3SpanMut<'_, R>);
 

@@ -2,7 +2,7 @@
 
 use mote_core::{CpuBackend, ParticleData, Real, SimdLevel};
 use mote_gravity::initial_conditions::plummer;
-use mote_gravity::{DirectSolver, ForceSolver, Kernel, KernelChoice, Softening};
+use mote_gravity::{DirectSolver, ForceSolver, Kernel, KernelChoice, Softening, SolverInfo};
 
 /// Every kernel this CPU can run: the reference and each detected SIMD level.
 fn kernels() -> Vec<Kernel> {
@@ -172,11 +172,8 @@ fn interactions_are_counted_per_evaluation() {
     let mut s = solver(Kernel::Fast(SimdLevel::best()), 0.0, CpuBackend::Serial);
     ForceSolver::<f32>::update(&mut s, &mut p);
     ForceSolver::<f32>::update(&mut s, &mut p);
-    assert_eq!(ForceSolver::<f32>::interactions(&s), 2 * 100 * 99);
-    assert_eq!(
-        ForceSolver::<f32>::name(&s),
-        format!("direct/{}", SimdLevel::best())
-    );
+    assert_eq!(s.interactions(), 2 * 100 * 99);
+    assert_eq!(s.name(), format!("direct/{}", SimdLevel::best()));
 }
 
 #[test]

@@ -16,7 +16,7 @@ use mote_core::{CpuBackend, Precision, Real, SimdLevel, Vec3Span, Vec3SpanMut};
 
 use crate::error::GravityError;
 use crate::softening::Softening;
-use crate::solver::ForceSolver;
+use crate::solver::{ForceSolver, SolverInfo};
 use simd::{DirectKernels, Sources};
 
 /// Targets per block handed to a thread: enough to amortise a task, few enough to balance.
@@ -102,7 +102,7 @@ impl FromStr for KernelChoice {
 ///
 /// ```
 /// use mote_core::{CpuBackend, ParticleData};
-/// use mote_gravity::{DirectSolver, ForceSolver, KernelChoice, Softening};
+/// use mote_gravity::{DirectSolver, ForceSolver, KernelChoice, Softening, SolverInfo};
 ///
 /// let mut p = ParticleData::<f64>::new();
 /// p.push([0.0, 0.0, 0.0], [0.0; 3], 1.0).unwrap();
@@ -147,7 +147,7 @@ impl DirectSolver {
     }
 }
 
-impl<R: Real> ForceSolver<R> for DirectSolver {
+impl SolverInfo for DirectSolver {
     fn name(&self) -> String {
         format!("direct/{}", self.kernel)
     }
@@ -159,7 +159,9 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
     fn interactions(&self) -> u64 {
         self.interactions
     }
+}
 
+impl<R: Real> ForceSolver<R> for DirectSolver {
     fn accelerations(&mut self, positions: Vec3Span<'_, R>, masses: &[R], acc: Vec3SpanMut<'_, R>) {
         let n = positions.len();
         assert_eq!(
