@@ -1,5 +1,6 @@
 //! `mote`: the command-line program of the mote particle-simulation engine.
 
+mod bench;
 mod info;
 
 use std::process::ExitCode;
@@ -28,6 +29,9 @@ struct Cli {
 enum Command {
     /// Describe this machine: CPU, cores, memory, SIMD levels detected and chosen, threads.
     Info(info::InfoArgs),
+    /// Measure kernel performance (prints the kernel that ran, timings and throughput).
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
     set_default_backend(Backend::Cpu(CpuBackend::threads(cli.threads)));
     let result = match cli.command {
         Command::Info(args) => info::run(&args, cli.threads),
+        Command::Bench(cmd) => bench::run(&cmd, cli.threads),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -108,7 +108,7 @@ impl MachineInfo {
 pub fn cpu_model() -> String {
     #[cfg(target_arch = "x86_64")]
     {
-        // `__cpuid` became a safe function in Rust 1.87; the blocks keep 1.86 building.
+        // `__cpuid` is a safe function in newer Rust releases; the blocks keep older ones building.
         #![allow(unused_unsafe)]
         use std::arch::x86_64::__cpuid;
         // SAFETY: CPUID is available on every x86-64 processor.

@@ -8,7 +8,14 @@
 //! any block split. Sources are read with contiguous loads straight from the component arrays.
 //!
 //! The self-interaction (`j == i`) is not skipped by a branch: its separation is exactly zero,
-//! so it adds `m * 0 * f^3 = 0`; where `r^2 + eps^2 == 0` the factor is forced to 0 (point masses).
+//! so it adds `m * 0 * f^3 = 0` as long as `f` is finite. Softened runs guarantee that; unsoftened
+//! runs use a tiny `eps^2` instead of 0 (1e-180 in f64, 1e-24 in f32), far below the rounding
+//! of any `r^2` a simulation meets, so point-mass results are unchanged (the exact two-body
+//! test checks this to the last bit).
+//!
+//! Each kernel handles several targets per pass over the sources (three with AVX-512, two with
+//! AVX2), so each source load serves several targets and independent dependency chains keep the
+//! FMA units busy; three was measured fastest on an AVX-512 Xeon (see `docs/performance.md`).
 //!
 //! `1/sqrt(s)` is the hardware reciprocal square-root estimate refined by Newton steps
 //! `y <- y (3/2 - s/2 y^2)` where that is accurate enough (AVX-512: 14-bit estimate, two steps in
@@ -82,9 +89,7 @@ fn portable<R: Real>(s: &Sources<'_, R>, start: usize, ax: &mut [R], ay: &mut [R
         let (xi, yi, zi) = (s.x[i], s.y[i], s.z[i]);
         let mut acc = [[R::zero(); LANES]; 3];
         for j0 in (0..n).step_by(LANES) {
-            let lanes = LANES.min(n - j0);
-            for l in 0..lanes {
-                let j = j0 + l;
+            for (l, j) in (j0..n.min(j0 + LANES)).enumerate() {
                 let dx = s.x[j] - xi;
                 let dy = s.y[j] - yi;
                 let dz = s.z[j] - zi;
@@ -117,383 +122,474 @@ fn reduce_lanes<R: Real>(v: &[R]) -> R {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    //! The x86-64 kernels. Each safe wrapper is only handed out by `DirectKernels::kernel`
-    //! after run-time detection confirmed the instruction set.
+    //! The x86-64 kernels: one generic kernel body over a small vector abstraction ([`Lanes`]),
+    //! instantiated inside `#[target_feature]` functions so that every vector operation inlines
+    //! to its instruction. Each safe wrapper is only handed out by `DirectKernels::kernel` after
+    //! run-time detection confirmed the instruction set.
 
     use super::{Sources, reduce_lanes};
     use std::arch::x86_64::*;
 
-    pub(super) fn avx512_f64(
-        s: &Sources<'_, f64>,
-        start: usize,
-        ax: &mut [f64],
-        ay: &mut [f64],
-        az: &mut [f64],
-    ) {
-        // SAFETY: selected only where AVX-512F was detected; slice bounds are checked inside.
-        unsafe { avx512_f64_impl(s, start, ax, ay, az) }
+    /// The vector operations the kernel needs. All are `unsafe` because they require the CPU
+    /// feature of the implementing type; `load*` also read raw memory.
+    trait Lanes: Copy {
+        /// The scalar type.
+        type S: Copy;
+        /// Lanes per vector.
+        const W: usize;
+        /// Newton steps after `rsqrt`: 0 where `rsqrt` is exact (sqrt and divide).
+        const NEWTON: usize;
+        /// Unsoftened runs use this for `eps^2`: the self-interaction then yields a finite factor
+        /// times a zero separation, i.e. exactly 0, with no mask or branch. Added to `r^2` it
+        /// cannot change a rounded `r^2 + eps^2` for separations above about 1e-82 (f64) or
+        /// 3e-9 (f32), and caps the force only below that.
+        const TINY: Self::S;
+        unsafe fn splat(x: Self::S) -> Self;
+        unsafe fn zero() -> Self;
+        unsafe fn load(p: *const Self::S) -> Self;
+        /// The first `n < W` lanes from `p`, zeros in the others (which are not read).
+        unsafe fn load_partial(p: *const Self::S, n: usize) -> Self;
+        unsafe fn sub(a: Self, b: Self) -> Self;
+        unsafe fn mul(a: Self, b: Self) -> Self;
+        /// `a * b + c`, fused.
+        unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
+        /// `c - a * b`, fused.
+        unsafe fn fnma(a: Self, b: Self, c: Self) -> Self;
+        /// An estimate of `1 / sqrt(x)` (exact where `NEWTON == 0`).
+        unsafe fn rsqrt(x: Self) -> Self;
+        /// Sum of the lanes in a fixed order.
+        unsafe fn hsum(self) -> Self::S;
+        fn scalar(x: f64) -> Self::S;
     }
 
-    pub(super) fn avx512_f32(
-        s: &Sources<'_, f32>,
-        start: usize,
-        ax: &mut [f32],
-        ay: &mut [f32],
-        az: &mut [f32],
-    ) {
-        // SAFETY: as above.
-        unsafe { avx512_f32_impl(s, start, ax, ay, az) }
-    }
-
-    pub(super) fn avx2_f64(
-        s: &Sources<'_, f64>,
-        start: usize,
-        ax: &mut [f64],
-        ay: &mut [f64],
-        az: &mut [f64],
-    ) {
-        // SAFETY: selected only where AVX2 and FMA were detected.
-        unsafe { avx2_f64_impl(s, start, ax, ay, az) }
-    }
-
-    pub(super) fn avx2_f32(
-        s: &Sources<'_, f32>,
-        start: usize,
-        ax: &mut [f32],
-        ay: &mut [f32],
-        az: &mut [f32],
-    ) {
-        // SAFETY: as above.
-        unsafe { avx2_f32_impl(s, start, ax, ay, az) }
-    }
-
-    fn check(s: &Sources<'_, impl Copy>, start: usize, len: usize) -> usize {
-        let n = s.x.len();
-        assert!(
-            s.y.len() == n && s.z.len() == n && s.m.len() == n,
-            "source arrays of unequal length"
-        );
-        assert!(
-            start + len <= n,
-            "targets {start}..{} beyond {n} sources",
-            start + len
-        );
-        n
-    }
-
-    #[target_feature(enable = "avx512f")]
-    unsafe fn avx512_f64_impl(
-        s: &Sources<'_, f64>,
-        start: usize,
-        ax: &mut [f64],
-        ay: &mut [f64],
-        az: &mut [f64],
-    ) {
-        const W: usize = 8;
-        let n = check(s, start, ax.len());
-        let (px, py, pz, pm) = (s.x.as_ptr(), s.y.as_ptr(), s.z.as_ptr(), s.m.as_ptr());
-        let eps2 = _mm512_set1_pd(s.eps2);
-        let three_halves = _mm512_set1_pd(1.5);
-        let half = _mm512_set1_pd(0.5);
-        let zero = _mm512_setzero_pd();
-        let full = n / W * W;
-        let tail: __mmask8 = ((1u32 << (n - full)) - 1) as __mmask8;
-        for k in 0..ax.len() {
-            let i = start + k;
-            let xi = _mm512_set1_pd(s.x[i]);
-            let yi = _mm512_set1_pd(s.y[i]);
-            let zi = _mm512_set1_pd(s.z[i]);
-            let (mut sx, mut sy, mut sz) = (zero, zero, zero);
-            let mut j = 0;
-            while j <= full {
-                // Full vectors, then one masked vector for the remainder (masked lanes load
-                // zero mass and contribute exactly 0).
-                let mask: __mmask8 = if j < full { 0xff } else { tail };
-                if mask == 0 {
-                    break;
+    /// Generates, for one set of CPU features, the kernel body as functions compiled with those
+    /// features (so every [`Lanes`] operation inlines to its instruction), and the safe entry
+    /// points.
+    ///
+    /// `block` computes targets `start..start + ax.len()`, `T` targets at a time sharing each
+    /// source load, then the remaining ones singly.
+    ///
+    /// The Newton steps are written as `y' <- y' (3 a^2 - s y'^2)` on a scaled estimate
+    /// `y' = a y` (a = 1, 2, 16, ...), which saves the multiplications by 1/2; the cube's scale
+    /// `a^3`, a power of two, is divided out once per target, exactly.
+    macro_rules! kernels {
+        ($features:literal, $($name:ident: $lanes:ty, $scalar:ty, $targets:literal;)+) => {
+            /// Adds the interactions of `T` targets (`t`) with one vector of sources (`j`: x, y, z,
+            /// m) to `sum`. Written operation by operation across the targets, which keeps `T`
+            /// independent dependency chains in flight.
+            #[inline]
+            #[target_feature(enable = $features)]
+            unsafe fn interact<V: Lanes, const T: usize>(
+                j: [V; 4],
+                t: &[[V::S; 3]; T],
+                eps2: V,
+                consts: &[V; 2],
+                sum: &mut [[V; 3]; T],
+            ) {
+                // SAFETY: this function's features are enabled; no raw memory is touched.
+                unsafe {
+                    let mut d = [[V::zero(); 3]; T];
+                    let mut s2 = [V::zero(); T];
+                    let mut y = [V::zero(); T];
+                    for q in 0..T {
+                        for c in 0..3 {
+                            d[q][c] = V::sub(j[c], V::splat(t[q][c]));
+                        }
+                    }
+                    for q in 0..T {
+                        s2[q] = V::fma(d[q][2], d[q][2], V::fma(d[q][1], d[q][1], V::fma(d[q][0], d[q][0], eps2)));
+                    }
+                    for q in 0..T {
+                        y[q] = V::rsqrt(s2[q]);
+                    }
+                    for c in consts.iter().take(V::NEWTON) {
+                        for q in 0..T {
+                            y[q] = V::mul(y[q], V::fnma(V::mul(s2[q], y[q]), y[q], *c));
+                        }
+                    }
+                    for q in 0..T {
+                        // (m y)(y y): two independent products, a shorter dependency chain than
+                        // ((y y) y) m.
+                        let f = V::mul(V::mul(j[3], y[q]), V::mul(y[q], y[q]));
+                        for c in 0..3 {
+                            sum[q][c] = V::fma(f, d[q][c], sum[q][c]);
+                        }
+                    }
                 }
-                // SAFETY: lanes past `n` are masked off and not read.
-                let (xj, yj, zj, mj) = unsafe {
-                    (
-                        _mm512_maskz_loadu_pd(mask, px.add(j)),
-                        _mm512_maskz_loadu_pd(mask, py.add(j)),
-                        _mm512_maskz_loadu_pd(mask, pz.add(j)),
-                        _mm512_maskz_loadu_pd(mask, pm.add(j)),
-                    )
-                };
-                let dx = _mm512_sub_pd(xj, xi);
-                let dy = _mm512_sub_pd(yj, yi);
-                let dz = _mm512_sub_pd(zj, zi);
-                let r2 = _mm512_fmadd_pd(dz, dz, _mm512_fmadd_pd(dy, dy, _mm512_mul_pd(dx, dx)));
-                let s2 = _mm512_add_pd(r2, eps2);
-                let hs = _mm512_mul_pd(half, s2);
-                let mut y = _mm512_rsqrt14_pd(s2);
-                y = _mm512_mul_pd(y, _mm512_fnmadd_pd(hs, _mm512_mul_pd(y, y), three_halves));
-                y = _mm512_mul_pd(y, _mm512_fnmadd_pd(hs, _mm512_mul_pd(y, y), three_halves));
-                // s2 == 0: a point mass and itself; the estimate is inf and must not be used.
-                y = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask::<_CMP_GT_OQ>(s2, zero), y);
-                let f = _mm512_mul_pd(mj, _mm512_mul_pd(y, _mm512_mul_pd(y, y)));
-                sx = _mm512_fmadd_pd(f, dx, sx);
-                sy = _mm512_fmadd_pd(f, dy, sy);
-                sz = _mm512_fmadd_pd(f, dz, sz);
-                j += W;
             }
-            ax[k] = hsum_pd512(sx);
-            ay[k] = hsum_pd512(sy);
-            az[k] = hsum_pd512(sz);
+
+            /// Accelerations of the `T` targets from `i`, into `out[k..k + T]`.
+            #[inline]
+            #[target_feature(enable = $features)]
+            unsafe fn targets<V: Lanes, const T: usize>(
+                s: &Sources<'_, V::S>,
+                i: usize,
+                k: usize,
+                out: [&mut [V::S]; 3],
+            ) where
+                V::S: std::ops::Mul<Output = V::S> + PartialOrd,
+            {
+                let n = s.x.len();
+                let (px, py, pz, pm) = (s.x.as_ptr(), s.y.as_ptr(), s.z.as_ptr(), s.m.as_ptr());
+                // SAFETY: the features are enabled; full loads read `j..j + W` with
+                // `j + W <= n`, the partial load only lanes below `n`.
+                unsafe {
+                    let eps2 = V::splat(if s.eps2 > V::TINY { s.eps2 } else { V::TINY });
+                    let consts = [V::splat(V::scalar(3.0)), V::splat(V::scalar(12.0))];
+                    // Scale of the estimate after the Newton steps: 1, 2, 16.
+                    let a = [1.0, 2.0, 16.0][V::NEWTON];
+                    let unscale = V::scalar(1.0 / (a * a * a));
+                    let mut t = [[s.x[i]; 3]; T];
+                    for (q, tq) in t.iter_mut().enumerate() {
+                        *tq = [s.x[i + q], s.y[i + q], s.z[i + q]];
+                    }
+                    let mut sum = [[V::zero(); 3]; T];
+                    let full = n / V::W * V::W;
+                    let mut j = 0;
+                    while j < full {
+                        let src = [V::load(px.add(j)), V::load(py.add(j)), V::load(pz.add(j)), V::load(pm.add(j))];
+                        interact::<V, T>(src, &t, eps2, &consts, &mut sum);
+                        j += V::W;
+                    }
+                    if full < n {
+                        // Zero-filled lanes have zero mass and contribute exactly 0.
+                        let r = n - full;
+                        let src = [
+                            V::load_partial(px.add(j), r),
+                            V::load_partial(py.add(j), r),
+                            V::load_partial(pz.add(j), r),
+                            V::load_partial(pm.add(j), r),
+                        ];
+                        interact::<V, T>(src, &t, eps2, &consts, &mut sum);
+                    }
+                    let [ox, oy, oz] = out;
+                    for q in 0..T {
+                        ox[k + q] = sum[q][0].hsum() * unscale;
+                        oy[k + q] = sum[q][1].hsum() * unscale;
+                        oz[k + q] = sum[q][2].hsum() * unscale;
+                    }
+                }
+            }
+
+            #[target_feature(enable = $features)]
+            unsafe fn block<V: Lanes, const T: usize>(
+                s: &Sources<'_, V::S>,
+                start: usize,
+                ax: &mut [V::S],
+                ay: &mut [V::S],
+                az: &mut [V::S],
+            ) where
+                V::S: std::ops::Mul<Output = V::S> + PartialOrd,
+            {
+                let n = s.x.len();
+                let m = ax.len();
+                assert!(s.y.len() == n && s.z.len() == n && s.m.len() == n, "source arrays of unequal length");
+                assert!(start + m <= n && ay.len() == m && az.len() == m, "targets out of range");
+                let mut k = 0;
+                // SAFETY: the features are enabled; the targets are in range (asserted).
+                unsafe {
+                    while k + T <= m {
+                        targets::<V, T>(s, start + k, k, [&mut *ax, &mut *ay, &mut *az]);
+                        k += T;
+                    }
+                    while k < m {
+                        targets::<V, 1>(s, start + k, k, [&mut *ax, &mut *ay, &mut *az]);
+                        k += 1;
+                    }
+                }
+            }
+
+            $(
+                pub(in super::super) fn $name(s: &Sources<'_, $scalar>, start: usize, ax: &mut [$scalar], ay: &mut [$scalar], az: &mut [$scalar]) {
+                    // SAFETY: `DirectKernels::kernel` hands this function out only after
+                    // run-time detection of the features.
+                    unsafe { block::<$lanes, $targets>(s, start, ax, ay, az) }
+                }
+            )+
+        };
+    }
+
+    mod avx512 {
+        use super::*;
+        kernels!("avx512f",
+            avx512_f64: F64x8, f64, 3;
+            avx512_f32: F32x16, f32, 3;
+        );
+    }
+
+    mod avx2 {
+        use super::*;
+        kernels!("avx2,fma",
+            avx2_f64: F64x4, f64, 2;
+            avx2_f32: F32x8, f32, 2;
+        );
+    }
+
+    pub(super) use avx2::{avx2_f32, avx2_f64};
+    pub(super) use avx512::{avx512_f32, avx512_f64};
+
+    #[derive(Clone, Copy)]
+    struct F64x8(__m512d);
+    #[derive(Clone, Copy)]
+    struct F32x16(__m512);
+    #[derive(Clone, Copy)]
+    struct F64x4(__m256d);
+    #[derive(Clone, Copy)]
+    struct F32x8(__m256);
+
+    impl Lanes for F64x8 {
+        type S = f64;
+        const W: usize = 8;
+        // 14-bit estimate -> 28 -> 56 bits.
+        const NEWTON: usize = 2;
+        const TINY: f64 = 1e-180;
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn splat(x: f64) -> Self {
+            Self(_mm512_set1_pd(x))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn zero() -> Self {
+            Self(_mm512_setzero_pd())
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn load(p: *const f64) -> Self {
+            Self(unsafe { _mm512_loadu_pd(p) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn load_partial(p: *const f64, n: usize) -> Self {
+            Self(unsafe { _mm512_maskz_loadu_pd(((1u32 << n) - 1) as __mmask8, p) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn sub(a: Self, b: Self) -> Self {
+            Self(_mm512_sub_pd(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn mul(a: Self, b: Self) -> Self {
+            Self(_mm512_mul_pd(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm512_fmadd_pd(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn fnma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm512_fnmadd_pd(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn rsqrt(x: Self) -> Self {
+            Self(_mm512_rsqrt14_pd(x.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn hsum(self) -> f64 {
+            let mut a = [0.0f64; 8];
+            unsafe { _mm512_storeu_pd(a.as_mut_ptr(), self.0) };
+            reduce_lanes(&a)
+        }
+        fn scalar(x: f64) -> f64 {
+            x
         }
     }
 
-    #[target_feature(enable = "avx512f")]
-    unsafe fn avx512_f32_impl(
-        s: &Sources<'_, f32>,
-        start: usize,
-        ax: &mut [f32],
-        ay: &mut [f32],
-        az: &mut [f32],
-    ) {
+    impl Lanes for F32x16 {
+        type S = f32;
         const W: usize = 16;
-        let n = check(s, start, ax.len());
-        let (px, py, pz, pm) = (s.x.as_ptr(), s.y.as_ptr(), s.z.as_ptr(), s.m.as_ptr());
-        let eps2 = _mm512_set1_ps(s.eps2);
-        let three_halves = _mm512_set1_ps(1.5);
-        let half = _mm512_set1_ps(0.5);
-        let zero = _mm512_setzero_ps();
-        let full = n / W * W;
-        let tail: __mmask16 = ((1u32 << (n - full)) - 1) as __mmask16;
-        for k in 0..ax.len() {
-            let i = start + k;
-            let xi = _mm512_set1_ps(s.x[i]);
-            let yi = _mm512_set1_ps(s.y[i]);
-            let zi = _mm512_set1_ps(s.z[i]);
-            let (mut sx, mut sy, mut sz) = (zero, zero, zero);
-            let mut j = 0;
-            while j <= full {
-                let mask: __mmask16 = if j < full { 0xffff } else { tail };
-                if mask == 0 {
-                    break;
-                }
-                // SAFETY: lanes past `n` are masked off and not read.
-                let (xj, yj, zj, mj) = unsafe {
-                    (
-                        _mm512_maskz_loadu_ps(mask, px.add(j)),
-                        _mm512_maskz_loadu_ps(mask, py.add(j)),
-                        _mm512_maskz_loadu_ps(mask, pz.add(j)),
-                        _mm512_maskz_loadu_ps(mask, pm.add(j)),
-                    )
-                };
-                let dx = _mm512_sub_ps(xj, xi);
-                let dy = _mm512_sub_ps(yj, yi);
-                let dz = _mm512_sub_ps(zj, zi);
-                let r2 = _mm512_fmadd_ps(dz, dz, _mm512_fmadd_ps(dy, dy, _mm512_mul_ps(dx, dx)));
-                let s2 = _mm512_add_ps(r2, eps2);
-                let hs = _mm512_mul_ps(half, s2);
-                let mut y = _mm512_rsqrt14_ps(s2);
-                y = _mm512_mul_ps(y, _mm512_fnmadd_ps(hs, _mm512_mul_ps(y, y), three_halves));
-                y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(s2, zero), y);
-                let f = _mm512_mul_ps(mj, _mm512_mul_ps(y, _mm512_mul_ps(y, y)));
-                sx = _mm512_fmadd_ps(f, dx, sx);
-                sy = _mm512_fmadd_ps(f, dy, sy);
-                sz = _mm512_fmadd_ps(f, dz, sz);
-                j += W;
-            }
-            ax[k] = hsum_ps512(sx);
-            ay[k] = hsum_ps512(sy);
-            az[k] = hsum_ps512(sz);
+        // 14-bit estimate -> 28 bits, beyond f32's 24.
+        const NEWTON: usize = 1;
+        const TINY: f32 = 1e-24;
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn splat(x: f32) -> Self {
+            Self(_mm512_set1_ps(x))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn zero() -> Self {
+            Self(_mm512_setzero_ps())
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn load(p: *const f32) -> Self {
+            Self(unsafe { _mm512_loadu_ps(p) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn load_partial(p: *const f32, n: usize) -> Self {
+            Self(unsafe { _mm512_maskz_loadu_ps(((1u32 << n) - 1) as __mmask16, p) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn sub(a: Self, b: Self) -> Self {
+            Self(_mm512_sub_ps(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn mul(a: Self, b: Self) -> Self {
+            Self(_mm512_mul_ps(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm512_fmadd_ps(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn fnma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm512_fnmadd_ps(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn rsqrt(x: Self) -> Self {
+            Self(_mm512_rsqrt14_ps(x.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn hsum(self) -> f32 {
+            let mut a = [0.0f32; 16];
+            unsafe { _mm512_storeu_ps(a.as_mut_ptr(), self.0) };
+            reduce_lanes(&a)
+        }
+        fn scalar(x: f64) -> f32 {
+            x as f32
         }
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn avx2_f64_impl(
-        s: &Sources<'_, f64>,
-        start: usize,
-        ax: &mut [f64],
-        ay: &mut [f64],
-        az: &mut [f64],
-    ) {
+    impl Lanes for F64x4 {
+        type S = f64;
         const W: usize = 4;
-        let n = check(s, start, ax.len());
-        let (px, py, pz, pm) = (s.x.as_ptr(), s.y.as_ptr(), s.z.as_ptr(), s.m.as_ptr());
-        let eps2 = _mm256_set1_pd(s.eps2);
-        let one = _mm256_set1_pd(1.0);
-        let zero = _mm256_setzero_pd();
-        let full = n / W * W;
-        let rem = (n - full) as i64;
-        let tail = _mm256_set_epi64x(
-            -((rem > 3) as i64),
-            -((rem > 2) as i64),
-            -((rem > 1) as i64),
-            -((rem > 0) as i64),
-        );
-        for k in 0..ax.len() {
-            let i = start + k;
-            let xi = _mm256_set1_pd(s.x[i]);
-            let yi = _mm256_set1_pd(s.y[i]);
-            let zi = _mm256_set1_pd(s.z[i]);
-            let (mut sx, mut sy, mut sz) = (zero, zero, zero);
-            let mut j = 0;
-            while j < full {
-                // SAFETY: j + W <= full <= n.
-                let (xj, yj, zj, mj) = unsafe {
-                    (
-                        _mm256_loadu_pd(px.add(j)),
-                        _mm256_loadu_pd(py.add(j)),
-                        _mm256_loadu_pd(pz.add(j)),
-                        _mm256_loadu_pd(pm.add(j)),
-                    )
-                };
-                (sx, sy, sz) =
-                    avx2_f64_body(xi, yi, zi, xj, yj, zj, mj, eps2, one, zero, sx, sy, sz);
-                j += W;
-            }
-            if rem > 0 {
-                // SAFETY: lanes past `n` are masked off and not read.
-                let (xj, yj, zj, mj) = unsafe {
-                    (
-                        _mm256_maskload_pd(px.add(j), tail),
-                        _mm256_maskload_pd(py.add(j), tail),
-                        _mm256_maskload_pd(pz.add(j), tail),
-                        _mm256_maskload_pd(pm.add(j), tail),
-                    )
-                };
-                (sx, sy, sz) =
-                    avx2_f64_body(xi, yi, zi, xj, yj, zj, mj, eps2, one, zero, sx, sy, sz);
-            }
-            ax[k] = hsum_pd256(sx);
-            ay[k] = hsum_pd256(sy);
-            az[k] = hsum_pd256(sz);
+        // No double-precision estimate on AVX2: exact square root and division.
+        const NEWTON: usize = 0;
+        const TINY: f64 = 1e-180;
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn splat(x: f64) -> Self {
+            Self(_mm256_set1_pd(x))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn zero() -> Self {
+            Self(_mm256_setzero_pd())
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load(p: *const f64) -> Self {
+            Self(unsafe { _mm256_loadu_pd(p) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load_partial(p: *const f64, n: usize) -> Self {
+            let lane = _mm256_set_epi64x(3, 2, 1, 0);
+            let mask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n as i64), lane);
+            Self(unsafe { _mm256_maskload_pd(p, mask) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn sub(a: Self, b: Self) -> Self {
+            Self(_mm256_sub_pd(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul(a: Self, b: Self) -> Self {
+            Self(_mm256_mul_pd(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm256_fmadd_pd(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn fnma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm256_fnmadd_pd(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn rsqrt(x: Self) -> Self {
+            Self(_mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(x.0)))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn hsum(self) -> f64 {
+            let mut a = [0.0f64; 4];
+            unsafe { _mm256_storeu_pd(a.as_mut_ptr(), self.0) };
+            reduce_lanes(&a)
+        }
+        fn scalar(x: f64) -> f64 {
+            x
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn avx2_f64_body(
-        xi: __m256d,
-        yi: __m256d,
-        zi: __m256d,
-        xj: __m256d,
-        yj: __m256d,
-        zj: __m256d,
-        mj: __m256d,
-        eps2: __m256d,
-        one: __m256d,
-        zero: __m256d,
-        sx: __m256d,
-        sy: __m256d,
-        sz: __m256d,
-    ) -> (__m256d, __m256d, __m256d) {
-        let dx = _mm256_sub_pd(xj, xi);
-        let dy = _mm256_sub_pd(yj, yi);
-        let dz = _mm256_sub_pd(zj, zi);
-        let r2 = _mm256_fmadd_pd(dz, dz, _mm256_fmadd_pd(dy, dy, _mm256_mul_pd(dx, dx)));
-        let s2 = _mm256_add_pd(r2, eps2);
-        let y = _mm256_div_pd(one, _mm256_sqrt_pd(s2));
-        let y = _mm256_and_pd(y, _mm256_cmp_pd::<_CMP_GT_OQ>(s2, zero));
-        let f = _mm256_mul_pd(mj, _mm256_mul_pd(y, _mm256_mul_pd(y, y)));
-        (
-            _mm256_fmadd_pd(f, dx, sx),
-            _mm256_fmadd_pd(f, dy, sy),
-            _mm256_fmadd_pd(f, dz, sz),
-        )
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn avx2_f32_impl(
-        s: &Sources<'_, f32>,
-        start: usize,
-        ax: &mut [f32],
-        ay: &mut [f32],
-        az: &mut [f32],
-    ) {
+    impl Lanes for F32x8 {
+        type S = f32;
         const W: usize = 8;
-        let n = check(s, start, ax.len());
-        let (px, py, pz, pm) = (s.x.as_ptr(), s.y.as_ptr(), s.z.as_ptr(), s.m.as_ptr());
-        let eps2 = _mm256_set1_ps(s.eps2);
-        let three_halves = _mm256_set1_ps(1.5);
-        let half = _mm256_set1_ps(0.5);
-        let zero = _mm256_setzero_ps();
-        let full = n / W * W;
-        let rem = (n - full) as i32;
-        let lane = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
-        let tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), lane);
-        for k in 0..ax.len() {
-            let i = start + k;
-            let xi = _mm256_set1_ps(s.x[i]);
-            let yi = _mm256_set1_ps(s.y[i]);
-            let zi = _mm256_set1_ps(s.z[i]);
-            let (mut sx, mut sy, mut sz) = (zero, zero, zero);
-            let mut j = 0;
-            while j < full || (j == full && rem > 0) {
-                let mask = if j < full {
-                    _mm256_set1_epi32(-1)
-                } else {
-                    tail
-                };
-                // SAFETY: lanes past `n` are masked off and not read.
-                let (xj, yj, zj, mj) = unsafe {
-                    (
-                        _mm256_maskload_ps(px.add(j), mask),
-                        _mm256_maskload_ps(py.add(j), mask),
-                        _mm256_maskload_ps(pz.add(j), mask),
-                        _mm256_maskload_ps(pm.add(j), mask),
-                    )
-                };
-                let dx = _mm256_sub_ps(xj, xi);
-                let dy = _mm256_sub_ps(yj, yi);
-                let dz = _mm256_sub_ps(zj, zi);
-                let r2 = _mm256_fmadd_ps(dz, dz, _mm256_fmadd_ps(dy, dy, _mm256_mul_ps(dx, dx)));
-                let s2 = _mm256_add_ps(r2, eps2);
-                let hs = _mm256_mul_ps(half, s2);
-                let mut y = _mm256_rsqrt_ps(s2);
-                y = _mm256_mul_ps(y, _mm256_fnmadd_ps(hs, _mm256_mul_ps(y, y), three_halves));
-                y = _mm256_and_ps(y, _mm256_cmp_ps::<_CMP_GT_OQ>(s2, zero));
-                let f = _mm256_mul_ps(mj, _mm256_mul_ps(y, _mm256_mul_ps(y, y)));
-                sx = _mm256_fmadd_ps(f, dx, sx);
-                sy = _mm256_fmadd_ps(f, dy, sy);
-                sz = _mm256_fmadd_ps(f, dz, sz);
-                j += W;
-            }
-            ax[k] = hsum_ps256(sx);
-            ay[k] = hsum_ps256(sy);
-            az[k] = hsum_ps256(sz);
+        // 12-bit estimate -> 24 bits.
+        const NEWTON: usize = 1;
+        const TINY: f32 = 1e-24;
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn splat(x: f32) -> Self {
+            Self(_mm256_set1_ps(x))
         }
-    }
-
-    // Horizontal sums through memory, reduced in one fixed tree order.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn hsum_pd512(v: __m512d) -> f64 {
-        let mut a = [0.0f64; 8];
-        // SAFETY: `a` holds 8 f64.
-        unsafe { _mm512_storeu_pd(a.as_mut_ptr(), v) };
-        reduce_lanes(&a)
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn hsum_ps512(v: __m512) -> f32 {
-        let mut a = [0.0f32; 16];
-        // SAFETY: `a` holds 16 f32.
-        unsafe { _mm512_storeu_ps(a.as_mut_ptr(), v) };
-        reduce_lanes(&a)
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn hsum_pd256(v: __m256d) -> f64 {
-        let mut a = [0.0f64; 4];
-        // SAFETY: `a` holds 4 f64.
-        unsafe { _mm256_storeu_pd(a.as_mut_ptr(), v) };
-        reduce_lanes(&a)
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn hsum_ps256(v: __m256) -> f32 {
-        let mut a = [0.0f32; 8];
-        // SAFETY: `a` holds 8 f32.
-        unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
-        reduce_lanes(&a)
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn zero() -> Self {
+            Self(_mm256_setzero_ps())
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load(p: *const f32) -> Self {
+            Self(unsafe { _mm256_loadu_ps(p) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load_partial(p: *const f32, n: usize) -> Self {
+            let lane = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+            let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lane);
+            Self(unsafe { _mm256_maskload_ps(p, mask) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn sub(a: Self, b: Self) -> Self {
+            Self(_mm256_sub_ps(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul(a: Self, b: Self) -> Self {
+            Self(_mm256_mul_ps(a.0, b.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm256_fmadd_ps(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn fnma(a: Self, b: Self, c: Self) -> Self {
+            Self(_mm256_fnmadd_ps(a.0, b.0, c.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn rsqrt(x: Self) -> Self {
+            Self(_mm256_rsqrt_ps(x.0))
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn hsum(self) -> f32 {
+            let mut a = [0.0f32; 8];
+            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), self.0) };
+            reduce_lanes(&a)
+        }
+        fn scalar(x: f64) -> f32 {
+            x as f32
+        }
     }
 }
