@@ -50,3 +50,42 @@ fn unknown_command_fails_with_usage() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unrecognized subcommand"));
 }
+
+#[test]
+fn bench_gravity_json_reports_a_consistent_measurement() {
+    let out = mote(&["bench", "gravity", "--particles", "300", "--precision", "f32", "--threads", "2", "--repeats", "3", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["family"], "gravity");
+    assert_eq!(v["backend"], "cpu");
+    assert_eq!(v["kernel"], mote_core::SimdLevel::best().name());
+    assert_eq!(v["particles"], 300);
+    assert_eq!(v["precision"], "f32");
+    assert_eq!(v["threads"], 2);
+    let (min, med, max) = (
+        v["seconds_min"].as_f64().unwrap(),
+        v["seconds_median"].as_f64().unwrap(),
+        v["seconds_max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < min && min <= med && med <= max, "{min} {med} {max}");
+    let rate = v["interactions_per_second"].as_f64().unwrap();
+    assert!((rate * med / (300.0 * 299.0) - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn bench_gravity_refuses_bad_input_with_a_message() {
+    let out = mote(&["bench", "gravity", "--kernel", "avx1024"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown kernel `avx1024`"));
+    let out = mote(&["bench", "gravity", "--particles", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 2"));
+    let out = mote(&["bench", "gravity", "--softening=-1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("softening"));
+    if !mote_core::SimdLevel::Avx512.is_available() {
+        let out = mote(&["bench", "gravity", "--kernel", "avx512"]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not available"));
+    }
+}
