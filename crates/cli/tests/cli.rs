@@ -53,8 +53,24 @@ fn unknown_command_fails_with_usage() {
 
 #[test]
 fn bench_gravity_json_reports_a_consistent_measurement() {
-    let out = mote(&["bench", "gravity", "--particles", "300", "--precision", "f32", "--threads", "2", "--repeats", "3", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mote(&[
+        "bench",
+        "gravity",
+        "--particles",
+        "300",
+        "--precision",
+        "f32",
+        "--threads",
+        "2",
+        "--repeats",
+        "3",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["family"], "gravity");
     assert_eq!(v["backend"], "cpu");

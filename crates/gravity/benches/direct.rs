@@ -16,8 +16,12 @@ fn bench_precision<R: Real>(c: &mut Criterion, n: usize) {
     let mut kernels: Vec<Kernel> = SimdLevel::detect().into_iter().map(Kernel::Fast).collect();
     kernels.push(Kernel::Reference);
     for kernel in kernels {
-        let mut solver = DirectSolver::new(Softening::NONE, KernelChoice::Exactly(kernel), CpuBackend::default())
-            .expect("detected kernels are available");
+        let mut solver = DirectSolver::new(
+            Softening::NONE,
+            KernelChoice::Exactly(kernel),
+            CpuBackend::default(),
+        )
+        .expect("detected kernels are available");
         group.bench_function(BenchmarkId::new(kernel.name(), n), |b| {
             b.iter(|| ForceSolver::<R>::update(&mut solver, &mut p))
         });
