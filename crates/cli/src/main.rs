@@ -2,6 +2,7 @@
 
 mod bench;
 mod info;
+mod run;
 
 use std::process::ExitCode;
 
@@ -13,9 +14,9 @@ use mote_core::{Backend, CpuBackend, set_default_backend};
 #[derive(Debug, Parser)]
 #[command(name = "mote", version, about, long_about = None, propagate_version = true)]
 struct Cli {
-    /// CPU worker threads (0: one per core).
-    #[arg(long, global = true, default_value_t = 0, value_name = "N")]
-    threads: usize,
+    /// CPU worker threads (default: one per core).
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
 
     /// More log output (-v: debug, -vv: trace). `MOTE_LOG` takes a tracing filter instead.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -29,23 +30,49 @@ struct Cli {
 enum Command {
     /// Describe this machine: CPU, cores, memory, SIMD levels detected and chosen, threads.
     Info(info::InfoArgs),
+    /// Run a simulation from a configuration file (or the built-in defaults).
+    Run(run::RunArgs),
+    /// Print every resolved setting of a configuration, defaults included, as TOML.
+    Show(run::ShowArgs),
     /// Measure kernel performance (prints the kernel that ran, timings and throughput).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
 }
 
+/// Errors the program reports, each with its exit code.
+#[derive(Debug)]
+pub enum CliError {
+    /// A configuration or command-line mistake: exit code 2.
+    Config(String),
+    /// A failure while running: exit code 1.
+    Run(String),
+}
+
+impl From<Box<dyn std::error::Error>> for CliError {
+    fn from(e: Box<dyn std::error::Error>) -> Self {
+        CliError::Run(e.to_string())
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    set_default_backend(Backend::Cpu(CpuBackend::threads(cli.threads)));
+    let threads = cli.threads.unwrap_or(0);
+    set_default_backend(Backend::Cpu(CpuBackend::threads(threads)));
     let result = match cli.command {
-        Command::Info(args) => info::run(&args, cli.threads),
-        Command::Bench(cmd) => bench::run(&cmd, cli.threads),
+        Command::Info(args) => info::run(&args, threads).map_err(CliError::from),
+        Command::Bench(cmd) => bench::run(&cmd, threads).map_err(CliError::from),
+        Command::Run(args) => run::run(&args, cli.threads),
+        Command::Show(args) => run::show(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
+        Err(CliError::Config(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Run(e)) => {
+            eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }

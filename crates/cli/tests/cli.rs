@@ -105,3 +105,175 @@ fn bench_gravity_refuses_bad_input_with_a_message() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("not available"));
     }
 }
+
+fn examples_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// Rows of a diagnostics CSV as numbers.
+fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    (header, rows)
+}
+
+#[test]
+fn every_example_runs_in_a_coarse_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(examples_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let out = tmp.path().join(path.file_stem().unwrap());
+        // Few particles and a short time, but the example's own physics and settings.
+        let mut args = vec![
+            "run".to_string(),
+            path.display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+            "--quiet".into(),
+        ];
+        let text = std::fs::read_to_string(&path).unwrap();
+        if text.contains("particles") {
+            args.extend(["--set".into(), "initial_conditions.particles=64".into()]);
+        }
+        args.extend(["--set".into(), "run.end_time=0.25".into()]);
+        let out_run = mote(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(
+            out_run.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out_run.stderr)
+        );
+        let (header, rows) = read_csv(&out.join("diagnostics.csv"));
+        let t = header.iter().position(|h| h == "time").unwrap();
+        assert_eq!(
+            rows.last().unwrap()[t],
+            0.25,
+            "{}: the end time is hit exactly",
+            path.display()
+        );
+        let err = header
+            .iter()
+            .position(|h| h == "relative_energy_error")
+            .unwrap();
+        assert!(rows.iter().all(|r| r[err] < 0.05), "{}", path.display());
+        assert!(out.join("config.toml").exists() && out.join("provenance.json").exists());
+    }
+}
+
+#[test]
+fn kepler_example_conserves_energy_and_records_provenance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("kepler");
+    let cfg = examples_dir().join("kepler.toml");
+    let r = mote(&[
+        "run",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.end_time=6.283185307179586",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (header, rows) = read_csv(&out.join("diagnostics.csv"));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let last = rows.last().unwrap();
+    // One period at 1000 Yoshida steps: energy to 1e-10, E = -m1 m2 / 2a = -0.125.
+    assert!(
+        last[col("relative_energy_error")] < 1e-10,
+        "{}",
+        last[col("relative_energy_error")]
+    );
+    assert!((rows[0][col("total")] + 0.125).abs() < 1e-15);
+    assert_eq!(last[col("step")], 1000.0);
+    let prov: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("provenance.json")).unwrap())
+            .unwrap();
+    assert_eq!(prov["steps"], 1000);
+    assert_eq!(prov["particles"], 2);
+    assert_eq!(prov["precision"], "f64");
+    assert!(prov["finished"].is_string());
+    // The resolved configuration reproduces the run's settings.
+    let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    assert!(resolved.contains("kind = \"yoshida4\""), "{resolved}");
+    // A second run into the same directory is refused; --force replaces it.
+    let again = mote(&[
+        "run",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    assert!(out.join("diagnostics.csv").exists());
+}
+
+#[test]
+fn config_errors_exit_2_with_file_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("bad.toml");
+    std::fs::write(
+        &cfg,
+        "physics = \"gravity\"\n[run]\nend_time = 1.0\ndt = 0\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("never");
+    let r = mote(&["run", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("bad.toml:4: `run.dt`"), "{err}");
+    assert!(!out.exists(), "nothing is written for a bad configuration");
+    std::fs::write(&cfg, "physics = \"gravity\"\n[integrator]\nknd = \"rk4\"\n").unwrap();
+    let r = mote(&["show", cfg.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("bad.toml:3: `integrator.knd`: unknown field")
+    );
+}
+
+#[test]
+fn an_impossible_memory_limit_fails_before_allocating() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let r = mote(&[
+        "run",
+        "--out",
+        out.to_str().unwrap(),
+        "--memory-limit",
+        "100 KiB",
+        "--quiet",
+    ]);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("memory limit for 4096 particles") && err.contains("estimate"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn show_prints_every_resolved_setting() {
+    let r = mote(&["show", "--set", "initial_conditions.kind=disc_galaxy"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = String::from_utf8(r.stdout).unwrap();
+    for key in [
+        "end_time",
+        "dt",
+        "precision",
+        "disc_scale_length",
+        "softening",
+        "kernel",
+        "diagnostics_every",
+    ] {
+        assert!(text.contains(key), "{key} missing from\n{text}");
+    }
+}

@@ -1,0 +1,673 @@
+//! The configuration of a run: a TOML schema per physics family, parsed with serde, validated,
+//! with errors that name the file, the line and the key path.
+//!
+//! Defaults are stated once, in the `Default` implementations here; `mote show` prints every
+//! resolved setting, defaults included.
+
+use std::path::{Path, PathBuf};
+
+use mote_core::Precision;
+use mote_gravity::{IntegratorKind, KernelChoice, Softening};
+use serde::{Deserialize, Serialize};
+
+/// A configuration error: where it is and what is allowed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {message}", location(file, *line), key_part(key))]
+pub struct ConfigError {
+    /// The file, if the configuration came from one.
+    pub file: Option<PathBuf>,
+    /// The 1-based line, where known.
+    pub line: Option<usize>,
+    /// The key path (`section.key`), where known.
+    pub key: Option<String>,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+fn location(file: &Option<PathBuf>, line: Option<usize>) -> String {
+    match (file, line) {
+        (Some(f), Some(l)) => format!("{}:{l}", f.display()),
+        (Some(f), None) => f.display().to_string(),
+        (None, Some(l)) => format!("line {l}"),
+        (None, None) => "configuration".to_string(),
+    }
+}
+
+fn key_part(key: &Option<String>) -> String {
+    key.as_ref().map(|k| format!(": `{k}`")).unwrap_or_default()
+}
+
+/// The physics family a configuration describes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Physics {
+    /// Self-gravitating N-body systems.
+    #[default]
+    Gravity,
+}
+
+/// A gravity run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GravityConfig {
+    /// Always `gravity`.
+    pub physics: Physics,
+    /// Run length, time step, precision, threads, memory.
+    #[serde(default)]
+    pub run: RunSection,
+    /// The initial particle distribution.
+    #[serde(default)]
+    pub initial_conditions: InitialConditions,
+    /// The force solver.
+    #[serde(default)]
+    pub solver: SolverSection,
+    /// The time integrator.
+    #[serde(default)]
+    pub integrator: IntegratorSection,
+    /// What is written, and how often.
+    #[serde(default)]
+    pub output: OutputSection,
+}
+
+/// `[run]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunSection {
+    /// Simulated time at which the run ends (N-body units).
+    pub end_time: f64,
+    /// Time step; the last step is shortened to land exactly on `end_time`.
+    pub dt: f64,
+    /// `f32` or `f64`.
+    pub precision: Precision,
+    /// CPU threads (0: one per core).
+    pub threads: usize,
+    /// Memory limit for the run's buffers (`"4 GiB"`, `"500MB"`); none by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<String>,
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        Self {
+            end_time: 2.0,
+            dt: 1.0 / 128.0,
+            precision: Precision::F64,
+            threads: 0,
+            memory_limit: None,
+        }
+    }
+}
+
+/// The kinds of initial conditions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InitialConditionsKind {
+    /// Plummer sphere in N-body units.
+    #[default]
+    Plummer,
+    /// Uniform sphere with a virial ratio.
+    UniformSphere,
+    /// Uniform sphere at rest.
+    ColdCollapse,
+    /// Two bodies from orbital elements.
+    Kepler,
+    /// One disc galaxy (bulge + exponential disc).
+    DiscGalaxy,
+    /// Two disc galaxies on a parabolic approach.
+    GalaxyCollision,
+}
+
+/// `[initial_conditions]`: one flat table; which keys apply depends on `kind`, and a key that
+/// does not apply to the chosen kind is an error (so a typo in `kind` cannot silently drop
+/// settings).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InitialConditions {
+    /// Which distribution.
+    pub kind: InitialConditionsKind,
+    /// Number of particles (per galaxy for `galaxy_collision`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub particles: Option<usize>,
+    /// Random seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Sphere radius (`uniform_sphere`, `cold_collapse`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub radius: Option<f64>,
+    /// Virial ratio 2T/|W| (`uniform_sphere`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virial_ratio: Option<f64>,
+    /// Semi-major axis (`kepler`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semi_major_axis: Option<f64>,
+    /// Eccentricity (`kepler`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eccentricity: Option<f64>,
+    /// Mass of body 1 (`kepler`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub m1: Option<f64>,
+    /// Mass of body 2 (`kepler`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub m2: Option<f64>,
+    /// Bulge mass (galaxies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bulge_mass: Option<f64>,
+    /// Bulge Plummer scale (galaxies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bulge_scale: Option<f64>,
+    /// Disc mass (galaxies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disc_mass: Option<f64>,
+    /// Disc scale length (galaxies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disc_scale_length: Option<f64>,
+    /// Disc scale height (galaxies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disc_scale_height: Option<f64>,
+    /// Disc velocity dispersion as a fraction of the circular speed (galaxies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disc_dispersion: Option<f64>,
+    /// Initial distance of the galaxy centres (`galaxy_collision`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub separation: Option<f64>,
+    /// Pericentre of the point-mass orbit (`galaxy_collision`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pericentre: Option<f64>,
+    /// Inclination of the second disc in degrees (`galaxy_collision`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inclination_degrees: Option<f64>,
+}
+
+impl Default for InitialConditions {
+    /// A Plummer sphere; the kind's own defaults are filled in by
+    /// [`InitialConditions::with_defaults`].
+    fn default() -> Self {
+        Self {
+            kind: InitialConditionsKind::Plummer,
+            particles: None,
+            seed: None,
+            radius: None,
+            virial_ratio: None,
+            semi_major_axis: None,
+            eccentricity: None,
+            m1: None,
+            m2: None,
+            bulge_mass: None,
+            bulge_scale: None,
+            disc_mass: None,
+            disc_scale_length: None,
+            disc_scale_height: None,
+            disc_dispersion: None,
+            separation: None,
+            pericentre: None,
+            inclination_degrees: None,
+        }
+    }
+}
+
+impl InitialConditions {
+    /// Fills every key of this kind that was left out with its default. The galaxies' defaults
+    /// are those of `mote_gravity`'s parameter types, so they are stated once.
+    pub fn with_defaults(mut self) -> Self {
+        use InitialConditionsKind::*;
+        let fill = |v: &mut Option<f64>, d: f64| {
+            v.get_or_insert(d);
+        };
+        if self.kind != Kepler {
+            self.seed.get_or_insert(1);
+        }
+        match self.kind {
+            Plummer | UniformSphere | ColdCollapse => {
+                self.particles.get_or_insert(4096);
+                if self.kind != Plummer {
+                    fill(&mut self.radius, 1.0);
+                }
+                if self.kind == UniformSphere {
+                    fill(&mut self.virial_ratio, 0.5);
+                }
+            }
+            Kepler => {
+                fill(&mut self.semi_major_axis, 1.0);
+                fill(&mut self.eccentricity, 0.5);
+                fill(&mut self.m1, 0.5);
+                fill(&mut self.m2, 0.5);
+            }
+            DiscGalaxy | GalaxyCollision => {
+                let c = mote_gravity::initial_conditions::GalaxyCollision::default();
+                let g = if self.kind == DiscGalaxy {
+                    mote_gravity::initial_conditions::DiscGalaxy::default()
+                } else {
+                    c.first
+                };
+                self.particles.get_or_insert(g.particles);
+                fill(&mut self.bulge_mass, g.bulge_mass);
+                fill(&mut self.bulge_scale, g.bulge_scale);
+                fill(&mut self.disc_mass, g.disc_mass);
+                fill(&mut self.disc_scale_length, g.disc_scale_length);
+                fill(&mut self.disc_scale_height, g.disc_scale_height);
+                fill(&mut self.disc_dispersion, g.disc_dispersion);
+                if self.kind == GalaxyCollision {
+                    fill(&mut self.separation, c.separation);
+                    fill(&mut self.pericentre, c.pericentre);
+                    fill(&mut self.inclination_degrees, c.inclination.to_degrees());
+                }
+            }
+        }
+        self
+    }
+}
+
+/// `[solver]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SolverSection {
+    /// Plummer softening length (0: point masses).
+    pub softening: f64,
+    /// Direct-summation kernel: `auto`, `reference`, `scalar`, `avx2`, `avx512`.
+    pub kernel: String,
+}
+
+impl Default for SolverSection {
+    fn default() -> Self {
+        Self {
+            softening: 0.0,
+            kernel: "auto".to_string(),
+        }
+    }
+}
+
+/// `[integrator]`
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IntegratorSection {
+    /// `leapfrog`, `yoshida4` or `rk4`.
+    pub kind: IntegratorKind,
+}
+
+/// `[output]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSection {
+    /// A diagnostics row every this many steps (and at the end).
+    pub diagnostics_every: u64,
+}
+
+impl Default for OutputSection {
+    fn default() -> Self {
+        Self {
+            diagnostics_every: 16,
+        }
+    }
+}
+
+/// The keys of `[initial_conditions]` each kind accepts (besides `kind`).
+fn ic_keys(kind: InitialConditionsKind) -> &'static [&'static str] {
+    use InitialConditionsKind::*;
+    const GALAXY: &[&str] = &[
+        "particles",
+        "seed",
+        "bulge_mass",
+        "bulge_scale",
+        "disc_mass",
+        "disc_scale_length",
+        "disc_scale_height",
+        "disc_dispersion",
+    ];
+    match kind {
+        Plummer => &["particles", "seed"],
+        UniformSphere => &["particles", "seed", "radius", "virial_ratio"],
+        ColdCollapse => &["particles", "seed", "radius"],
+        Kepler => &["semi_major_axis", "eccentricity", "m1", "m2"],
+        DiscGalaxy => GALAXY,
+        GalaxyCollision => &[
+            "particles",
+            "seed",
+            "bulge_mass",
+            "bulge_scale",
+            "disc_mass",
+            "disc_scale_length",
+            "disc_scale_height",
+            "disc_dispersion",
+            "separation",
+            "pericentre",
+            "inclination_degrees",
+        ],
+    }
+}
+
+/// A configuration file's text and where it came from, for error messages.
+pub struct Source<'a> {
+    /// The file, if any.
+    pub file: Option<&'a Path>,
+    /// Its text.
+    pub text: &'a str,
+}
+
+impl GravityConfig {
+    /// Parses and validates a configuration, applying `overrides` (`section.key=value`, the value
+    /// in TOML syntax, or a bare word taken as a string) on top of the file.
+    pub fn parse(source: &Source<'_>, overrides: &[String]) -> Result<Self, ConfigError> {
+        let err = |line, key: Option<String>, message: String| ConfigError {
+            file: source.file.map(Path::to_path_buf),
+            line,
+            key,
+            message,
+        };
+        let mut table: toml::Table = source.text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map(|s| line_of_offset(source.text, s.start));
+            err(line, None, e.message().to_string())
+        })?;
+        let mut overridden = Vec::new();
+        for o in overrides {
+            let key = apply_override(&mut table, o).map_err(|m| err(None, None, m))?;
+            overridden.push(key);
+        }
+        match table.get("physics") {
+            None => {
+                return Err(err(
+                    None,
+                    Some("physics".into()),
+                    "missing: set `physics = \"gravity\"` (the only family available so far)"
+                        .into(),
+                ));
+            }
+            Some(toml::Value::String(s)) if s == "gravity" => {}
+            Some(v) => {
+                let key = "physics".to_string();
+                return Err(err(
+                    find_key_line(source.text, &key),
+                    Some(key),
+                    format!(
+                        "`{v}` is not available: expected \"gravity\" (meshless conservation laws \
+                         are not implemented yet)"
+                    ),
+                ));
+            }
+        }
+        let config: GravityConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let key = e.path().to_string();
+                let line = if overridden.contains(&key) {
+                    None
+                } else {
+                    find_key_line(source.text, &key)
+                };
+                let key = (key != ".").then_some(key);
+                err(line, key, e.into_inner().message().to_string())
+            })?;
+        let mut config = config;
+        config.validate().map_err(|(key, message)| {
+            let line = if overridden.contains(&key) {
+                None
+            } else {
+                find_key_line(source.text, &key)
+            };
+            let message = if overridden.contains(&key) {
+                format!("{message} (set with --set)")
+            } else {
+                message
+            };
+            err(line, Some(key), message)
+        })?;
+        config.initial_conditions = config.initial_conditions.with_defaults();
+        Ok(config)
+    }
+
+    /// Checks ranges and consistency; returns the offending key path and what is allowed.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, msg: String| Err((key.to_string(), msg));
+        let r = &self.run;
+        if !(r.end_time.is_finite() && r.end_time > 0.0) {
+            return bad(
+                "run.end_time",
+                format!("{} is not allowed: a finite time > 0", r.end_time),
+            );
+        }
+        if !(r.dt.is_finite() && r.dt > 0.0) {
+            return bad(
+                "run.dt",
+                format!("{} is not allowed: a finite step > 0", r.dt),
+            );
+        }
+        if r.end_time / r.dt > 1e9 {
+            return bad(
+                "run.dt",
+                format!(
+                    "{} gives more than 1e9 steps to end_time {}",
+                    r.dt, r.end_time
+                ),
+            );
+        }
+        if let Some(m) = &r.memory_limit {
+            parse_memory_limit(m).map_err(|e| ("run.memory_limit".to_string(), e))?;
+        }
+        if let Err(e) = Softening::new(self.solver.softening) {
+            return bad("solver.softening", e.to_string());
+        }
+        if let Err(e) = self.solver.kernel.parse::<KernelChoice>() {
+            return bad("solver.kernel", e.to_string());
+        }
+        if self.output.diagnostics_every == 0 {
+            return bad(
+                "output.diagnostics_every",
+                "0 is not allowed: at least 1 step".into(),
+            );
+        }
+        // Keys that do not apply to the chosen kind are contradictions, not silent no-ops.
+        let ic = toml::Value::try_from(&self.initial_conditions).expect("serialisable");
+        let allowed = ic_keys(self.initial_conditions.kind);
+        if let toml::Value::Table(t) = ic {
+            for key in t.keys().filter(|k| *k != "kind") {
+                if !allowed.contains(&key.as_str()) {
+                    return bad(
+                        &format!("initial_conditions.{key}"),
+                        format!(
+                            "does not apply to kind `{}`; its keys are: {}",
+                            toml::Value::try_from(self.initial_conditions.kind)
+                                .map(|v| v.as_str().unwrap_or_default().to_string())
+                                .unwrap_or_default(),
+                            allowed.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(0 | 1) = self.initial_conditions.particles {
+            return bad(
+                "initial_conditions.particles",
+                "at least 2 particles".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The resolved configuration as TOML, every default included.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a valid configuration serialises")
+    }
+}
+
+/// Parses a memory size such as `4 GiB`, `500MB` or `1e9`.
+pub fn parse_memory_limit(text: &str) -> Result<u64, String> {
+    let bytes = parse_size::parse_size(text.trim()).map_err(|e| {
+        format!("`{text}` is not a memory size ({e}): write e.g. \"4 GiB\", \"500MB\" or \"1e9\"")
+    })?;
+    if bytes == 0 {
+        return Err("a memory limit of 0 bytes holds nothing".to_string());
+    }
+    Ok(bytes)
+}
+
+/// Sets `section.key=value` in `table`; returns the key path.
+fn apply_override(table: &mut toml::Table, text: &str) -> Result<String, String> {
+    let (path, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--set `{text}`: expected section.key=value"))?;
+    let path = path.trim();
+    let value = value.trim();
+    // The value in TOML syntax (numbers, booleans, quoted strings); a bare word is a string.
+    let parsed: toml::Value = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let mut keys: Vec<&str> = path.split('.').collect();
+    let last = keys
+        .pop()
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| format!("--set `{text}`: empty key"))?;
+    let mut t = table;
+    for k in keys {
+        t = t
+            .entry(k.to_string())
+            .or_insert_with(|| toml::Value::Table(Default::default()))
+            .as_table_mut()
+            .ok_or_else(|| format!("--set `{text}`: `{k}` is not a section"))?;
+    }
+    t.insert(last.to_string(), parsed);
+    Ok(path.to_string())
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line that sets `path` (`section.key` or a top-level `key`) in a plain TOML file, or the
+/// section's header when the key itself is absent.
+fn find_key_line(text: &str, path: &str) -> Option<usize> {
+    let (section, key) = match path.rsplit_once('.') {
+        Some((s, k)) => (s, k),
+        None => ("", path),
+    };
+    let mut current = String::new();
+    let mut header = None;
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            current = l.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            if current == section {
+                header = Some(n + 1);
+            }
+            continue;
+        }
+        if current == section
+            && let Some((k, _)) = l.split_once('=')
+            && k.trim().trim_matches('"') == key
+        {
+            return Some(n + 1);
+        }
+    }
+    header
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<GravityConfig, ConfigError> {
+        GravityConfig::parse(
+            &Source {
+                file: Some(Path::new("run.toml")),
+                text,
+            },
+            &[],
+        )
+    }
+
+    #[test]
+    fn defaults_fill_what_the_file_leaves_out() {
+        let c = parse("physics = \"gravity\"\n").unwrap();
+        assert_eq!(c.run, RunSection::default());
+        assert_eq!(c.initial_conditions.kind, InitialConditionsKind::Plummer);
+        assert_eq!(c.initial_conditions.particles, Some(4096));
+        assert_eq!(c.initial_conditions.seed, Some(1));
+        assert_eq!(c.initial_conditions.radius, None);
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_path() {
+        let text = "physics = \"gravity\"\n\n[run]\nend_time = 1.0\nedn_time = 2.0\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        assert_eq!(e.key.as_deref(), Some("run.edn_time"));
+        assert!(e.message.contains("unknown field `edn_time`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("run.toml:5: `run.edn_time`: unknown field"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wrong_type_and_bad_values_are_explained() {
+        let e = parse("physics = \"gravity\"\n[run]\ndt = \"small\"\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("run.dt")));
+        assert!(e.message.contains("invalid type"), "{e}");
+        let e = parse("physics = \"gravity\"\n[run]\ndt = -0.1\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("run.dt")));
+        assert!(e.message.contains("> 0"), "{e}");
+        let e = parse("physics = \"gravity\"\n[solver]\nkernel = \"avx9\"\n").unwrap_err();
+        assert!(e.message.contains("unknown kernel"), "{e}");
+        let e = parse("physics = \"gravity\"\n[run]\nprecision = \"f16\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("run.precision"));
+        let e = parse("physics = \"gravity\"\n[run]\nmemory_limit = \"lots\"\n").unwrap_err();
+        assert!(e.message.contains("not a memory size"), "{e}");
+    }
+
+    #[test]
+    fn keys_of_another_kind_are_contradictions() {
+        let text =
+            "physics = \"gravity\"\n[initial_conditions]\nkind = \"plummer\"\nradius = 2.0\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(4), Some("initial_conditions.radius"))
+        );
+        assert!(
+            e.message.contains("does not apply to kind `plummer`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_and_missing_physics() {
+        let e = parse("physics = \"gravity\"\n[run\n").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        let e = parse("[run]\ndt = 0.1\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("physics"));
+        let e = parse("physics = \"meshless\"\n").unwrap_err();
+        assert!(e.message.contains("not available"), "{e}");
+    }
+
+    #[test]
+    fn overrides_apply_on_top_and_are_blamed_as_such() {
+        let src = Source {
+            file: None,
+            text: "physics = \"gravity\"\n[run]\ndt = 0.1\n",
+        };
+        let c = GravityConfig::parse(&src, &["run.dt=0.5".into(), "integrator.kind=rk4".into()])
+            .unwrap();
+        assert_eq!(c.run.dt, 0.5);
+        assert_eq!(c.integrator.kind, IntegratorKind::Rk4);
+        let e = GravityConfig::parse(&src, &["run.dt=-1".into()]).unwrap_err();
+        assert_eq!(e.line, None);
+        assert!(e.message.contains("--set"), "{e}");
+        assert!(GravityConfig::parse(&src, &["nonsense".into()]).is_err());
+    }
+
+    #[test]
+    fn show_round_trips() {
+        let c = parse("physics = \"gravity\"\n[initial_conditions]\nkind = \"kepler\"\nsemi_major_axis = 2.0\n[solver]\nsoftening = 0.01\n").unwrap();
+        let again = parse(&c.to_toml()).unwrap();
+        assert_eq!(c, again);
+        assert!(c.to_toml().contains("end_time"));
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory_limit("4 GiB"), Ok(4 << 30));
+        assert_eq!(parse_memory_limit("500MB"), Ok(500_000_000));
+        assert!(parse_memory_limit("0").is_err());
+        assert!(parse_memory_limit("many").is_err());
+    }
+}

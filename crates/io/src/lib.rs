@@ -1,0 +1,12 @@
+//! # mote-io
+//!
+//! Configuration (TOML schemas, validation with file/line/key errors) and the files a run
+//! writes (atomically).
+
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod files;
+pub mod runner;
+
+pub use config::{ConfigError, GravityConfig, Source};
