@@ -156,7 +156,7 @@ impl CpuBackend {
     /// If `block_len` is 0.
     pub fn for_each_block<O, F>(self, out: O, block_len: usize, body: F)
     where
-        O: ParticleOutputs,
+        O: SplitOutputs,
         F: Fn(usize, O) + Sync,
     {
         assert!(block_len > 0, "block length must be positive");
@@ -209,7 +209,7 @@ const PARTICLE_BLOCK: usize = 256;
 
 fn split_blocks<O, F>(out: O, start: usize, block_len: usize, body: &F)
 where
-    O: ParticleOutputs,
+    O: SplitOutputs,
     F: Fn(usize, O) + Sync,
 {
     let n = out.len();
@@ -259,12 +259,9 @@ impl fmt::Display for CpuBackend {
     }
 }
 
-/// The outputs of a per-particle pass: one entry per particle, written only by the launcher.
-///
-/// Implemented for `&mut [T]`, [`Vec3SpanMut`] and tuples of up to four of them.
-pub trait ParticleOutputs: Send + Sized {
-    /// The values of one particle.
-    type Value;
+/// Per-particle outputs that can be cut into disjoint particle ranges: what
+/// [`CpuBackend::for_each_block`] hands to its blocks.
+pub trait SplitOutputs: Send + Sized {
     /// Number of particles.
     fn len(&self) -> usize;
     /// Whether there is no particle.
@@ -273,6 +270,14 @@ pub trait ParticleOutputs: Send + Sized {
     }
     /// The particles before `mid` and from `mid` on.
     fn split_at(self, mid: usize) -> (Self, Self);
+}
+
+/// The outputs of a per-particle pass: one entry per particle, written only by the launcher.
+///
+/// Implemented for `&mut [T]`, [`Vec3SpanMut`] and tuples of up to four of them.
+pub trait ParticleOutputs: SplitOutputs {
+    /// The values of one particle.
+    type Value;
     /// Stores particle `i`'s values.
     fn set(&mut self, i: usize, value: Self::Value);
 }
@@ -298,8 +303,7 @@ impl<R: Copy + Send> ParticleState for Vec3SpanMut<'_, R> {
     }
 }
 
-impl<T: Send> ParticleOutputs for &mut [T] {
-    type Value = T;
+impl<T: Send> SplitOutputs for &mut [T] {
     #[inline]
     fn len(&self) -> usize {
         <[T]>::len(self)
@@ -308,14 +312,17 @@ impl<T: Send> ParticleOutputs for &mut [T] {
     fn split_at(self, mid: usize) -> (Self, Self) {
         self.split_at_mut(mid)
     }
+}
+
+impl<T: Send> ParticleOutputs for &mut [T] {
+    type Value = T;
     #[inline(always)]
     fn set(&mut self, i: usize, value: T) {
         self[i] = value;
     }
 }
 
-impl<R: Copy + Send> ParticleOutputs for Vec3SpanMut<'_, R> {
-    type Value = [R; 3];
+impl<R: Copy + Send> SplitOutputs for Vec3SpanMut<'_, R> {
     #[inline]
     fn len(&self) -> usize {
         Vec3SpanMut::len(self)
@@ -324,16 +331,80 @@ impl<R: Copy + Send> ParticleOutputs for Vec3SpanMut<'_, R> {
     fn split_at(self, mid: usize) -> (Self, Self) {
         Vec3SpanMut::split_at(self, mid)
     }
+}
+
+impl<R: Copy + Send> ParticleOutputs for Vec3SpanMut<'_, R> {
+    type Value = [R; 3];
     #[inline(always)]
     fn set(&mut self, i: usize, value: [R; 3]) {
         Vec3SpanMut::set(self, i, value)
     }
 }
 
+/// Variable-length rows, one per particle, in one contiguous array: particle `k`'s row is
+/// `data[offsets[k]..offsets[k + 1]]`. Splits between particles, so each block of
+/// [`CpuBackend::for_each_block`] owns its particles' rows (neighbour lists, per-slot weights).
+pub struct Rows<'a, T> {
+    data: &'a mut [T],
+    offsets: &'a [usize],
+}
+
+impl<'a, T> Rows<'a, T> {
+    /// Rows of `data` delimited by `offsets` (`offsets.len()` = particles + 1, non-decreasing,
+    /// starting at 0 and ending at `data.len()`).
+    ///
+    /// # Panics
+    /// If the offsets do not delimit `data` that way.
+    pub fn new(data: &'a mut [T], offsets: &'a [usize]) -> Self {
+        assert!(
+            !offsets.is_empty() && offsets[0] == 0,
+            "row offsets must start at 0"
+        );
+        assert_eq!(
+            offsets[offsets.len() - 1],
+            data.len(),
+            "row offsets must end at the data length"
+        );
+        assert!(
+            offsets.windows(2).all(|w| w[0] <= w[1]),
+            "row offsets must not decrease"
+        );
+        Self { data, offsets }
+    }
+
+    /// Row `k` of this block.
+    #[inline]
+    pub fn row_mut(&mut self, k: usize) -> &mut [T] {
+        let base = self.offsets[0];
+        &mut self.data[self.offsets[k] - base..self.offsets[k + 1] - base]
+    }
+}
+
+impl<T: Send> SplitOutputs for Rows<'_, T> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    #[inline]
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        let cut = self.offsets[mid] - self.offsets[0];
+        let (a, b) = self.data.split_at_mut(cut);
+        (
+            Rows {
+                data: a,
+                offsets: &self.offsets[..=mid],
+            },
+            Rows {
+                data: b,
+                offsets: &self.offsets[mid..],
+            },
+        )
+    }
+}
+
 macro_rules! tuple_outputs {
     ($($name:ident $idx:tt $part:ident),+) => {
-        impl<$($name: ParticleOutputs),+> ParticleOutputs for ($($name,)+) {
-            type Value = ($($name::Value,)+);
+        impl<$($name: SplitOutputs),+> SplitOutputs for ($($name,)+) {
             fn len(&self) -> usize {
                 let n = self.0.len();
                 $(assert_eq!(self.$idx.len(), n, "pass outputs of unequal lengths");)+
@@ -344,6 +415,10 @@ macro_rules! tuple_outputs {
                 $(let $part = self.$idx.split_at(mid);)+
                 (($($part.0,)+), ($($part.1,)+))
             }
+        }
+
+        impl<$($name: ParticleOutputs),+> ParticleOutputs for ($($name,)+) {
+            type Value = ($($name::Value,)+);
             #[inline(always)]
             fn set(&mut self, i: usize, value: Self::Value) {
                 $(self.$idx.set(i, value.$idx);)+
@@ -534,6 +609,25 @@ mod tests {
         );
         assert_eq!(CpuBackend::threads(2).thread_count(), 2);
         assert_eq!(CpuBackend::Serial.thread_count(), 1);
+    }
+
+    #[test]
+    fn rows_split_between_particles() {
+        let offsets = [0usize, 2, 2, 5, 6];
+        let mut data = vec![0u32; 6];
+        CpuBackend::threads(2).for_each_block(
+            Rows::new(&mut data, &offsets),
+            1,
+            |start, mut rows| {
+                for k in 0..rows.len() {
+                    let row = rows.row_mut(k);
+                    for (j, v) in row.iter_mut().enumerate() {
+                        *v = (10 * (start + k) + j) as u32;
+                    }
+                }
+            },
+        );
+        assert_eq!(data, vec![0, 1, 20, 21, 22, 30]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //!   [`memory::memory_estimate`], sized once with [`memory::reserve`], and growth past the
 //!   reservation is a [`CapacityError`].
 //! - [`platform`]: CPU model, cores, memory and run-time SIMD detection.
+//! - [`rng`]: seeded random numbers that are bit-identical on every platform.
 //!
 //! The crate has no GPU dependency: device buffers and kernels live in `mote-gpu`, which mirrors
 //! these containers one to one (see `docs/architecture.md`).
@@ -26,10 +27,11 @@ pub mod memory;
 pub mod particles;
 pub mod platform;
 pub mod real;
+pub mod rng;
 
 pub use backend::{
-    Backend, BackendError, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs, ParticleState,
-    default_backend, set_default_backend,
+    Backend, BackendError, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs, ParticleState, Rows,
+    SplitOutputs, default_backend, set_default_backend,
 };
 pub use buffer::{
     AnyBuffer, BUFFER_ALIGN, BudgetedBuffer, Buffer, CapacityError, CapacityUnit, Scaling,

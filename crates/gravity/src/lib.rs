@@ -19,7 +19,9 @@ pub mod direct;
 pub mod error;
 pub mod initial_conditions;
 pub mod integrators;
-pub mod rng;
+/// The seeded, platform-independent random stream (it lives in `mote-core`, shared with the
+/// meshless point clouds).
+pub use mote_core::rng;
 pub mod simulation;
 pub mod softening;
 pub mod solver;

@@ -4,7 +4,7 @@ use mote_core::{ParticleData, Real};
 
 use super::{from_f64, remove_mean};
 use crate::error::GravityError;
-use crate::rng::Rng;
+use mote_core::rng::Rng;
 
 /// A disc galaxy: a Plummer bulge and a thin exponential disc in rotation.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -4,7 +4,7 @@ use mote_core::{ParticleData, Real};
 
 use super::{from_f64, remove_mean};
 use crate::error::GravityError;
-use crate::rng::Rng;
+use mote_core::rng::Rng;
 
 /// Scale radius of the Plummer sphere in N-body units (M = G = 1, E = -1/4): `3 pi / 16`.
 pub fn plummer_scale() -> f64 {
