@@ -341,64 +341,144 @@ impl<R: Copy + Send> ParticleOutputs for Vec3SpanMut<'_, R> {
     }
 }
 
-/// Variable-length rows, one per particle, in one contiguous array: particle `k`'s row is
-/// `data[offsets[k]..offsets[k + 1]]`. Splits between particles, so each block of
-/// [`CpuBackend::for_each_block`] owns its particles' rows (neighbour lists, per-slot weights).
+/// Variable-length rows, one per particle, in one contiguous array: particle `k`'s row starts at
+/// `starts[k]` and ends where the next one starts (the last at the end of the data). Splits
+/// between particles, so each block of [`CpuBackend::for_each_block`] owns its particles' rows
+/// (neighbour lists, per-slot weights).
 pub struct Rows<'a, T> {
     data: &'a mut [T],
-    offsets: &'a [usize],
+    starts: &'a [usize],
 }
 
 impl<'a, T> Rows<'a, T> {
-    /// Rows of `data` delimited by `offsets` (`offsets.len()` = particles + 1, non-decreasing,
-    /// starting at 0 and ending at `data.len()`).
+    /// Rows of `data` starting at `starts` (non-decreasing, the first 0, all at most
+    /// `data.len()`).
     ///
     /// # Panics
-    /// If the offsets do not delimit `data` that way.
-    pub fn new(data: &'a mut [T], offsets: &'a [usize]) -> Self {
+    /// If the starts do not delimit `data` that way.
+    pub fn new(data: &'a mut [T], starts: &'a [usize]) -> Self {
         assert!(
-            !offsets.is_empty() && offsets[0] == 0,
-            "row offsets must start at 0"
-        );
-        assert_eq!(
-            offsets[offsets.len() - 1],
-            data.len(),
-            "row offsets must end at the data length"
+            starts.first().is_none_or(|&s| s == 0),
+            "row starts must begin at 0"
         );
         assert!(
-            offsets.windows(2).all(|w| w[0] <= w[1]),
-            "row offsets must not decrease"
+            starts.windows(2).all(|w| w[0] <= w[1]),
+            "row starts must not decrease"
         );
-        Self { data, offsets }
+        assert!(
+            starts.last().is_none_or(|&s| s <= data.len()),
+            "row start beyond the data"
+        );
+        Self { data, starts }
     }
 
     /// Row `k` of this block.
     #[inline]
     pub fn row_mut(&mut self, k: usize) -> &mut [T] {
-        let base = self.offsets[0];
-        &mut self.data[self.offsets[k] - base..self.offsets[k + 1] - base]
+        let base = self.starts[0];
+        let end = self
+            .starts
+            .get(k + 1)
+            .map_or(self.data.len(), |&e| e - base);
+        &mut self.data[self.starts[k] - base..end]
     }
 }
 
 impl<T: Send> SplitOutputs for Rows<'_, T> {
     #[inline]
     fn len(&self) -> usize {
-        self.offsets.len() - 1
+        self.starts.len()
     }
     #[inline]
     fn split_at(self, mid: usize) -> (Self, Self) {
-        let cut = self.offsets[mid] - self.offsets[0];
+        let cut = self
+            .starts
+            .get(mid)
+            .map_or(self.data.len(), |&s| s - self.starts[0]);
         let (a, b) = self.data.split_at_mut(cut);
         (
             Rows {
                 data: a,
-                offsets: &self.offsets[..=mid],
+                starts: &self.starts[..mid],
             },
             Rows {
                 data: b,
-                offsets: &self.offsets[mid..],
+                starts: &self.starts[mid..],
             },
         )
+    }
+}
+
+/// Slot-major per-particle storage: particle `i` owns the elements `i, i + n, i + 2n, ...`
+/// (`n` the total particle count) of one array, `slots` of them. Consecutive particles' slot `k`
+/// are adjacent, the layout GPUs read coalesced. Splits between particles like any output; each
+/// block can only reach its own particles' elements.
+pub struct StridedRows<'a, T> {
+    ptr: *mut T,
+    stride: usize,
+    first: usize,
+    len: usize,
+    slots: usize,
+    _data: std::marker::PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a `StridedRows` is a unique borrow of the elements of its particles, which no other
+// `StridedRows` from the same split can reach; sending it is sending `&mut` to those elements.
+unsafe impl<T: Send> Send for StridedRows<'_, T> {}
+
+impl<'a, T> StridedRows<'a, T> {
+    /// Slot-major rows over `data`, which holds `slots` slots for each of `n` particles
+    /// (`data.len() == slots * n`).
+    ///
+    /// # Panics
+    /// If the length does not match.
+    pub fn new(data: &'a mut [T], n: usize, slots: usize) -> Self {
+        assert_eq!(
+            data.len(),
+            n * slots,
+            "slot-major data must hold slots x particles elements"
+        );
+        Self {
+            ptr: data.as_mut_ptr(),
+            stride: n,
+            first: 0,
+            len: n,
+            slots,
+            _data: std::marker::PhantomData,
+        }
+    }
+
+    /// Sets slot `k` of the block's particle `i` (an index within the block).
+    ///
+    /// # Panics
+    /// If `i` or `k` is out of range.
+    #[inline]
+    pub fn set(&mut self, i: usize, k: usize, value: T) {
+        assert!(
+            i < self.len && k < self.slots,
+            "slot ({i}, {k}) out of range"
+        );
+        // SAFETY: `first + i < stride` and `k < slots`, so the element lies in the borrowed
+        // array, and it belongs to particle `first + i`, which only this block owns.
+        unsafe { *self.ptr.add(k * self.stride + self.first + i) = value };
+    }
+}
+
+impl<T: Send> SplitOutputs for StridedRows<'_, T> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        assert!(mid <= self.len);
+        let left = StridedRows { len: mid, ..self };
+        let right = StridedRows {
+            first: self.first + mid,
+            len: self.len - mid,
+            ..self
+        };
+        (left, right)
     }
 }
 
@@ -628,6 +708,28 @@ mod tests {
             },
         );
         assert_eq!(data, vec![0, 1, 20, 21, 22, 30]);
+    }
+
+    #[test]
+    fn strided_rows_give_each_particle_its_slots() {
+        let (n, slots) = (1000, 3);
+        let mut data = vec![0usize; n * slots];
+        CpuBackend::threads(2).for_each_block(
+            StridedRows::new(&mut data, n, slots),
+            7,
+            |start, mut rows| {
+                for i in 0..rows.len() {
+                    for k in 0..slots {
+                        rows.set(i, k, 10 * (start + i) + k);
+                    }
+                }
+            },
+        );
+        for k in 0..slots {
+            for i in 0..n {
+                assert_eq!(data[k * n + i], 10 * i + k);
+            }
+        }
     }
 
     #[test]

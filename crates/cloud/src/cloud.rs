@@ -1,0 +1,539 @@
+//! [`Cloud`]: the per-particle state of a meshless run, as component arrays kept at equal length
+//! by one helper, and its generation on a lattice.
+
+use mote_core::columns::{self, Permutation};
+use mote_core::rng::Rng;
+use mote_core::{AnyBuffer, Budgeted, BudgetedBuffer, Buffer, CapacityError, Real, Scaling};
+
+use crate::domain::{Domain, Shape};
+use crate::error::CloudError;
+
+/// Most conserved variables a cloud carries (Euler in 3-D has 5).
+pub const MAX_VARIABLES: usize = 16;
+
+const POSITION_NAMES: [&str; 3] = ["position_x", "position_y", "position_z"];
+const STATE_NAMES: [&str; MAX_VARIABLES] = [
+    "u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8", "u9", "u10", "u11", "u12", "u13", "u14",
+    "u15",
+];
+
+/// Tag of interior particles; boundary particles carry the tag of the face they lie beyond
+/// ([`Cloud::face_tag`]).
+pub const INTERIOR: u32 = 0;
+
+/// How to fill a domain with particles.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatticeOptions {
+    /// Nominal particle spacing `dx`. On a box each axis uses `L / round(L / dx)`, so that a
+    /// whole number of cells fills it (and a periodic lattice has no seam).
+    pub spacing: f64,
+    /// Uniform random displacement of each coordinate, as a fraction of the spacing: each
+    /// coordinate moves by `jitter * dx * (u - 1/2)`, `u` uniform in [0, 1). 0 gives a uniform
+    /// cloud; below 1 every particle stays in its lattice cell.
+    pub jitter: f64,
+    /// Seed of the jitter.
+    pub seed: u64,
+    /// Layers of boundary particles outside every non-periodic face (unjittered).
+    pub boundary_layers: usize,
+}
+
+impl Default for LatticeOptions {
+    fn default() -> Self {
+        Self {
+            spacing: 0.05,
+            jitter: 0.0,
+            seed: 1,
+            boundary_layers: 0,
+        }
+    }
+}
+
+/// The particles of a meshless run: positions (`D` arrays), volume, tag (0 interior, else the
+/// boundary face), reconstruction order, stable id, and `M` conserved variables, each a
+/// separate budgeted array of equal length.
+///
+/// **Volume**: the volume of the lattice cell a particle was generated in, `prod_a dx_a`
+/// (per-axis spacing, see [`LatticeOptions::spacing`]); so `sum V_i u_i` over the interior is the
+/// midpoint-rule integral of `u`.
+#[derive(Clone, Debug)]
+pub struct Cloud<R: Real, const D: usize> {
+    domain: Domain<D>,
+    spacing: [f64; D],
+    position: [Buffer<R>; D],
+    volume: Buffer<R>,
+    tag: Buffer<u32>,
+    order: Buffer<u8>,
+    id: Buffer<u64>,
+    state: Vec<Buffer<R>>,
+    next_id: u64,
+}
+
+impl<R: Real, const D: usize> Cloud<R, D> {
+    /// An empty cloud in `domain` with `variables` conserved variables.
+    pub fn new(domain: Domain<D>, spacing: [f64; D], variables: usize) -> Result<Self, CloudError> {
+        assert!((1..=3).contains(&D), "dimension must be 1, 2 or 3");
+        if variables == 0 || variables > MAX_VARIABLES {
+            return Err(CloudError::invalid(
+                "variables",
+                variables,
+                format!("1 to {MAX_VARIABLES}"),
+            ));
+        }
+        Ok(Self {
+            domain,
+            spacing,
+            position: std::array::from_fn(|a| {
+                Buffer::new(POSITION_NAMES[a], Scaling::PerParticle(1))
+            }),
+            volume: Buffer::new("volume", Scaling::PerParticle(1)),
+            tag: Buffer::new("tag", Scaling::PerParticle(1)),
+            order: Buffer::new("order", Scaling::PerParticle(1)),
+            id: Buffer::new("id", Scaling::PerParticle(1)),
+            state: (0..variables)
+                .map(|k| Buffer::new(STATE_NAMES[k], Scaling::PerParticle(1)))
+                .collect(),
+            next_id: 0,
+        })
+    }
+
+    /// The one place that lists every array. All length changes go through it.
+    fn arrays_mut(&mut self) -> Vec<&mut dyn AnyBuffer> {
+        let mut v: Vec<&mut dyn AnyBuffer> = Vec::with_capacity(D + 4 + self.state.len());
+        v.extend(self.position.iter_mut().map(|b| b as &mut dyn AnyBuffer));
+        v.push(&mut self.volume);
+        v.push(&mut self.tag);
+        v.push(&mut self.order);
+        v.push(&mut self.id);
+        v.extend(self.state.iter_mut().map(|b| b as &mut dyn AnyBuffer));
+        v
+    }
+
+    /// Fills `domain` with a lattice of nominal spacing `options.spacing`, optionally jittered,
+    /// with boundary layers outside non-periodic faces. Particles are in lattice order; see
+    /// [`Cloud::reorder_morton`].
+    pub fn lattice(
+        domain: Domain<D>,
+        options: LatticeOptions,
+        variables: usize,
+    ) -> Result<Self, CloudError> {
+        let LatticeOptions {
+            spacing,
+            jitter,
+            seed,
+            boundary_layers,
+        } = options;
+        if !(spacing.is_finite() && spacing > 0.0) {
+            return Err(CloudError::invalid("spacing", spacing, "finite and > 0"));
+        }
+        if !(0.0..1.0).contains(&jitter) {
+            return Err(CloudError::invalid(
+                "jitter",
+                jitter,
+                "in [0, 1) (a fraction of the spacing)",
+            ));
+        }
+        let (lo, _) = domain.bounds();
+        let lengths = domain.lengths();
+        let cells: [usize; D] =
+            std::array::from_fn(|a| ((lengths[a] / spacing).round() as usize).max(1));
+        let dx: [f64; D] = match domain.shape() {
+            Shape::Box { .. } => std::array::from_fn(|a| lengths[a] / cells[a] as f64),
+            Shape::Sphere { .. } => [spacing; D],
+        };
+        let periodic = domain.periodic();
+        // Layers extend the lattice index range on non-periodic axes.
+        let extra: [usize; D] =
+            std::array::from_fn(|a| if periodic[a] { 0 } else { boundary_layers });
+        let counts: [usize; D] = std::array::from_fn(|a| cells[a] + 2 * extra[a]);
+        let total: usize = counts.iter().product();
+        if total > u32::MAX as usize {
+            return Err(CloudError::invalid(
+                "particle count",
+                total,
+                "at most 2^32 - 1 (32-bit neighbour indices)",
+            ));
+        }
+        let mut cloud = Self::new(domain, dx, variables)?;
+        let mut rng = Rng::new(seed);
+        let mut pos: Vec<[f64; D]> = Vec::new();
+        let mut tags: Vec<u32> = Vec::new();
+        let mut index = [0usize; D];
+        for _ in 0..total {
+            let mut x = [0.0; D];
+            for a in 0..D {
+                x[a] = lo[a] + (index[a] as f64 - extra[a] as f64 + 0.5) * dx[a];
+            }
+            let tag = match domain.shape() {
+                Shape::Box { .. } => (0..D)
+                    .find_map(|a| {
+                        if index[a] < extra[a] {
+                            Some(Self::face_tag(a, false))
+                        } else if index[a] >= extra[a] + cells[a] {
+                            Some(Self::face_tag(a, true))
+                        } else {
+                            None
+                        }
+                    })
+                    .unwrap_or(INTERIOR),
+                Shape::Sphere { centre, radius } => {
+                    let r = (0..D)
+                        .map(|a| (x[a] - centre[a]).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
+                    if r <= radius {
+                        INTERIOR
+                    } else if r <= radius + boundary_layers as f64 * spacing {
+                        1
+                    } else {
+                        u32::MAX
+                    }
+                }
+            };
+            // Jitter draws happen for every lattice site, kept or not, so that a particle's
+            // displacement depends only on the seed and its site.
+            let shift: [f64; D] = std::array::from_fn(|_| jitter * (rng.uniform() - 0.5));
+            if tag != u32::MAX {
+                if tag == INTERIOR {
+                    for a in 0..D {
+                        x[a] += shift[a] * dx[a];
+                    }
+                }
+                pos.push(domain.wrap(x));
+                tags.push(tag);
+            }
+            // Next lattice index, first axis fastest.
+            for a in 0..D {
+                index[a] += 1;
+                if index[a] < counts[a] {
+                    break;
+                }
+                index[a] = 0;
+            }
+        }
+        cloud.resize(pos.len())?;
+        let volume = R::cast(dx.iter().product());
+        for (i, (x, &t)) in pos.iter().zip(&tags).enumerate() {
+            for a in 0..D {
+                cloud.position[a].as_mut_slice()[i] = R::cast(x[a]);
+            }
+            cloud.tag.as_mut_slice()[i] = t;
+        }
+        cloud.volume.as_mut_slice().fill(volume);
+        cloud.order.as_mut_slice().fill(1);
+        Ok(cloud)
+    }
+
+    /// The tag of the boundary face on `axis` (`high`: the upper face): 1 + 2 axis (+1).
+    pub const fn face_tag(axis: usize, high: bool) -> u32 {
+        1 + 2 * axis as u32 + high as u32
+    }
+
+    /// Sets the number of particles; new ones are zeroed and get fresh ids. All arrays change
+    /// together or, on a [`CapacityError`], none does.
+    pub fn resize(&mut self, n: usize) -> Result<(), CapacityError> {
+        let old = self.len();
+        columns::resize_all(&mut self.arrays_mut(), n)?;
+        if n > old {
+            let first = self.next_id;
+            for (k, id) in self.id.as_mut_slice()[old..].iter_mut().enumerate() {
+                *id = first + k as u64;
+            }
+            self.next_id = first + (n - old) as u64;
+        }
+        Ok(())
+    }
+
+    /// Keeps the first `n` particles.
+    pub fn truncate(&mut self, n: usize) {
+        columns::truncate_all(&mut self.arrays_mut(), n);
+    }
+
+    /// Reorders the particles: particle `perm[i]` moves to position `i` with all its arrays.
+    pub fn apply_permutation(&mut self, perm: &Permutation) {
+        columns::permute_all(&mut self.arrays_mut(), perm);
+    }
+
+    /// Sorts the particles along the Morton (Z-order) curve of their positions, so that
+    /// particles close in space are close in memory; ids travel with them. Deterministic: ties
+    /// keep their order.
+    pub fn reorder_morton(&mut self) {
+        let perm = Permutation::sorting_by_key(&self.morton_keys());
+        self.apply_permutation(&perm);
+    }
+
+    /// Morton keys of the positions, quantised over the particles' bounding box.
+    pub fn morton_keys(&self) -> Vec<u64> {
+        let n = self.len();
+        let bits = 63 / D as u32;
+        let scale = ((1u64 << bits) - 1) as f64;
+        let mut lo = [f64::INFINITY; D];
+        let mut hi = [f64::NEG_INFINITY; D];
+        for a in 0..D {
+            for &x in self.position[a].as_slice() {
+                lo[a] = lo[a].min(x.as_f64());
+                hi[a] = hi[a].max(x.as_f64());
+            }
+        }
+        (0..n)
+            .map(|i| {
+                let mut key = 0u64;
+                let q: [u64; D] = std::array::from_fn(|a| {
+                    let w = hi[a] - lo[a];
+                    let t = if w > 0.0 {
+                        (self.position[a].as_slice()[i].as_f64() - lo[a]) / w
+                    } else {
+                        0.0
+                    };
+                    (t * scale).round() as u64
+                });
+                for b in (0..bits).rev() {
+                    for qa in q.iter() {
+                        key = (key << 1) | ((qa >> b) & 1);
+                    }
+                }
+                key
+            })
+            .collect()
+    }
+
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.id.len()
+    }
+
+    /// Whether there is no particle.
+    pub fn is_empty(&self) -> bool {
+        self.id.is_empty()
+    }
+
+    /// The domain.
+    pub fn domain(&self) -> &Domain<D> {
+        &self.domain
+    }
+
+    /// Per-axis lattice spacing.
+    pub fn spacing(&self) -> [f64; D] {
+        self.spacing
+    }
+
+    /// Number of conserved variables.
+    pub fn variables(&self) -> usize {
+        self.state.len()
+    }
+
+    /// The `D` coordinate arrays.
+    pub fn positions(&self) -> [&[R]; D] {
+        std::array::from_fn(|a| self.position[a].as_slice())
+    }
+
+    /// The `D` coordinate arrays, writable (set-up and moving clouds; positions on periodic
+    /// axes must stay wrapped into the box).
+    pub fn positions_mut(&mut self) -> [&mut [R]; D] {
+        let mut it = self.position.iter_mut();
+        std::array::from_fn(|_| it.next().expect("D arrays").as_mut_slice())
+    }
+
+    /// Particle volumes.
+    pub fn volumes(&self) -> &[R] {
+        self.volume.as_slice()
+    }
+
+    /// Tags: 0 interior, otherwise the boundary face.
+    pub fn tags(&self) -> &[u32] {
+        self.tag.as_slice()
+    }
+
+    /// Reconstruction orders.
+    pub fn orders(&self) -> &[u8] {
+        self.order.as_slice()
+    }
+
+    /// Reconstruction orders, writable.
+    pub fn orders_mut(&mut self) -> &mut [u8] {
+        self.order.as_mut_slice()
+    }
+
+    /// Stable ids.
+    pub fn ids(&self) -> &[u64] {
+        self.id.as_slice()
+    }
+
+    /// Conserved variable `k`.
+    pub fn state(&self, k: usize) -> &[R] {
+        self.state[k].as_slice()
+    }
+
+    /// Every conserved variable, writable (disjoint borrows), with the positions read-only.
+    pub fn state_mut(&mut self) -> (Vec<&mut [R]>, [&[R]; D]) {
+        let pos = std::array::from_fn(|a| self.position[a].as_slice());
+        (
+            self.state.iter_mut().map(|b| b.as_mut_slice()).collect(),
+            pos,
+        )
+    }
+
+    /// Particle `i`'s position as `f64` (set-up, tests and output only).
+    pub fn position_of(&self, i: usize) -> [f64; D] {
+        std::array::from_fn(|a| self.position[a].as_slice()[i].as_f64())
+    }
+}
+
+impl<R: Real, const D: usize> Budgeted for Cloud<R, D> {
+    fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        let mut v: Vec<&dyn BudgetedBuffer> = self
+            .position
+            .iter()
+            .map(|b| b as &dyn BudgetedBuffer)
+            .collect();
+        v.extend([
+            &self.volume as &dyn BudgetedBuffer,
+            &self.tag,
+            &self.order,
+            &self.id,
+        ]);
+        v.extend(self.state.iter().map(|b| b as &dyn BudgetedBuffer));
+        v
+    }
+
+    fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        self.arrays_mut()
+            .into_iter()
+            .map(|b| b as &mut dyn BudgetedBuffer)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periodic_lattice_fills_the_box_with_the_right_volume() {
+        let d = Domain::<2>::unit_periodic();
+        let c = Cloud::<f64, 2>::lattice(
+            d,
+            LatticeOptions {
+                spacing: 0.1,
+                jitter: 0.3,
+                seed: 4,
+                boundary_layers: 2,
+            },
+            1,
+        )
+        .unwrap();
+        assert_eq!(c.len(), 100);
+        assert!(
+            c.tags().iter().all(|&t| t == INTERIOR),
+            "periodic axes have no boundary"
+        );
+        let total: f64 = c.volumes().iter().sum();
+        assert!((total - 1.0).abs() < 1e-14);
+        let [x, y] = c.positions();
+        assert!(x.iter().chain(y).all(|&v| (0.0..1.0).contains(&v)));
+    }
+
+    #[test]
+    fn boundary_layers_carry_face_tags() {
+        let d = Domain::<2>::new_box([0.0, 0.0], [1.0, 0.5], [false, true]).unwrap();
+        let c = Cloud::<f64, 2>::lattice(
+            d,
+            LatticeOptions {
+                spacing: 0.1,
+                boundary_layers: 2,
+                ..Default::default()
+            },
+            1,
+        )
+        .unwrap();
+        // 10 x 5 interior, plus 2 layers of 5 on each x face.
+        assert_eq!(c.len(), 14 * 5);
+        let low = Cloud::<f64, 2>::face_tag(0, false);
+        let high = Cloud::<f64, 2>::face_tag(0, true);
+        assert_eq!(c.tags().iter().filter(|&&t| t == low).count(), 10);
+        assert_eq!(c.tags().iter().filter(|&&t| t == high).count(), 10);
+        for i in 0..c.len() {
+            let x = c.position_of(i)[0];
+            let expected = if x < 0.0 {
+                low
+            } else if x > 1.0 {
+                high
+            } else {
+                INTERIOR
+            };
+            assert_eq!(c.tags()[i], expected, "x = {x}");
+        }
+    }
+
+    #[test]
+    fn morton_reorder_moves_everything_and_keeps_ids() {
+        let d = Domain::<3>::unit_periodic();
+        let mut c = Cloud::<f32, 3>::lattice(
+            d,
+            LatticeOptions {
+                spacing: 0.125,
+                jitter: 0.5,
+                ..Default::default()
+            },
+            2,
+        )
+        .unwrap();
+        let before: Vec<(u64, [f64; 3])> = (0..c.len())
+            .map(|i| (c.ids()[i], c.position_of(i)))
+            .collect();
+        c.reorder_morton();
+        let keys = c.morton_keys();
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+        for i in 0..c.len() {
+            let id = c.ids()[i] as usize;
+            assert_eq!(before[id].1, c.position_of(i));
+        }
+        assert_ne!(c.ids()[1], 1, "the order changed");
+    }
+
+    #[test]
+    fn sphere_keeps_the_ball_and_a_shell() {
+        let d = Domain::<2>::new_sphere([0.0, 0.0], 1.0).unwrap();
+        let c = Cloud::<f64, 2>::lattice(
+            d,
+            LatticeOptions {
+                spacing: 0.05,
+                boundary_layers: 1,
+                ..Default::default()
+            },
+            1,
+        )
+        .unwrap();
+        let interior = c.tags().iter().filter(|&&t| t == INTERIOR).count();
+        let area = interior as f64 * 0.05 * 0.05;
+        assert!((area - std::f64::consts::PI).abs() < 0.05, "{area}");
+        assert!(c.tags().iter().any(|&t| t == 1));
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let d = Domain::<1>::unit_periodic();
+        assert!(
+            Cloud::<f64, 1>::lattice(
+                d,
+                LatticeOptions {
+                    spacing: -1.0,
+                    ..Default::default()
+                },
+                1
+            )
+            .is_err()
+        );
+        assert!(
+            Cloud::<f64, 1>::lattice(
+                d,
+                LatticeOptions {
+                    jitter: 1.0,
+                    ..Default::default()
+                },
+                1
+            )
+            .is_err()
+        );
+        assert!(Cloud::<f64, 1>::new(d, [0.1], 0).is_err());
+    }
+}

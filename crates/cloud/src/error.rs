@@ -1,0 +1,32 @@
+//! Errors of the meshless crate.
+
+use mote_core::CapacityError;
+
+/// What can go wrong building a cloud or its neighbour lists.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CloudError {
+    /// A parameter is outside its allowed range.
+    #[error("invalid {name} = {value}: {allowed}")]
+    InvalidParameter {
+        /// The parameter.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        allowed: String,
+    },
+    /// A budgeted buffer is full.
+    #[error(transparent)]
+    Capacity(#[from] CapacityError),
+}
+
+impl CloudError {
+    /// An [`CloudError::InvalidParameter`].
+    pub fn invalid(name: &'static str, value: impl ToString, allowed: impl ToString) -> Self {
+        CloudError::InvalidParameter {
+            name,
+            value: value.to_string(),
+            allowed: allowed.to_string(),
+        }
+    }
+}

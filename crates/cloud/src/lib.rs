@@ -1,0 +1,27 @@
+//! # mote-cloud
+//!
+//! Meshless conservation laws `du/dt + div F(u) = 0` on point clouds. This crate holds, so far:
+//!
+//! - [`domain`]: rectangular (per-axis periodic) and spherical domains, minimum-image distances;
+//! - [`cloud`]: [`Cloud`], the per-particle state as component arrays with one length helper,
+//!   lattice generation with seeded jitter, boundary layers with per-face tags, particle volumes,
+//!   Morton (Z-order) reordering;
+//! - [`search`]: the deterministic counting-sort neighbour search and the two slot layouts
+//!   (row-major for CPU caches, slot-major for GPU coalescing).
+//!
+//! Everything is generic over the precision `R: Real` and the dimension `D` (1, 2 or 3, a
+//! compile-time constant).
+
+#![warn(missing_docs)]
+// Loops over the axes index several per-axis arrays at once; iterator chains would obscure them.
+#![allow(clippy::needless_range_loop)]
+
+pub mod cloud;
+pub mod domain;
+pub mod error;
+pub mod search;
+
+pub use cloud::{Cloud, LatticeOptions};
+pub use domain::{Domain, Shape};
+pub use error::CloudError;
+pub use search::{NeighbourList, NeighbourSearch, RowMajor, SlotLayout, SlotMajor, Slots};
