@@ -1,5 +1,8 @@
 //! The neighbour search against brute force, across thread counts and slot layouts.
 
+// Loops over particles and axes index several arrays at once.
+#![allow(clippy::needless_range_loop)]
+
 use mote_cloud::{
     Cloud, Domain, LatticeOptions, NeighbourList, NeighbourSearch, RowMajor, SlotLayout, SlotMajor,
 };
