@@ -506,7 +506,7 @@ mod tests {
         let interior = c.tags().iter().filter(|&&t| t == INTERIOR).count();
         let area = interior as f64 * 0.05 * 0.05;
         assert!((area - std::f64::consts::PI).abs() < 0.05, "{area}");
-        assert!(c.tags().iter().any(|&t| t == 1));
+        assert!(c.tags().contains(&1));
     }
 
     #[test]
