@@ -7,7 +7,8 @@
 //!   lattice generation with seeded jitter, boundary layers with per-face tags, particle volumes,
 //!   Morton (Z-order) reordering;
 //! - [`search`]: the deterministic counting-sort neighbour search and the two slot layouts
-//!   (row-major for CPU caches, slot-major for GPU coalescing).
+//!   (row-major for CPU caches, slot-major for GPU coalescing);
+//! - [`mls`]: moving-least-squares derivative operators on a Taylor basis of degree 1 to 5.
 //!
 //! Everything is generic over the precision `R: Real` and the dimension `D` (1, 2 or 3, a
 //! compile-time constant).
@@ -19,9 +20,11 @@
 pub mod cloud;
 pub mod domain;
 pub mod error;
+pub mod mls;
 pub mod search;
 
 pub use cloud::{Cloud, LatticeOptions};
 pub use domain::{Domain, Shape};
 pub use error::CloudError;
+pub use mls::{Basis, Mls, Weight};
 pub use search::{NeighbourList, NeighbourSearch, RowMajor, SlotLayout, SlotMajor, Slots};

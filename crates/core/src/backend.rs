@@ -409,6 +409,43 @@ impl<T: Send> SplitOutputs for Rows<'_, T> {
     }
 }
 
+/// Per-particle, per-slot outputs: [`Rows`] (row-major) and [`StridedRows`] (slot-major) both
+/// store slot `k` of the block's particle `i`, so one kernel body writes either layout.
+pub trait SlotWriter<T>: SplitOutputs {
+    /// Stores `value` in slot `k` of the block's particle `i`.
+    fn set_slot(&mut self, i: usize, k: usize, value: T);
+}
+
+impl<T: Send> SlotWriter<T> for Rows<'_, T> {
+    #[inline]
+    fn set_slot(&mut self, i: usize, k: usize, value: T) {
+        self.row_mut(i)[k] = value;
+    }
+}
+
+impl<T: Send> SlotWriter<T> for StridedRows<'_, T> {
+    #[inline]
+    fn set_slot(&mut self, i: usize, k: usize, value: T) {
+        self.set(i, k, value);
+    }
+}
+
+/// A run-time number of outputs of the same kind (one per conserved variable or per basis
+/// function), split together.
+impl<O: SplitOutputs> SplitOutputs for Vec<O> {
+    fn len(&self) -> usize {
+        let n = self.first().map_or(0, |o| o.len());
+        assert!(
+            self.iter().all(|o| o.len() == n),
+            "pass outputs of unequal lengths"
+        );
+        n
+    }
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        self.into_iter().map(|o| o.split_at(mid)).unzip()
+    }
+}
+
 /// Slot-major per-particle storage: particle `i` owns the elements `i, i + n, i + 2n, ...`
 /// (`n` the total particle count) of one array, `slots` of them. Consecutive particles' slot `k`
 /// are adjacent, the layout GPUs read coalesced. Splits between particles like any output; each

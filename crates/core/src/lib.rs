@@ -31,7 +31,7 @@ pub mod rng;
 
 pub use backend::{
     Backend, BackendError, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs, ParticleState, Rows,
-    SplitOutputs, StridedRows, default_backend, set_default_backend,
+    SlotWriter, SplitOutputs, StridedRows, default_backend, set_default_backend,
 };
 pub use buffer::{
     AnyBuffer, BUFFER_ALIGN, BudgetedBuffer, Buffer, CapacityError, CapacityUnit, Scaling,

@@ -20,8 +20,8 @@
 //! coalescing). Kernels iterate [`SlotLayout::slots`], which serves both.
 
 use mote_core::{
-    Budgeted, BudgetedBuffer, Buffer, CapacityError, CpuBackend, Real, Rows, Scaling, SplitOutputs,
-    StridedRows,
+    Budgeted, BudgetedBuffer, Buffer, CapacityError, CpuBackend, Real, Rows, Scaling, SlotWriter,
+    SplitOutputs, StridedRows,
 };
 
 use crate::cloud::Cloud;
@@ -67,6 +67,18 @@ pub trait SlotLayout: Budgeted + Send + Sync + Sized {
     fn indices(&self) -> &[u32];
     /// Number of neighbours of each particle.
     fn counts(&self) -> &[u32];
+    /// Length of every per-slot array in this layout (the total neighbour count row-major,
+    /// particles x maximum count slot-major).
+    fn slot_count(&self) -> usize {
+        self.indices().len()
+    }
+    /// The per-slot writer over `data` (of [`SlotLayout::slot_count`] elements) for a pass
+    /// that writes each particle's slots.
+    type Writer<'a, T: Send + 'a>: SlotWriter<T>
+    where
+        Self: 'a;
+    /// See [`SlotLayout::Writer`].
+    fn writer<'a, T: Send + 'a>(&'a self, data: &'a mut [T]) -> Self::Writer<'a, T>;
     /// Builds the layout from the per-particle counts, writing each particle's neighbours with
     /// `fill(i, &mut write)`, where `write(k, j)` stores neighbour `k` of `i`.
     fn build<F>(
@@ -117,6 +129,11 @@ impl Budgeted for SlotMajor {
 
 impl SlotLayout for RowMajor {
     const NAME: &'static str = "row";
+    type Writer<'a, T: Send + 'a> = Rows<'a, T>;
+
+    fn writer<'a, T: Send + 'a>(&'a self, data: &'a mut [T]) -> Rows<'a, T> {
+        Rows::new(data, self.starts.as_slice())
+    }
 
     fn empty() -> Self {
         Self {
@@ -184,6 +201,11 @@ impl SlotLayout for RowMajor {
 
 impl SlotLayout for SlotMajor {
     const NAME: &'static str = "slot";
+    type Writer<'a, T: Send + 'a> = StridedRows<'a, T>;
+
+    fn writer<'a, T: Send + 'a>(&'a self, data: &'a mut [T]) -> StridedRows<'a, T> {
+        StridedRows::new(data, self.counts.len(), self.max)
+    }
 
     fn empty() -> Self {
         Self {
@@ -275,6 +297,11 @@ impl<L: SlotLayout> NeighbourList<L> {
     #[inline]
     pub fn indices(&self) -> &[u32] {
         self.layout.indices()
+    }
+
+    /// The layout itself (per-slot writers, slot counts).
+    pub fn layout(&self) -> &L {
+        &self.layout
     }
 
     /// Particle `i`'s neighbours, in list order (tests and diagnostics; kernels use

@@ -1,0 +1,152 @@
+//! The Taylor-monomial basis of the MLS fits.
+
+use crate::error::CloudError;
+
+/// Highest polynomial degree supported.
+pub const MAX_DEGREE: usize = 5;
+
+/// The scaled Taylor monomials `phi_a(d) = (d / h)^a / a!` for all multi-indices `a` with
+/// `1 <= |a| <= degree` (no constant term: fits are of differences `u_j - u_i`), ordered by
+/// total degree and then lexicographically (descending powers of x first). The first `D`
+/// functions are therefore the gradient's.
+///
+/// The basis size is a run-time value, `C(degree + D, D) - 1`, so particles of different orders
+/// share one code path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Basis<const D: usize> {
+    degree: usize,
+    exponents: Vec<[u8; D]>,
+    inverse_factorial: Vec<f64>,
+}
+
+impl<const D: usize> Basis<D> {
+    /// The basis of total degree `degree` (1 to [`MAX_DEGREE`]).
+    pub fn new(degree: usize) -> Result<Self, CloudError> {
+        if !(1..=MAX_DEGREE).contains(&degree) {
+            return Err(CloudError::invalid(
+                "MLS degree",
+                degree,
+                format!("1 to {MAX_DEGREE}"),
+            ));
+        }
+        let mut exponents = Vec::new();
+        for total in 1..=degree {
+            let mut e = [0u8; D];
+            Self::compositions(total, 0, &mut e, &mut exponents);
+        }
+        let fact = |k: u8| (1..=k as u64).product::<u64>() as f64;
+        let inverse_factorial = exponents
+            .iter()
+            .map(|e| 1.0 / e.iter().map(|&k| fact(k)).product::<f64>())
+            .collect();
+        Ok(Self {
+            degree,
+            exponents,
+            inverse_factorial,
+        })
+    }
+
+    /// All exponent vectors of total `left` over axes `axis..`, descending in the first axis.
+    fn compositions(left: usize, axis: usize, e: &mut [u8; D], out: &mut Vec<[u8; D]>) {
+        if axis == D - 1 {
+            e[axis] = left as u8;
+            out.push(*e);
+            return;
+        }
+        for k in (0..=left).rev() {
+            e[axis] = k as u8;
+            Self::compositions(left - k, axis + 1, e, out);
+        }
+    }
+
+    /// Number of basis functions.
+    pub fn len(&self) -> usize {
+        self.exponents.len()
+    }
+
+    /// Whether the basis is empty (never: degree >= 1).
+    pub fn is_empty(&self) -> bool {
+        self.exponents.is_empty()
+    }
+
+    /// The degree.
+    pub fn degree(&self) -> usize {
+        self.degree
+    }
+
+    /// The exponents of every function.
+    pub fn exponents(&self) -> &[[u8; D]] {
+        &self.exponents
+    }
+
+    /// The index of the function with exponents `e`.
+    pub fn index_of(&self, e: [u8; D]) -> Option<usize> {
+        self.exponents.iter().position(|&x| x == e)
+    }
+
+    /// Basis size for `degree` in `D` dimensions without building it: `C(degree + D, D) - 1`.
+    pub fn size(degree: usize) -> usize {
+        let mut c = 1usize;
+        for k in 1..=D {
+            c = c * (degree + k) / k;
+        }
+        c - 1
+    }
+
+    /// Evaluates every function at the scaled offset `q = d / h` into `out`.
+    #[inline]
+    pub fn eval(&self, q: [f64; D], out: &mut [f64]) {
+        let mut pw = [[1.0f64; MAX_DEGREE + 1]; D];
+        for a in 0..D {
+            for k in 1..=self.degree {
+                pw[a][k] = pw[a][k - 1] * q[a];
+            }
+        }
+        for (f, (e, inv)) in out
+            .iter_mut()
+            .zip(self.exponents.iter().zip(&self.inverse_factorial))
+        {
+            let mut v = *inv;
+            for a in 0..D {
+                v *= pw[a][e[a] as usize];
+            }
+            *f = v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_order() {
+        assert_eq!(Basis::<1>::new(3).unwrap().len(), 3);
+        assert_eq!(
+            Basis::<2>::new(2).unwrap().exponents(),
+            &[[1, 0], [0, 1], [2, 0], [1, 1], [0, 2]]
+        );
+        for degree in 1..=MAX_DEGREE {
+            assert_eq!(
+                Basis::<2>::new(degree).unwrap().len(),
+                Basis::<2>::size(degree)
+            );
+            assert_eq!(
+                Basis::<3>::new(degree).unwrap().len(),
+                Basis::<3>::size(degree)
+            );
+        }
+        assert_eq!(Basis::<3>::size(5), 55);
+        assert!(Basis::<2>::new(6).is_err());
+    }
+
+    #[test]
+    fn evaluation_divides_by_the_multi_factorial() {
+        let b = Basis::<2>::new(3).unwrap();
+        let mut out = vec![0.0; b.len()];
+        b.eval([2.0, 3.0], &mut out);
+        // x^2 y / (2! 1!) = 4 * 3 / 2
+        assert_eq!(out[b.index_of([2, 1]).unwrap()], 6.0);
+        assert_eq!(out[b.index_of([0, 3]).unwrap()], 27.0 / 6.0);
+    }
+}
