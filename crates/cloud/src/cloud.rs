@@ -363,19 +363,61 @@ impl<R: Real, const D: usize> Cloud<R, D> {
         self.state[k].as_slice()
     }
 
-    /// Every conserved variable, writable (disjoint borrows), with the positions read-only.
-    pub fn state_mut(&mut self) -> (Vec<&mut [R]>, [&[R]; D]) {
-        let pos = std::array::from_fn(|a| self.position[a].as_slice());
+    /// What passes read of the particles besides the state.
+    pub fn geometry(&self) -> Geometry<'_, R, D> {
+        Geometry {
+            positions: std::array::from_fn(|a| self.position[a].as_slice()),
+            volumes: self.volume.as_slice(),
+            orders: self.order.as_slice(),
+            tags: self.tag.as_slice(),
+            periodic: self.domain.periodic(),
+            lengths: self.domain.lengths(),
+        }
+    }
+
+    /// Every conserved variable, writable, together with the read-only geometry (disjoint
+    /// borrows: a time step updates the state while the passes read the geometry).
+    pub fn state_and_geometry(&mut self) -> (Vec<&mut [R]>, Geometry<'_, R, D>) {
+        let geometry = Geometry {
+            positions: std::array::from_fn(|a| self.position[a].as_slice()),
+            volumes: self.volume.as_slice(),
+            orders: self.order.as_slice(),
+            tags: self.tag.as_slice(),
+            periodic: self.domain.periodic(),
+            lengths: self.domain.lengths(),
+        };
         (
             self.state.iter_mut().map(|b| b.as_mut_slice()).collect(),
-            pos,
+            geometry,
         )
+    }
+
+    /// Conserved variable `k`, writable.
+    pub fn state_var_mut(&mut self, k: usize) -> &mut [R] {
+        self.state[k].as_mut_slice()
     }
 
     /// Particle `i`'s position as `f64` (set-up, tests and output only).
     pub fn position_of(&self, i: usize) -> [f64; D] {
         std::array::from_fn(|a| self.position[a].as_slice()[i].as_f64())
     }
+}
+
+/// The read-only particle data the passes use besides the state.
+#[derive(Clone, Copy, Debug)]
+pub struct Geometry<'a, R, const D: usize> {
+    /// Coordinates, one array per axis.
+    pub positions: [&'a [R]; D],
+    /// Volumes.
+    pub volumes: &'a [R],
+    /// Reconstruction orders.
+    pub orders: &'a [u8],
+    /// Tags.
+    pub tags: &'a [u32],
+    /// Periodic axes.
+    pub periodic: [bool; D],
+    /// Domain lengths (the periods of periodic axes).
+    pub lengths: [f64; D],
 }
 
 impl<R: Real, const D: usize> Budgeted for Cloud<R, D> {

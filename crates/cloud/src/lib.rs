@@ -8,7 +8,10 @@
 //!   Morton (Z-order) reordering;
 //! - [`search`]: the deterministic counting-sort neighbour search and the two slot layouts
 //!   (row-major for CPU caches, slot-major for GPU coalescing);
-//! - [`mls`]: moving-least-squares derivative operators on a Taylor basis of degree 1 to 5.
+//! - [`mls`]: moving-least-squares derivative operators on a Taylor basis of degree 1 to 5;
+//! - [`equations`] (linear advection so far), [`flux`] (Rusanov), [`scheme`] (MUSCL of orders
+//!   1-5 in two flux-divergence formulations), [`time`] (explicit Runge-Kutta by tableau),
+//!   [`exact`] (exact solutions, error norms and totals).
 //!
 //! Everything is generic over the precision `R: Real` and the dimension `D` (1, 2 or 3, a
 //! compile-time constant).
@@ -19,12 +22,19 @@
 
 pub mod cloud;
 pub mod domain;
+pub mod equations;
 pub mod error;
+pub mod exact;
+pub mod flux;
 pub mod mls;
+pub mod scheme;
 pub mod search;
+pub mod simulation;
+pub mod time;
 
-pub use cloud::{Cloud, LatticeOptions};
+pub use cloud::{Cloud, Geometry, LatticeOptions};
 pub use domain::{Domain, Shape};
 pub use error::CloudError;
 pub use mls::{Basis, Mls, Weight};
 pub use search::{NeighbourList, NeighbourSearch, RowMajor, SlotLayout, SlotMajor, Slots};
+pub use simulation::MeshlessSimulation;

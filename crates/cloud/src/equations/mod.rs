@@ -1,0 +1,37 @@
+//! Conservation laws `du/dt + sum_d dF_d(u)/dx_d = 0`: one file per equation.
+//!
+//! An equation gives the flux along any direction vector `n` (`F(u) . n = sum_d n_d F_d(u)`, `n`
+//! need not be a unit vector) and the largest wave speed along it (the spectral radius of
+//! `sum_d n_d dF_d/du`), which is what the Riemann solvers and the time-step control need.
+//! Burgers and Euler implement the same trait.
+
+mod advection;
+
+pub use advection::LinearAdvection;
+
+use mote_core::Real;
+
+/// A hyperbolic system in `D` dimensions with a run-time number of variables.
+pub trait Equation<R: Real, const D: usize>: Send + Sync {
+    /// A short name.
+    fn name(&self) -> &'static str;
+
+    /// Number of conserved variables `M`.
+    fn variables(&self) -> usize;
+
+    /// `F(u) . n` into `out` (both of length `M`).
+    fn flux(&self, u: &[R], n: [R; D], out: &mut [R]);
+
+    /// The largest `|lambda|` of `sum_d n_d dF_d/du` at `u`.
+    fn max_wave_speed(&self, u: &[R], n: [R; D]) -> R;
+
+    /// Conservative to primitive variables (identity unless overridden).
+    fn to_primitive(&self, u: &[R], out: &mut [R]) {
+        out.copy_from_slice(u);
+    }
+
+    /// Primitive to conservative variables (identity unless overridden).
+    fn to_conservative(&self, w: &[R], out: &mut [R]) {
+        out.copy_from_slice(w);
+    }
+}
