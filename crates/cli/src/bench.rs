@@ -14,6 +14,8 @@ use serde::Serialize;
 pub enum BenchCommand {
     /// Direct-summation gravity: seconds per force evaluation and interactions per second.
     Gravity(GravityArgs),
+    /// Meshless linear advection: seconds per time step, split by pass.
+    Cloud(crate::bench_cloud::CloudArgs),
 }
 
 /// Options of `mote bench gravity`.
@@ -58,6 +60,7 @@ pub struct BenchResult {
 /// Runs the benchmark on `threads` threads (0: all cores).
 pub fn run(cmd: &BenchCommand, threads: usize) -> Result<(), Box<dyn Error>> {
     match cmd {
+        BenchCommand::Cloud(args) => crate::bench_cloud::run(args, threads),
         BenchCommand::Gravity(args) => {
             if args.particles < 2 {
                 return Err("--particles must be at least 2".into());

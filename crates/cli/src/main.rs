@@ -1,6 +1,7 @@
 //! `mote`: the command-line program of the mote particle-simulation engine.
 
 mod bench;
+mod bench_cloud;
 mod info;
 mod run;
 

@@ -277,3 +277,44 @@ fn show_prints_every_resolved_setting() {
         assert!(text.contains(key), "{key} missing from\n{text}");
     }
 }
+
+#[test]
+fn bench_cloud_json_has_every_pass() {
+    let out = mote(&[
+        "bench",
+        "cloud",
+        "--particles",
+        "900",
+        "--dim",
+        "2",
+        "--order",
+        "3",
+        "--threads",
+        "2",
+        "--repeats",
+        "2",
+        "--layout",
+        "slot",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["family"], "cloud");
+    assert_eq!(v["particles"], 900);
+    assert_eq!(v["dim"], 2);
+    assert_eq!(v["layout"], "slot");
+    assert_eq!(v["stages"], 3);
+    assert!(v["neighbours_mean"].as_f64().unwrap() > 9.0);
+    for pass in ["derivatives", "fluxes", "rk_stages", "rk_update"] {
+        let p = &v["passes"][pass];
+        assert!(p["seconds"].as_f64().unwrap() >= 0.0, "{pass}");
+        assert!(p["gb_per_s"].is_number(), "{pass}");
+    }
+    let out = mote(&["bench", "cloud", "--dim", "4"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dim"));
+}

@@ -9,7 +9,7 @@ use crate::equations::Equation;
 /// Rusanov (local Lax-Friedrichs): `1/2 (F(uL) + F(uR)) . n - 1/2 s (uR - uL)`, with `s` the
 /// larger of the two sides' largest wave speeds along `n`. Antisymmetric: swapping the sides and
 /// negating `n` negates it, which the conservative formulation relies on.
-#[inline]
+#[inline(always)]
 pub fn rusanov<R: Real, const D: usize, E: Equation<R, D>>(
     eq: &E,
     ul: &[R],

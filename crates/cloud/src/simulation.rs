@@ -49,6 +49,11 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         })
     }
 
+    /// The time stepper.
+    pub fn stepper_mut(&mut self) -> &mut RungeKutta<R> {
+        &mut self.stepper
+    }
+
     /// Simulated time.
     pub fn time(&self) -> f64 {
         self.time

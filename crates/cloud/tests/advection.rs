@@ -57,11 +57,22 @@ fn simulation<R: Real, const D: usize, L: SlotLayout>(
 
 /// L1 error at `t_end` at resolution `n`.
 fn error<const D: usize>(n: usize, order: usize, formulation: Formulation, t_end: f64) -> f64 {
+    error_jittered::<D>(n, order, formulation, t_end, 0.25)
+}
+
+/// L1 error at `t_end` at resolution `n` on a cloud jittered by `jitter` spacings.
+fn error_jittered<const D: usize>(
+    n: usize,
+    order: usize,
+    formulation: Formulation,
+    t_end: f64,
+    jitter: f64,
+) -> f64 {
     let mut sim = simulation::<f64, D, RowMajor>(
         n,
         order,
         formulation,
-        0.25,
+        jitter,
         Tableau::rk4(),
         CpuBackend::default(),
     );
@@ -126,12 +137,28 @@ fn conservative_form_conserves_mass_to_round_off_and_mls_form_drifts_boundedly()
 }
 
 #[test]
-fn conservative_form_order_is_reported() {
-    // Form (b) trades accuracy for exact conservation on irregular clouds: report what it reaches.
+fn conservative_form_converges_on_regular_clouds_only() {
+    // Form (b) conserves exactly, but on jittered clouds its face weights do not sum to zero
+    // (sum_j p_ij != 0), an O(1) consistency error: it does not converge there. On a regular
+    // lattice it does, at design order. Both are asserted so that a change shows.
     for order in [2, 3] {
-        let p = order_of::<1>(&[32, 64], order, Formulation::Conservative, 0.5);
-        let q = order_of::<2>(&[16, 32], order, Formulation::Conservative, 0.25);
-        assert!(p.is_finite() && q.is_finite());
+        let e: Vec<f64> = [32, 64]
+            .iter()
+            .map(|&n| error_jittered::<1>(n, order, Formulation::Conservative, 0.5, 0.0))
+            .collect();
+        let p = (e[0] / e[1]).log2();
+        println!("1-D MUSCL{order} conservative, regular cloud: errors {e:?}, order {p:.2}");
+        assert!((p - order as f64).abs() <= 0.3, "regular: {p}");
+        let e: Vec<f64> = [32, 64]
+            .iter()
+            .map(|&n| error_jittered::<1>(n, order, Formulation::Conservative, 0.5, 0.25))
+            .collect();
+        let p = (e[0] / e[1]).log2();
+        println!("1-D MUSCL{order} conservative, jittered cloud: errors {e:?}, order {p:.2}");
+        assert!(
+            p < 1.0,
+            "jittered: {p} (if this now converges, update the docs)"
+        );
     }
 }
 

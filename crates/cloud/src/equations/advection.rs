@@ -82,7 +82,7 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
         self.variables
     }
 
-    #[inline]
+    #[inline(always)]
     fn flux(&self, u: &[R], n: [R; D], out: &mut [R]) {
         if let Some(a) = self.velocity {
             let mut s = R::zero();
@@ -107,7 +107,7 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn max_wave_speed(&self, _u: &[R], n: [R; D]) -> R {
         if let Some(a) = self.velocity {
             let mut s = R::zero();

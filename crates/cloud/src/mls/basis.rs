@@ -74,6 +74,20 @@ impl<const D: usize> Basis<D> {
         self.degree
     }
 
+    /// `(-1)^|a|` for every function: the sign of `phi_a(-d)` relative to `phi_a(d)`.
+    pub fn parities(&self) -> Vec<f64> {
+        self.exponents
+            .iter()
+            .map(|e| {
+                if e.iter().map(|&k| k as u32).sum::<u32>() % 2 == 1 {
+                    -1.0
+                } else {
+                    1.0
+                }
+            })
+            .collect()
+    }
+
     /// The exponents of every function.
     pub fn exponents(&self) -> &[[u8; D]] {
         &self.exponents
@@ -94,7 +108,7 @@ impl<const D: usize> Basis<D> {
     }
 
     /// Evaluates every function at the scaled offset `q = d / h` into `out`.
-    #[inline]
+    #[inline(always)]
     pub fn eval(&self, q: [f64; D], out: &mut [f64]) {
         let mut pw = [[1.0f64; MAX_DEGREE + 1]; D];
         for a in 0..D {

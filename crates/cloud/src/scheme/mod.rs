@@ -50,6 +50,17 @@ pub struct Muscl<R: Real, const D: usize, E> {
     derivatives: Vec<Buffer<R>>,
     /// For each slot of `i` pointing at `j`, the slot of `j` pointing back at `i`.
     reverse: Buffer<u64>,
+    /// Wall seconds spent in the derivative and flux passes since the last reset.
+    seconds: PassSeconds,
+}
+
+/// Wall-clock seconds per pass, accumulated (for benchmarks).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PassSeconds {
+    /// The MLS derivative pass.
+    pub derivatives: f64,
+    /// The reconstruction and flux pass.
+    pub fluxes: f64,
 }
 
 impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
@@ -83,7 +94,27 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             reconstruction,
             derivatives,
             reverse: Buffer::new("reverse_slot", Scaling::PerSlot(1)),
+            seconds: PassSeconds::default(),
         })
+    }
+
+    /// Seconds spent per pass since the last call, and resets them.
+    pub fn take_seconds(&mut self) -> PassSeconds {
+        std::mem::take(&mut self.seconds)
+    }
+
+    /// Number of derivative arrays per variable (the reconstruction basis; 0 at order 1).
+    pub fn reconstruction_terms(&self) -> usize {
+        if self.order > 1 {
+            self.reconstruction.len()
+        } else {
+            0
+        }
+    }
+
+    /// The formulation.
+    pub fn formulation(&self) -> Formulation {
+        self.formulation
     }
 
     /// The order.
@@ -155,6 +186,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         };
         let idx = list.indices();
         // Pass 1: derivatives of every variable up to the reconstruction degree.
+        let clock = std::time::Instant::now();
         if mr > 0 {
             let coeffs: Vec<&[R]> = (0..mr).map(|a| self.mls.coefficients(a)).collect();
             let out: Vec<&mut [R]> = self
@@ -178,7 +210,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 }
             });
         }
+        self.seconds.derivatives += clock.elapsed().as_secs_f64();
         // Pass 2: fluxes.
+        let clock = std::time::Instant::now();
         let derivs: Vec<&[R]> = self.derivatives.iter().map(|b| b.as_slice()).collect();
         let grad: [&[R]; D] = std::array::from_fn(|d| self.mls.coefficients(d));
         let pos = geometry.positions;
@@ -193,6 +227,18 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let order = self.order;
         let half = R::cast(0.5);
         let two = R::cast(2.0);
+        // Per-pair invariants, hoisted: the reconstruction terms of each interface order and the
+        // sign of each term at the neighbour's side.
+        let parity: Vec<R> = basis.parities().into_iter().map(R::cast).collect();
+        let terms_for_order: Vec<usize> = (0..=MAX_ORDER)
+            .map(|k| {
+                if k > 1 {
+                    Basis::<D>::size(k - 1).min(mr)
+                } else {
+                    0
+                }
+            })
+            .collect();
         backend.for_each_block(du, 256, |first, mut out| {
             let mut phi = [0.0f64; 56];
             for k in 0..SplitOutputs::len(&out) {
@@ -230,15 +276,14 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                         ur[v] = u[v][j];
                     }
                     if kij > 1 && mr > 0 {
-                        let terms = Basis::<D>::size(kij - 1);
+                        let terms = terms_for_order[kij];
                         basis.eval(delta.map(|x| x.as_f64()), &mut phi[..mr]);
-                        for (a, e) in basis.exponents()[..terms].iter().enumerate() {
-                            let odd = e.iter().map(|&p| p as u32).sum::<u32>() % 2 == 1;
+                        for a in 0..terms {
                             let p = R::cast(phi[a]);
+                            let pr = p * parity[a];
                             for v in 0..m {
                                 ul[v] += derivs[v * mr + a][i] * p;
-                                let t = derivs[v * mr + a][j] * p;
-                                ur[v] += if odd { -t } else { t };
+                                ur[v] += derivs[v * mr + a][j] * pr;
                             }
                         }
                     }
@@ -269,6 +314,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 }
             }
         });
+        self.seconds.fluxes += clock.elapsed().as_secs_f64();
     }
 
     /// The largest stable time step for `cfl`: `cfl / max_i r_i`, where `r_i = 2 sum_j

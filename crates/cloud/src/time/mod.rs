@@ -95,6 +95,8 @@ pub struct RungeKutta<R: Real> {
     tableau: Tableau,
     slopes: Vec<Vec<Buffer<R>>>,
     stage: Vec<Buffer<R>>,
+    /// Wall seconds in the stage-state and final-update passes since the last reset.
+    seconds: [f64; 2],
 }
 
 impl<R: Real> RungeKutta<R> {
@@ -114,7 +116,14 @@ impl<R: Real> RungeKutta<R> {
             tableau,
             slopes,
             stage,
+            seconds: [0.0; 2],
         }
+    }
+
+    /// Seconds spent in the stage-state and final-update passes since the last call, and resets
+    /// them.
+    pub fn take_seconds(&mut self) -> [f64; 2] {
+        std::mem::take(&mut self.seconds)
     }
 
     /// The tableau.
@@ -154,6 +163,7 @@ impl<R: Real> RungeKutta<R> {
                 let state: Vec<&[R]> = u.iter().map(|x| &**x).collect();
                 rhs(&state, out);
             } else {
+                let clock = std::time::Instant::now();
                 let stage: Vec<&mut [R]> =
                     self.stage.iter_mut().map(|b| b.as_mut_slice()).collect();
                 let uref: Vec<&[R]> = u.iter().map(|x| &**x).collect();
@@ -169,10 +179,12 @@ impl<R: Real> RungeKutta<R> {
                         }
                     }
                 });
+                self.seconds[0] += clock.elapsed().as_secs_f64();
                 let state: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
                 rhs(&state, out);
             }
         }
+        let clock = std::time::Instant::now();
         let weights: Vec<R> = self.tableau.b.iter().map(|&b| R::cast(b * dt)).collect();
         let slopes = &self.slopes;
         let out: Vec<&mut [R]> = u.iter_mut().map(|x| &mut **x).collect();
@@ -188,6 +200,7 @@ impl<R: Real> RungeKutta<R> {
                 }
             }
         });
+        self.seconds[1] += clock.elapsed().as_secs_f64();
         Ok(())
     }
 }

@@ -1,0 +1,293 @@
+//! `mote bench cloud`: one time step of linear advection on a periodic cloud, split by pass.
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::time::Instant;
+
+use clap::Args;
+use mote_cloud::equations::LinearAdvection;
+use mote_cloud::mls::default_radius_factor;
+use mote_cloud::scheme::{Formulation, Muscl};
+use mote_cloud::time::Tableau;
+use mote_cloud::{
+    Cloud, Domain, LatticeOptions, MeshlessSimulation, RowMajor, SlotLayout, SlotMajor, Weight,
+};
+use mote_core::{CpuBackend, Precision, PrecisionJob, Real};
+use serde::Serialize;
+
+/// Options of `mote bench cloud`.
+#[derive(Debug, Args)]
+pub struct CloudArgs {
+    /// Number of particles (rounded to a full lattice: n^dim).
+    #[arg(long, default_value_t = 250_000)]
+    particles: usize,
+    /// Dimension: 1, 2 or 3.
+    #[arg(long, default_value_t = 2)]
+    dim: usize,
+    /// MUSCL order (1-5).
+    #[arg(long, default_value_t = 3)]
+    order: usize,
+    /// Floating-point precision.
+    #[arg(long, default_value = "f64")]
+    precision: Precision,
+    /// Slot layout: row or slot.
+    #[arg(long, default_value = "row")]
+    layout: String,
+    /// Jitter of the lattice, as a fraction of the spacing.
+    #[arg(long, default_value_t = 0.25)]
+    jitter: f64,
+    /// Search radius in spacings (default: enough neighbours for the order's MLS fit).
+    #[arg(long)]
+    radius: Option<f64>,
+    /// Number of advected variables.
+    #[arg(long, default_value_t = 1)]
+    variables: usize,
+    /// Time stepper: euler, rk2, rk3 or rk4.
+    #[arg(long, default_value = "rk3")]
+    stepper: String,
+    /// Timed steps (after one warm-up step).
+    #[arg(long, default_value_t = 5)]
+    repeats: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct PassReport {
+    seconds: f64,
+    gb_per_s: f64,
+    gflop_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct CloudReport {
+    family: &'static str,
+    backend: &'static str,
+    particles: usize,
+    dim: usize,
+    order: usize,
+    precision: Precision,
+    threads: usize,
+    layout: String,
+    stages: usize,
+    variables: usize,
+    neighbours_mean: f64,
+    search_seconds: f64,
+    mls_seconds: f64,
+    seconds_median: f64,
+    seconds_min: f64,
+    seconds_max: f64,
+    passes: BTreeMap<&'static str, PassReport>,
+}
+
+/// Runs the benchmark.
+pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
+    if !(1..=3).contains(&args.dim) {
+        return Err("--dim must be 1, 2 or 3".into());
+    }
+    if args.repeats == 0 || args.particles < 8 {
+        return Err("--repeats must be at least 1 and --particles at least 8".into());
+    }
+    if args.layout != "row" && args.layout != "slot" {
+        return Err(format!("--layout `{}`: expected row or slot", args.layout).into());
+    }
+    Tableau::by_name(&args.stepper)?;
+    let report = args.precision.dispatch(CloudBench {
+        args,
+        backend: CpuBackend::threads(threads),
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "cloud {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
+            report.dim,
+            report.order,
+            report.precision,
+            report.layout,
+            report.particles,
+            report.threads,
+            report.stages,
+            report.neighbours_mean,
+            report.seconds_median,
+            report.seconds_min,
+            report.seconds_max,
+            report.search_seconds,
+            report.mls_seconds
+        );
+        for (name, p) in &report.passes {
+            println!(
+                "  {name:<12} {:.4e} s per step  {:7.2} GB/s  {:7.2} GFLOP/s",
+                p.seconds, p.gb_per_s, p.gflop_per_s
+            );
+        }
+    }
+    Ok(())
+}
+
+struct CloudBench<'a> {
+    args: &'a CloudArgs,
+    backend: CpuBackend,
+}
+
+impl PrecisionJob for CloudBench<'_> {
+    type Output = Result<CloudReport, Box<dyn Error>>;
+
+    fn run<R: Real>(self) -> Self::Output {
+        match (self.args.dim, self.args.layout.as_str()) {
+            (1, "row") => bench::<R, 1, RowMajor>(self.args, self.backend),
+            (1, _) => bench::<R, 1, SlotMajor>(self.args, self.backend),
+            (2, "row") => bench::<R, 2, RowMajor>(self.args, self.backend),
+            (2, _) => bench::<R, 2, SlotMajor>(self.args, self.backend),
+            (3, "row") => bench::<R, 3, RowMajor>(self.args, self.backend),
+            _ => bench::<R, 3, SlotMajor>(self.args, self.backend),
+        }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+fn bench<R: Real, const D: usize, L: SlotLayout>(
+    args: &CloudArgs,
+    backend: CpuBackend,
+) -> Result<CloudReport, Box<dyn Error>> {
+    let per_axis = (args.particles as f64)
+        .powf(1.0 / D as f64)
+        .round()
+        .max(2.0) as usize;
+    let spacing = 1.0 / per_axis as f64;
+    let opts = LatticeOptions {
+        spacing,
+        jitter: args.jitter,
+        seed: 1,
+        boundary_layers: 0,
+    };
+    let mut cloud = Cloud::<R, D>::lattice(Domain::unit_periodic(), opts, args.variables)?;
+    cloud.reorder_morton();
+    for o in cloud.orders_mut() {
+        *o = args.order as u8;
+    }
+    for v in 0..args.variables {
+        for i in 0..cloud.len() {
+            let x = cloud.position_of(i);
+            cloud.state_var_mut(v)[i] = R::cast(
+                (0..D)
+                    .map(|d| (std::f64::consts::TAU * x[d]).sin())
+                    .product::<f64>()
+                    + v as f64,
+            );
+        }
+    }
+    let velocity: [f64; D] = std::array::from_fn(|d| 1.0 - 0.25 * d as f64);
+    let scheme = Muscl::new(
+        LinearAdvection::scalar(velocity, args.variables),
+        args.order,
+        Formulation::MlsDivergence,
+        Weight::default(),
+    )?;
+    let radius = args
+        .radius
+        .unwrap_or_else(|| default_radius_factor::<D>(args.order))
+        * spacing;
+    let clock = Instant::now();
+    let mut probe = mote_cloud::NeighbourSearch::new(radius)?;
+    let mut probe_list = mote_cloud::NeighbourList::<L>::default();
+    probe.build(&cloud, backend, &mut probe_list)?;
+    let search_seconds = clock.elapsed().as_secs_f64();
+    drop(probe_list);
+    let clock = Instant::now();
+    let mut sim = MeshlessSimulation::<R, D, _, L>::new(
+        cloud,
+        radius,
+        scheme,
+        Tableau::by_name(&args.stepper)?,
+        backend,
+    )?;
+    let mls_seconds = (clock.elapsed().as_secs_f64() - search_seconds).max(0.0);
+    let dt = sim.stable_dt(0.4);
+    sim.step(dt)?; // warm-up
+    sim.scheme.take_seconds();
+    sim.stepper_mut().take_seconds();
+    let mut times = Vec::with_capacity(args.repeats);
+    for _ in 0..args.repeats {
+        let t = Instant::now();
+        sim.step(dt)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let pass = sim.scheme.take_seconds();
+    let rk = sim.stepper_mut().take_seconds();
+    let reps = args.repeats as f64;
+    let n = sim.cloud.len() as f64;
+    let slots = sim.list.total() as f64;
+    let stages = Tableau::by_name(&args.stepper)?.stages();
+    let (m, mr, r) = (
+        args.variables as f64,
+        sim.scheme.reconstruction_terms() as f64,
+        std::mem::size_of::<R>() as f64,
+    );
+    let s = stages as f64;
+    let dd = D as f64;
+    // Bytes each pass moves per step (each array read or written once per pass; index 4 bytes).
+    let deriv_bytes = s * (slots * (4.0 + mr * r + m * r) + n * (m * r + m * mr * r));
+    let deriv_flops = s * slots * m * (1.0 + 2.0 * mr);
+    let flux_bytes = s
+        * (slots * (4.0 + dd * r + dd * r + m * r + m * mr * r + 1.0)
+            + n * (dd * r + m * r + m * mr * r + 1.0 + m * r));
+    // Per pair: separation (3D), basis (~2 mr), reconstruction (4 m mr), two fluxes and speeds
+    // (~4 D + 2 m), Rusanov (5 m), consistency (2 D m).
+    let flux_flops = s
+        * slots
+        * (3.0 * dd + 2.0 * mr + 4.0 * m * mr + 4.0 * dd + 2.0 * m + 5.0 * m + 2.0 * dd * m);
+    let stage_bytes = (s - 1.0).max(0.0) * n * m * r * 3.0;
+    let update_bytes = n * m * r * (2.0 + s);
+    let mut passes = BTreeMap::new();
+    let mut add = |name, seconds: f64, bytes: f64, flops: f64| {
+        let per = seconds / reps;
+        passes.insert(
+            name,
+            PassReport {
+                seconds: per,
+                gb_per_s: bytes / per / 1e9,
+                gflop_per_s: flops / per / 1e9,
+            },
+        );
+    };
+    add("derivatives", pass.derivatives, deriv_bytes, deriv_flops);
+    add("fluxes", pass.fluxes, flux_bytes, flux_flops);
+    add(
+        "rk_stages",
+        rk[0],
+        stage_bytes,
+        stage_bytes / (3.0 * r) * 2.0,
+    );
+    add("rk_update", rk[1], update_bytes, n * m * 2.0 * s);
+    let seconds_median = median(&mut times);
+    Ok(CloudReport {
+        family: "cloud",
+        backend: "cpu",
+        particles: sim.cloud.len(),
+        dim: D,
+        order: args.order,
+        precision: R::PRECISION,
+        threads: backend.thread_count(),
+        layout: L::NAME.to_string(),
+        stages,
+        variables: args.variables,
+        neighbours_mean: sim.list.mean(),
+        search_seconds,
+        mls_seconds,
+        seconds_median,
+        seconds_min: times[0],
+        seconds_max: times[times.len() - 1],
+        passes,
+    })
+}
