@@ -17,9 +17,22 @@ pub fn rusanov<R: Real, const D: usize, E: Equation<R, D>>(
     n: [R; D],
     out: &mut [R],
 ) {
+    rusanov_n::<R, D, E, MAX_VARIABLES>(eq, ul, ur, n, out)
+}
+
+/// [`rusanov`] with scratch arrays of `M` entries (at least the variable count): hot loops with
+/// a known variable count use it so that the per-pair vectors stay in registers.
+#[inline(always)]
+pub fn rusanov_n<R: Real, const D: usize, E: Equation<R, D>, const M: usize>(
+    eq: &E,
+    ul: &[R],
+    ur: &[R],
+    n: [R; D],
+    out: &mut [R],
+) {
     let m = ul.len();
-    let mut fl = [R::zero(); MAX_VARIABLES];
-    let mut fr = [R::zero(); MAX_VARIABLES];
+    let mut fl = [R::zero(); M];
+    let mut fr = [R::zero(); M];
     eq.flux(ul, n, &mut fl[..m]);
     eq.flux(ur, n, &mut fr[..m]);
     let s = eq.max_wave_speed(ul, n).max(eq.max_wave_speed(ur, n));

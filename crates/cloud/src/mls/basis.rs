@@ -17,6 +17,9 @@ pub struct Basis<const D: usize> {
     degree: usize,
     exponents: Vec<[u8; D]>,
     inverse_factorial: Vec<f64>,
+    /// For the recursive evaluation: function `k` is `phi[parent[k]] * q[axis[k]] / power`,
+    /// with `parent = usize::MAX` standing for the constant 1.
+    recursion: Vec<(usize, usize, f64)>,
 }
 
 impl<const D: usize> Basis<D> {
@@ -39,10 +42,30 @@ impl<const D: usize> Basis<D> {
             .iter()
             .map(|e| 1.0 / e.iter().map(|&k| fact(k)).product::<f64>())
             .collect();
+        // phi_a = phi_(a - e_d) * q_d / a_d for the first axis d with a_d > 0: the parent has a
+        // lower total degree, so it comes earlier in the order.
+        let recursion = exponents
+            .iter()
+            .map(|e| {
+                let d = e.iter().position(|&k| k > 0).expect("degree >= 1");
+                let mut p = *e;
+                p[d] -= 1;
+                let parent = if p.iter().all(|&k| k == 0) {
+                    usize::MAX
+                } else {
+                    exponents
+                        .iter()
+                        .position(|x| *x == p)
+                        .expect("parent precedes")
+                };
+                (parent, d, 1.0 / e[d] as f64)
+            })
+            .collect();
         Ok(Self {
             degree,
             exponents,
             inverse_factorial,
+            recursion,
         })
     }
 
@@ -107,6 +130,22 @@ impl<const D: usize> Basis<D> {
         c - 1
     }
 
+    /// The first `out.len()` functions at `q`, by the recursion `phi_a = phi_(a - e_d) q_d / a_d`:
+    /// two multiplications per function, in the run's precision (for the per-pair
+    /// reconstruction of the hot flux pass).
+    #[inline(always)]
+    pub fn eval_recursive<R: mote_core::Real>(&self, q: [R; D], out: &mut [R]) {
+        for k in 0..out.len() {
+            let (parent, d, inv) = self.recursion[k];
+            let base = if parent == usize::MAX {
+                R::one()
+            } else {
+                out[parent]
+            };
+            out[k] = base * q[d] * R::cast(inv);
+        }
+    }
+
     /// Evaluates every function at the scaled offset `q = d / h` into `out`.
     #[inline(always)]
     pub fn eval(&self, q: [f64; D], out: &mut [f64]) {
@@ -152,6 +191,19 @@ mod tests {
         }
         assert_eq!(Basis::<3>::size(5), 55);
         assert!(Basis::<2>::new(6).is_err());
+    }
+
+    #[test]
+    fn recursive_evaluation_matches_the_direct_one() {
+        let b = Basis::<3>::new(5).unwrap();
+        let mut direct = vec![0.0; b.len()];
+        let mut rec = vec![0.0; b.len()];
+        let q = [0.3, -1.7, 2.1];
+        b.eval(q, &mut direct);
+        b.eval_recursive(q, &mut rec);
+        for (x, y) in direct.iter().zip(&rec) {
+            assert!((x - y).abs() <= 1e-14 * x.abs().max(1.0), "{x} vs {y}");
+        }
     }
 
     #[test]

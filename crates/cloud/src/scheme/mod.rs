@@ -21,7 +21,7 @@ use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, Spl
 use crate::cloud::{Cloud, Geometry, MAX_VARIABLES};
 use crate::equations::Equation;
 use crate::error::CloudError;
-use crate::flux::rusanov;
+use crate::flux::rusanov_n;
 use crate::mls::{Basis, Mls, Weight};
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -179,13 +179,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
     ) {
         let m = self.equation.variables();
         assert_eq!(u.len(), m, "one state slice per variable");
-        let mr = if self.order > 1 {
-            self.reconstruction.len()
-        } else {
-            0
-        };
+        let mr = self.reconstruction_terms();
         let idx = list.indices();
-        // Pass 1: derivatives of every variable up to the reconstruction degree.
+        // Pass 1: derivatives of every variable up to the reconstruction degree. Each slot's
+        // difference is loaded once and feeds every basis function.
         let clock = std::time::Instant::now();
         if mr > 0 {
             let coeffs: Vec<&[R]> = (0..mr).map(|a| self.mls.coefficients(a)).collect();
@@ -195,125 +192,50 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 .map(|b| b.as_mut_slice())
                 .collect();
             backend.for_each_block(out, 256, |first, mut out| {
+                let mut acc = [R::zero(); 64];
                 for k in 0..SplitOutputs::len(&out) {
                     let i = first + k;
                     for v in 0..m {
                         let ui = u[v][i];
-                        for a in 0..mr {
-                            let mut s_acc = R::zero();
-                            for s in list.slots(i) {
-                                s_acc += coeffs[a][s] * (u[v][idx[s] as usize] - ui);
+                        acc[..mr].fill(R::zero());
+                        for s in list.slots(i) {
+                            let d = u[v][idx[s] as usize] - ui;
+                            for (a, c) in coeffs.iter().enumerate() {
+                                acc[a] += c[s] * d;
                             }
-                            out[v * mr + a][k] = s_acc;
+                        }
+                        for a in 0..mr {
+                            out[v * mr + a][k] = acc[a];
                         }
                     }
                 }
             });
         }
         self.seconds.derivatives += clock.elapsed().as_secs_f64();
-        // Pass 2: fluxes.
+        // Pass 2: fluxes, specialised for the common variable counts so that per-pair state
+        // vectors are fixed-size arrays in registers.
         let clock = std::time::Instant::now();
-        let derivs: Vec<&[R]> = self.derivatives.iter().map(|b| b.as_slice()).collect();
-        let grad: [&[R]; D] = std::array::from_fn(|d| self.mls.coefficients(d));
-        let pos = geometry.positions;
-        let vol = geometry.volumes;
-        let orders = geometry.orders;
-        let periodic = geometry.periodic;
-        let lengths = geometry.lengths.map(R::cast);
-        let reverse = self.reverse.as_slice();
-        let formulation = self.formulation;
-        let eq = &self.equation;
-        let basis = &self.reconstruction;
-        let order = self.order;
-        let half = R::cast(0.5);
-        let two = R::cast(2.0);
-        // Per-pair invariants, hoisted: the reconstruction terms of each interface order and the
-        // sign of each term at the neighbour's side.
-        let parity: Vec<R> = basis.parities().into_iter().map(R::cast).collect();
-        let terms_for_order: Vec<usize> = (0..=MAX_ORDER)
-            .map(|k| {
-                if k > 1 {
-                    Basis::<D>::size(k - 1).min(mr)
-                } else {
-                    0
-                }
-            })
-            .collect();
-        backend.for_each_block(du, 256, |first, mut out| {
-            let mut phi = [0.0f64; 56];
-            for k in 0..SplitOutputs::len(&out) {
-                let i = first + k;
-                let mut ui = [R::zero(); MAX_VARIABLES];
-                for v in 0..m {
-                    ui[v] = u[v][i];
-                }
-                // F_d(u_i) for each axis, for (a)'s consistency term.
-                let mut fi = [[R::zero(); MAX_VARIABLES]; D];
-                for d in 0..D {
-                    let mut e = [R::zero(); D];
-                    e[d] = R::one();
-                    eq.flux(&ui[..m], e, &mut fi[d][..m]);
-                }
-                let mut acc = [R::zero(); MAX_VARIABLES];
-                for s in list.slots(i) {
-                    let j = idx[s] as usize;
-                    let kij = (orders[i].min(orders[j]) as usize).min(order);
-                    let mut delta = [R::zero(); D];
-                    for d in 0..D {
-                        let mut x = pos[d][j] - pos[d][i];
-                        if periodic[d] {
-                            if x > half * lengths[d] {
-                                x -= lengths[d];
-                            } else if x < -half * lengths[d] {
-                                x += lengths[d];
-                            }
-                        }
-                        delta[d] = half * x;
-                    }
-                    let mut ul = ui;
-                    let mut ur = [R::zero(); MAX_VARIABLES];
-                    for v in 0..m {
-                        ur[v] = u[v][j];
-                    }
-                    if kij > 1 && mr > 0 {
-                        let terms = terms_for_order[kij];
-                        basis.eval(delta.map(|x| x.as_f64()), &mut phi[..mr]);
-                        for a in 0..terms {
-                            let p = R::cast(phi[a]);
-                            let pr = p * parity[a];
-                            for v in 0..m {
-                                ul[v] += derivs[v * mr + a][i] * p;
-                                ur[v] += derivs[v * mr + a][j] * pr;
-                            }
-                        }
-                    }
-                    let b: [R; D] = std::array::from_fn(|d| grad[d][s]);
-                    let normal = match formulation {
-                        Formulation::MlsDivergence => b,
-                        Formulation::Conservative => {
-                            let back = reverse[s] as usize;
-                            std::array::from_fn(|d| vol[i] * b[d] - vol[j] * grad[d][back])
-                        }
-                    };
-                    let mut f = [R::zero(); MAX_VARIABLES];
-                    rusanov(eq, &ul[..m], &ur[..m], normal, &mut f[..m]);
-                    for v in 0..m {
-                        acc[v] += f[v];
-                        if formulation == Formulation::MlsDivergence {
-                            for d in 0..D {
-                                acc[v] -= fi[d][v] * normal[d];
-                            }
-                        }
-                    }
-                }
-                for v in 0..m {
-                    out[v][k] = match formulation {
-                        Formulation::MlsDivergence => -two * acc[v],
-                        Formulation::Conservative => -acc[v] / vol[i],
-                    };
-                }
-            }
-        });
+        let ctx = FluxPass {
+            eq: &self.equation,
+            geometry,
+            u,
+            idx,
+            derivs: self.derivatives.iter().map(|b| b.as_slice()).collect(),
+            grad: std::array::from_fn(|d| self.mls.coefficients(d)),
+            reverse: self.reverse.as_slice(),
+            formulation: self.formulation,
+            basis: &self.reconstruction,
+            order: self.order,
+            mr,
+        };
+        match m {
+            1 => ctx.run::<L, 1>(list, du, backend),
+            2 => ctx.run::<L, 2>(list, du, backend),
+            3 => ctx.run::<L, 3>(list, du, backend),
+            4 => ctx.run::<L, 4>(list, du, backend),
+            5 => ctx.run::<L, 5>(list, du, backend),
+            _ => ctx.run::<L, MAX_VARIABLES>(list, du, backend),
+        }
         self.seconds.fluxes += clock.elapsed().as_secs_f64();
     }
 
@@ -379,5 +301,143 @@ impl<R: Real, const D: usize, E> Budgeted for Muscl<R, D, E> {
         );
         v.push(&mut self.reverse);
         v
+    }
+}
+
+/// Everything the flux pass reads.
+struct FluxPass<'a, R, const D: usize, E> {
+    eq: &'a E,
+    geometry: &'a Geometry<'a, R, D>,
+    u: &'a [&'a [R]],
+    idx: &'a [u32],
+    derivs: Vec<&'a [R]>,
+    grad: [&'a [R]; D],
+    reverse: &'a [u64],
+    formulation: Formulation,
+    basis: &'a Basis<D>,
+    order: usize,
+    mr: usize,
+}
+
+impl<R: Real, const D: usize, E: Equation<R, D>> FluxPass<'_, R, D, E> {
+    /// The pass with `M` variables (`M = MAX_VARIABLES`: the run-time count, up to it).
+    fn run<L: SlotLayout, const M: usize>(
+        &self,
+        list: &NeighbourList<L>,
+        du: Vec<&mut [R]>,
+        backend: CpuBackend,
+    ) {
+        let m = if M < MAX_VARIABLES {
+            M
+        } else {
+            self.eq.variables()
+        };
+        let Self {
+            eq,
+            geometry,
+            u,
+            idx,
+            ref derivs,
+            grad,
+            reverse,
+            formulation,
+            basis,
+            order,
+            mr,
+        } = *self;
+        let pos = geometry.positions;
+        let vol = geometry.volumes;
+        let orders = geometry.orders;
+        let periodic = geometry.periodic;
+        let lengths = geometry.lengths.map(R::cast);
+        let half = R::cast(0.5);
+        let two = R::cast(2.0);
+        // Per-pair invariants, hoisted: the reconstruction terms of each interface order and the
+        // sign of each term at the neighbour's side.
+        let parity: Vec<R> = basis.parities().into_iter().map(R::cast).collect();
+        let terms_for_order: Vec<usize> = (0..=MAX_ORDER)
+            .map(|k| {
+                if k > 1 {
+                    Basis::<D>::size(k - 1).min(mr)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        backend.for_each_block(du, 256, |first, mut out| {
+            let mut phi = [R::zero(); 56];
+            for k in 0..SplitOutputs::len(&out) {
+                let i = first + k;
+                let mut ui = [R::zero(); M];
+                for v in 0..m {
+                    ui[v] = u[v][i];
+                }
+                // F_d(u_i) for each axis, for (a)'s consistency term.
+                let mut fi = [[R::zero(); M]; D];
+                for d in 0..D {
+                    let mut e = [R::zero(); D];
+                    e[d] = R::one();
+                    eq.flux(&ui[..m], e, &mut fi[d][..m]);
+                }
+                let mut acc = [R::zero(); M];
+                for s in list.slots(i) {
+                    let j = idx[s] as usize;
+                    let kij = (orders[i].min(orders[j]) as usize).min(order);
+                    let mut delta = [R::zero(); D];
+                    for d in 0..D {
+                        let mut x = pos[d][j] - pos[d][i];
+                        if periodic[d] {
+                            if x > half * lengths[d] {
+                                x -= lengths[d];
+                            } else if x < -half * lengths[d] {
+                                x += lengths[d];
+                            }
+                        }
+                        delta[d] = half * x;
+                    }
+                    let mut ul = ui;
+                    let mut ur = [R::zero(); M];
+                    for v in 0..m {
+                        ur[v] = u[v][j];
+                    }
+                    let terms = terms_for_order[kij];
+                    if terms > 0 {
+                        basis.eval_recursive(delta, &mut phi[..terms]);
+                        for a in 0..terms {
+                            let p = phi[a];
+                            let pr = p * parity[a];
+                            for v in 0..m {
+                                ul[v] += derivs[v * mr + a][i] * p;
+                                ur[v] += derivs[v * mr + a][j] * pr;
+                            }
+                        }
+                    }
+                    let b: [R; D] = std::array::from_fn(|d| grad[d][s]);
+                    let normal = match formulation {
+                        Formulation::MlsDivergence => b,
+                        Formulation::Conservative => {
+                            let back = reverse[s] as usize;
+                            std::array::from_fn(|d| vol[i] * b[d] - vol[j] * grad[d][back])
+                        }
+                    };
+                    let mut f = [R::zero(); M];
+                    rusanov_n::<R, D, E, M>(eq, &ul[..m], &ur[..m], normal, &mut f[..m]);
+                    for v in 0..m {
+                        acc[v] += f[v];
+                        if formulation == Formulation::MlsDivergence {
+                            for d in 0..D {
+                                acc[v] -= fi[d][v] * normal[d];
+                            }
+                        }
+                    }
+                }
+                for v in 0..m {
+                    out[v][k] = match formulation {
+                        Formulation::MlsDivergence => -two * acc[v],
+                        Formulation::Conservative => -acc[v] / vol[i],
+                    };
+                }
+            }
+        });
     }
 }
