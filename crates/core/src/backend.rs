@@ -409,6 +409,56 @@ impl<T: Send> SplitOutputs for Rows<'_, T> {
     }
 }
 
+/// Fixed-width per-particle records in one array: particle `k` owns
+/// `data[k * width..(k + 1) * width]` (for example all derivatives of all variables of a
+/// particle, read together by its neighbours).
+pub struct Chunks<'a, T> {
+    data: &'a mut [T],
+    width: usize,
+}
+
+impl<'a, T> Chunks<'a, T> {
+    /// Records of `width` elements over `data` (`data.len()` a multiple of `width`, `width > 0`).
+    ///
+    /// # Panics
+    /// If `width` is 0 or does not divide the length.
+    pub fn new(data: &'a mut [T], width: usize) -> Self {
+        assert!(
+            width > 0 && data.len() % width == 0,
+            "records of {width} elements over {} elements",
+            data.len()
+        );
+        Self { data, width }
+    }
+
+    /// The record of the block's particle `k`.
+    #[inline]
+    pub fn chunk_mut(&mut self, k: usize) -> &mut [T] {
+        &mut self.data[k * self.width..(k + 1) * self.width]
+    }
+}
+
+impl<T: Send> SplitOutputs for Chunks<'_, T> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.data.len() / self.width
+    }
+    #[inline]
+    fn split_at(self, mid: usize) -> (Self, Self) {
+        let (a, b) = self.data.split_at_mut(mid * self.width);
+        (
+            Chunks {
+                data: a,
+                width: self.width,
+            },
+            Chunks {
+                data: b,
+                width: self.width,
+            },
+        )
+    }
+}
+
 /// Per-particle, per-slot outputs: [`Rows`] (row-major) and [`StridedRows`] (slot-major) both
 /// store slot `k` of the block's particle `i`, so one kernel body writes either layout.
 pub trait SlotWriter<T>: SplitOutputs {

@@ -30,8 +30,9 @@ pub mod real;
 pub mod rng;
 
 pub use backend::{
-    Backend, BackendError, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs, ParticleState, Rows,
-    SlotWriter, SplitOutputs, StridedRows, default_backend, set_default_backend,
+    Backend, BackendError, Chunks, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs,
+    ParticleState, Rows, SlotWriter, SplitOutputs, StridedRows, default_backend,
+    set_default_backend,
 };
 pub use buffer::{
     AnyBuffer, BUFFER_ALIGN, BudgetedBuffer, Buffer, CapacityError, CapacityUnit, Scaling,

@@ -16,7 +16,9 @@
 //!   so `sum_i V_i u_i` is conserved to round-off. On irregular clouds `sum_j p_ij != 0`, which
 //!   costs accuracy (measured and reported in the tests).
 
-use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, SplitOutputs};
+use mote_core::{
+    Budgeted, BudgetedBuffer, Buffer, Chunks, CpuBackend, Real, Scaling, SplitOutputs,
+};
 
 use crate::cloud::{Cloud, Geometry, MAX_VARIABLES};
 use crate::equations::Equation;
@@ -46,8 +48,10 @@ pub struct Muscl<R: Real, const D: usize, E> {
     formulation: Formulation,
     mls: Mls<R, D>,
     reconstruction: Basis<D>,
-    /// `derivatives[v * m + a][i]`: derivative `a` of variable `v` at particle `i`.
-    derivatives: Vec<Buffer<R>>,
+    /// `derivatives[i * m * mr + v * mr + a]`: derivative `a` of variable `v` at particle `i`,
+    /// each particle's record contiguous, since a neighbour reads all of it at once (one
+    /// gather per neighbour instead of one per derivative).
+    derivatives: Buffer<R>,
     /// For each slot of `i` pointing at `j`, the slot of `j` pointing back at `i`.
     reverse: Buffer<u64>,
     /// Wall seconds spent in the derivative and flux passes since the last reset.
@@ -83,9 +87,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let mls = Mls::new(order.max(1), weight)?;
         let reconstruction = Basis::<D>::new((order - 1).max(1))?;
         let per_var = if order > 1 { reconstruction.len() } else { 0 };
-        let derivatives = (0..m * per_var)
-            .map(|_| Buffer::new("muscl_derivative", Scaling::PerParticle(1)))
-            .collect();
+        let derivatives = Buffer::new(
+            "muscl_derivatives",
+            Scaling::PerParticle((m * per_var).max(1)),
+        );
         Ok(Self {
             equation,
             order,
@@ -142,9 +147,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
     ) -> Result<(), CloudError> {
         self.mls.compute(cloud, list, backend)?;
         let n = cloud.len();
-        for b in &mut self.derivatives {
-            b.resize(n, R::zero())?;
-        }
+        let width = self.equation.variables() * self.reconstruction_terms();
+        self.derivatives.resize(n * width, R::zero())?;
         if self.formulation == Formulation::Conservative {
             let slots = list.layout().slot_count();
             self.reverse.resize(slots, 0)?;
@@ -186,15 +190,12 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let clock = std::time::Instant::now();
         if mr > 0 {
             let coeffs: Vec<&[R]> = (0..mr).map(|a| self.mls.coefficients(a)).collect();
-            let out: Vec<&mut [R]> = self
-                .derivatives
-                .iter_mut()
-                .map(|b| b.as_mut_slice())
-                .collect();
+            let out = Chunks::new(self.derivatives.as_mut_slice(), m * mr);
             backend.for_each_block(out, 256, |first, mut out| {
                 let mut acc = [R::zero(); 64];
                 for k in 0..SplitOutputs::len(&out) {
                     let i = first + k;
+                    let record = out.chunk_mut(k);
                     for v in 0..m {
                         let ui = u[v][i];
                         acc[..mr].fill(R::zero());
@@ -204,9 +205,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                                 acc[a] += c[s] * d;
                             }
                         }
-                        for a in 0..mr {
-                            out[v * mr + a][k] = acc[a];
-                        }
+                        record[v * mr..(v + 1) * mr].copy_from_slice(&acc[..mr]);
                     }
                 }
             });
@@ -220,7 +219,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             geometry,
             u,
             idx,
-            derivs: self.derivatives.iter().map(|b| b.as_slice()).collect(),
+            derivs: self.derivatives.as_slice(),
             grad: std::array::from_fn(|d| self.mls.coefficients(d)),
             reverse: self.reverse.as_slice(),
             formulation: self.formulation,
@@ -288,17 +287,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
 impl<R: Real, const D: usize, E> Budgeted for Muscl<R, D, E> {
     fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
         let mut v = self.mls.buffers();
-        v.extend(self.derivatives.iter().map(|b| b as &dyn BudgetedBuffer));
+        v.push(&self.derivatives);
         v.push(&self.reverse);
         v
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
         let mut v = self.mls.buffers_mut();
-        v.extend(
-            self.derivatives
-                .iter_mut()
-                .map(|b| b as &mut dyn BudgetedBuffer),
-        );
+        v.push(&mut self.derivatives);
         v.push(&mut self.reverse);
         v
     }
@@ -310,7 +305,7 @@ struct FluxPass<'a, R, const D: usize, E> {
     geometry: &'a Geometry<'a, R, D>,
     u: &'a [&'a [R]],
     idx: &'a [u32],
-    derivs: Vec<&'a [R]>,
+    derivs: &'a [R],
     grad: [&'a [R]; D],
     reverse: &'a [u64],
     formulation: Formulation,
@@ -337,7 +332,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> FluxPass<'_, R, D, E> {
             geometry,
             u,
             idx,
-            ref derivs,
+            derivs,
             grad,
             reverse,
             formulation,
@@ -345,6 +340,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> FluxPass<'_, R, D, E> {
             order,
             mr,
         } = *self;
+        let width = m * mr;
         let pos = geometry.positions;
         let vol = geometry.volumes;
         let orders = geometry.orders;
@@ -403,12 +399,14 @@ impl<R: Real, const D: usize, E: Equation<R, D>> FluxPass<'_, R, D, E> {
                     let terms = terms_for_order[kij];
                     if terms > 0 {
                         basis.eval_recursive(delta, &mut phi[..terms]);
-                        for a in 0..terms {
-                            let p = phi[a];
-                            let pr = p * parity[a];
-                            for v in 0..m {
-                                ul[v] += derivs[v * mr + a][i] * p;
-                                ur[v] += derivs[v * mr + a][j] * pr;
+                        let di = &derivs[i * width..(i + 1) * width];
+                        let dj = &derivs[j * width..(j + 1) * width];
+                        for v in 0..m {
+                            let (ri, rj) =
+                                (&di[v * mr..v * mr + terms], &dj[v * mr..v * mr + terms]);
+                            for a in 0..terms {
+                                ul[v] += ri[a] * phi[a];
+                                ur[v] += rj[a] * (phi[a] * parity[a]);
                             }
                         }
                     }
