@@ -424,7 +424,7 @@ impl<'a, T> Chunks<'a, T> {
     /// If `width` is 0 or does not divide the length.
     pub fn new(data: &'a mut [T], width: usize) -> Self {
         assert!(
-            width > 0 && data.len() % width == 0,
+            width > 0 && data.len().is_multiple_of(width),
             "records of {width} elements over {} elements",
             data.len()
         );
