@@ -33,6 +33,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Run a simulation from a configuration file (or the built-in defaults).
     Run(run::RunArgs),
+    /// Continue a run from its checkpoint (bitwise identical to an uninterrupted run).
+    Resume(run::ResumeArgs),
     /// Print every resolved setting of a configuration, defaults included, as TOML.
     Show(run::ShowArgs),
     /// Measure kernel performance (prints the kernel that ran, timings and throughput).
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(&cmd, threads).map_err(CliError::from),
         Command::Run(args) => run::run(&args, cli.threads),
         Command::Show(args) => run::show(&args),
+        Command::Resume(args) => run::resume(&args, cli.threads),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -36,6 +36,20 @@ pub struct RunArgs {
     quiet: bool,
 }
 
+/// Options of `mote resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The checkpoint (`RUN_DIR/checkpoint.mote`); the run continues in its directory.
+    checkpoint: PathBuf,
+    /// Override a setting of the configuration the checkpoint carries, typically a later end:
+    /// `--set run.end_time=10`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// No progress output; only the final summary.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
 /// Options of `mote show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -82,6 +96,91 @@ pub fn show(args: &ShowArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `mote resume`.
+pub fn resume(args: &ResumeArgs, threads: Option<usize>) -> Result<(), CliError> {
+    let mut overrides = args.set.clone();
+    if let Some(t) = threads {
+        overrides.push(format!("run.threads={t}"));
+    }
+    let mut reporter = Reporter::new(args.quiet);
+    let result = mote_io::runner::resume_gravity(
+        &args.checkpoint,
+        &overrides,
+        env!("MOTE_GIT_COMMIT"),
+        &mut |p| reporter.report(p),
+    );
+    reporter.finish();
+    let report = result.map_err(|e| match e {
+        mote_io::runner::ResumeError::Config(c) => CliError::Config(c.to_string()),
+        other => CliError::Run(other.to_string()),
+    })?;
+    print_summary(&report);
+    Ok(())
+}
+
+/// Progress display: a bar on a terminal, plain lines every few seconds otherwise.
+struct Reporter {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    last: std::time::Instant,
+}
+
+impl Reporter {
+    fn new(quiet: bool) -> Self {
+        let interactive = std::io::stderr().is_terminal() && !quiet;
+        let bar = interactive.then(|| {
+            let b = ProgressBar::new(1);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} steps  {msg}  [{elapsed_precise}, ETA {eta}]",
+                )
+                .expect("valid template"),
+            );
+            b
+        });
+        Self {
+            bar,
+            quiet,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    fn report(&mut self, p: Progress) {
+        let msg = format!("t = {:.4}  |dE/E| = {:.2e}", p.time, p.energy_error);
+        if let Some(b) = &self.bar {
+            b.set_length(p.total_steps);
+            b.set_position(p.step);
+            b.set_message(msg);
+        } else if !self.quiet
+            && (self.last.elapsed().as_secs_f64() > 5.0 || p.step == p.total_steps)
+        {
+            self.last = std::time::Instant::now();
+            eprintln!("step {}/{}  {msg}", p.step, p.total_steps);
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn print_summary(report: &mote_io::runner::RunReport) {
+    println!(
+        "finished: {} particles, {} steps to t = {}, relative energy error {:.3e}, virial ratio {:.3}, \
+         {:.2} s ({}); output in {}",
+        report.particles,
+        report.steps,
+        report.time,
+        report.energy_error,
+        report.virial_ratio,
+        report.wall_seconds,
+        report.kernel,
+        report.dir.display()
+    );
+}
+
 /// `mote run`. `threads` is the global `--threads`, when given.
 pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
     let mut overrides = args.set.clone();
@@ -100,53 +199,16 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| Path::new("runs").join(&stem));
 
-    let interactive = std::io::stderr().is_terminal() && !args.quiet;
-    let bar = interactive.then(|| {
-        let b = ProgressBar::new(1);
-        b.set_style(
-            ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} steps  {msg}  [{elapsed_precise}, ETA {eta}]",
-            )
-            .expect("valid template"),
-        );
-        b
-    });
-    let mut last_report = std::time::Instant::now();
-    let mut progress = |p: Progress| {
-        let msg = format!("t = {:.4}  |dE/E| = {:.2e}", p.time, p.energy_error);
-        if let Some(b) = &bar {
-            b.set_length(p.total_steps);
-            b.set_position(p.step);
-            b.set_message(msg);
-        } else if !args.quiet
-            && (last_report.elapsed().as_secs_f64() > 5.0 || p.step == p.total_steps)
-        {
-            last_report = std::time::Instant::now();
-            eprintln!("step {}/{}  {msg}", p.step, p.total_steps);
-        }
-    };
+    let mut reporter = Reporter::new(args.quiet);
     let result = run_gravity(
         &config,
         &dir,
         args.force,
         env!("MOTE_GIT_COMMIT"),
-        &mut progress,
+        &mut |p| reporter.report(p),
     );
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    reporter.finish();
     let report = result.map_err(|e| CliError::Run(e.to_string()))?;
-    println!(
-        "finished: {} particles, {} steps to t = {}, relative energy error {:.3e}, virial ratio {:.3}, \
-         {:.2} s ({}); output in {}",
-        report.particles,
-        report.steps,
-        report.time,
-        report.energy_error,
-        report.virial_ratio,
-        report.wall_seconds,
-        report.kernel,
-        report.dir.display()
-    );
+    print_summary(&report);
     Ok(())
 }

@@ -318,3 +318,59 @@ fn bench_cloud_json_has_every_pass() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dim"));
 }
+
+#[test]
+fn resume_continues_and_refuses_bad_requests_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k");
+    let cfg = examples_dir().join("kepler.toml");
+    let r = mote(&[
+        "run",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.end_time=3",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let ckpt = out.join("checkpoint.mote");
+    // An end time already reached, or a precision change: configuration errors (exit 2).
+    let r = mote(&["resume", ckpt.to_str().unwrap(), "--quiet"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("later end time"));
+    let r = mote(&[
+        "resume",
+        ckpt.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.end_time=6",
+        "--set",
+        "run.precision=\"f32\"",
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("precision cannot change"));
+    let r = mote(&[
+        "resume",
+        ckpt.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.end_time=6",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(String::from_utf8_lossy(&r.stdout).contains("to t = 6"));
+    // A damaged checkpoint is refused, not half-read.
+    let mut bytes = std::fs::read(&ckpt).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 1;
+    std::fs::write(&ckpt, &bytes).unwrap();
+    let r = mote(&[
+        "resume",
+        ckpt.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.end_time=9",
+    ]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("checksum"));
+}

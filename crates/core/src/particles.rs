@@ -327,6 +327,27 @@ impl<R: Real> ParticleData<R> {
         }
     }
 
+    /// Particles restored from saved arrays (a checkpoint): the ten components in
+    /// [`Component::ALL`] order and the ids. New particles added later get ids above the
+    /// largest restored one.
+    ///
+    /// # Panics
+    /// If the arrays differ in length.
+    pub fn restore(components: [&[R]; COMPONENTS], ids: &[u64]) -> Self {
+        let n = ids.len();
+        assert!(
+            components.iter().all(|c| c.len() == n),
+            "restored arrays of unequal length"
+        );
+        let mut p = Self::zeroed(n);
+        for (c, src) in Component::ALL.into_iter().zip(components) {
+            p.component_mut(c).copy_from_slice(src);
+        }
+        p.id.as_mut_slice().copy_from_slice(ids);
+        p.next_id = ids.iter().max().map_or(0, |&m| m + 1);
+        p
+    }
+
     /// `n` particles at rest at the origin with zero mass, ids `0..n`.
     pub fn zeroed(n: usize) -> Self {
         let mut p = Self::new();

@@ -290,12 +290,20 @@ pub struct IntegratorSection {
 pub struct OutputSection {
     /// A diagnostics row every this many steps (and at the end).
     pub diagnostics_every: u64,
+    /// Snapshots (`snapshots/snap_NNNNN.vtu` + `snapshots.pvd`) at this many evenly spaced
+    /// times after the initial one (0: only the initial state). Their times are hit exactly.
+    pub snapshots: u64,
+    /// Simulated time between checkpoints (`checkpoint.mote`); one is always written at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_interval: Option<f64>,
 }
 
 impl Default for OutputSection {
     fn default() -> Self {
         Self {
             diagnostics_every: 16,
+            snapshots: 10,
+            checkpoint_interval: None,
         }
     }
 }
@@ -446,6 +454,20 @@ impl GravityConfig {
         }
         if let Err(e) = self.solver.kernel.parse::<KernelChoice>() {
             return bad("solver.kernel", e.to_string());
+        }
+        if let Some(c) = self.output.checkpoint_interval
+            && !(c.is_finite() && c > 0.0)
+        {
+            return bad(
+                "output.checkpoint_interval",
+                format!("{c} is not allowed: a finite time > 0"),
+            );
+        }
+        if self.output.snapshots > 100_000 {
+            return bad(
+                "output.snapshots",
+                format!("{} is too many: at most 100000", self.output.snapshots),
+            );
         }
         if self.output.diagnostics_every == 0 {
             return bad(

@@ -91,6 +91,25 @@ impl CsvWriter {
         Ok(w)
     }
 
+    /// Continues an existing CSV (a resumed run): the finished file moves back to its
+    /// `.partial` name and rows are appended. Creates it if it does not exist.
+    pub fn append(path: &Path, header: &[&str]) -> Result<Self, FileError> {
+        let tmp = partial_path(path);
+        if path.exists() {
+            fs::rename(path, &tmp).map_err(|e| FileError::io(path, e))?;
+        } else if !tmp.exists() {
+            return Self::create(path, header);
+        }
+        let f = fs::OpenOptions::new()
+            .append(true)
+            .open(&tmp)
+            .map_err(|e| FileError::io(&tmp, e))?;
+        Ok(CsvWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::new(f),
+        })
+    }
+
     /// Appends one row of numbers, each in the shortest form that reads back to the same
     /// `f64` (whole numbers such as step counts without a fraction).
     pub fn row(&mut self, values: &[f64]) -> Result<(), FileError> {

@@ -5,8 +5,10 @@
 
 #![warn(missing_docs)]
 
+pub mod checkpoint;
 pub mod config;
 pub mod files;
 pub mod runner;
+pub mod vtk;
 
 pub use config::{ConfigError, GravityConfig, Source};

@@ -2,8 +2,10 @@
 //! end time, and write the run directory.
 //!
 //! A run directory holds `config.toml` (every resolved setting), `provenance.json` (what ran,
-//! where, when) and `diagnostics.csv` (conserved quantities over time). Every file is written
-//! atomically; the diagnostics grow in `diagnostics.csv.partial` until the run ends.
+//! where, when), `diagnostics.csv` (conserved quantities over time), `snapshots/*.vtu` with
+//! `snapshots.pvd` (ParaView) and `checkpoint.mote` (the whole state, for `mote resume`). Every
+//! file is written atomically; the diagnostics grow in `diagnostics.csv.partial` until the run
+//! ends. Snapshot and checkpoint times are hit exactly: the step before one is shortened.
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
@@ -20,8 +22,13 @@ use mote_gravity::{
 };
 use serde::Serialize;
 
-use crate::config::{GravityConfig, InitialConditions, InitialConditionsKind, parse_memory_limit};
+use crate::checkpoint;
+use crate::config::{
+    ConfigError, GravityConfig, InitialConditions, InitialConditionsKind, Source,
+    parse_memory_limit,
+};
 use crate::files::{CsvWriter, FileError, create_run_dir, write_atomic};
+use crate::vtk::{self, Field};
 
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +112,8 @@ struct Provenance<'a> {
     reserved_bytes: Option<u64>,
     machine: MachineInfo,
     started: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resumed_from: Option<String>,
     finished: Option<String>,
     wall_seconds: Option<f64>,
     steps: Option<u64>,
@@ -238,164 +247,561 @@ const DIAGNOSTICS_HEADER: [&str; 15] = [
     "wall_seconds",
 ];
 
+/// The times the run must land on exactly after `after`: snapshots, checkpoints, the end.
+fn output_times(c: &GravityConfig) -> Vec<f64> {
+    let end = c.run.end_time;
+    let mut t: Vec<f64> = (1..=c.output.snapshots)
+        .map(|k| end * k as f64 / c.output.snapshots as f64)
+        .collect();
+    if let Some(ci) = c.output.checkpoint_interval {
+        let mut k = 1u64;
+        while (k as f64) * ci < end {
+            t.push(k as f64 * ci);
+            k += 1;
+        }
+    }
+    t.push(end);
+    t.sort_by(f64::total_cmp);
+    t.dedup();
+    t
+}
+
+/// The end of the step that starts at `t`: the next point of the grid `k dt`, or the next
+/// output time if that comes first. The same `t` always gives the same step, so a resumed run
+/// retraces an uninterrupted one.
+fn next_time(t: f64, dt: f64, outputs: &[f64]) -> f64 {
+    let q = t / dt;
+    let k = if (q - q.round()).abs() < 1e-9 * q.abs().max(1.0) {
+        q.round()
+    } else {
+        q.floor()
+    };
+    let grid = (k + 1.0) * dt;
+    let output = outputs
+        .iter()
+        .copied()
+        .find(|&o| o > t)
+        .unwrap_or(f64::INFINITY);
+    grid.min(output)
+}
+
+/// Whether `t` is (to rounding) one of `times`.
+fn is_one_of(t: f64, times: &[f64]) -> bool {
+    times
+        .iter()
+        .any(|&o| (o - t).abs() <= 1e-12 * o.abs().max(1.0))
+}
+
+/// A snapshot of `p` at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing all so far.
+fn write_snapshot<R: Real>(
+    dir: &Path,
+    p: &ParticleData<R>,
+    time: f64,
+    list: &mut Vec<(f64, String)>,
+) -> Result<(), RunError> {
+    let snap_dir = dir.join("snapshots");
+    std::fs::create_dir_all(&snap_dir).map_err(|e| FileError {
+        path: snap_dir.clone(),
+        message: e.to_string(),
+    })?;
+    let name = format!("snapshots/snap_{:05}.vtu", list.len());
+    let interleave = |s: mote_core::Vec3Span<'_, R>| -> Vec<f64> {
+        let (x, y, z) = s.components();
+        (0..x.len())
+            .flat_map(|i| [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()])
+            .collect()
+    };
+    let points = interleave(p.positions());
+    let velocity = interleave(p.velocities());
+    let acceleration = interleave(p.accelerations());
+    let mass: Vec<f64> = p.masses().iter().map(|m| m.as_f64()).collect();
+    vtk::write_vtu(
+        &dir.join(&name),
+        &points,
+        &[
+            Field::U64("id", p.ids()),
+            Field::Vec3F64("velocity", &velocity),
+            Field::Vec3F64("acceleration", &acceleration),
+            Field::F64("mass", &mass),
+        ],
+    )?;
+    list.push((time, name));
+    vtk::write_pvd(&dir.join("snapshots.pvd"), list)?;
+    Ok(())
+}
+
+/// Where a run starts: fresh from the configuration, or from a checkpoint.
+struct Start<R: Real> {
+    particles: ParticleData<R>,
+    step: u64,
+    time: f64,
+    initial_energy: Option<f64>,
+    snapshots: Vec<(f64, String)>,
+    resumed_from: Option<PathBuf>,
+}
+
 impl PrecisionJob for GravityRun<'_> {
     type Output = Result<RunReport, RunError>;
 
     fn run<R: Real>(self) -> Self::Output {
         let c = self.config;
-        let started = SystemTime::now();
-        let clock = Instant::now();
         let backend = CpuBackend::threads(c.run.threads);
         let n = particle_count(&c.initial_conditions.clone().with_defaults());
         let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
-
-        // Price the run before allocating it: a limit that cannot hold it fails here, with the
-        // estimate and the limit in the message.
-        let limit = match &c.run.memory_limit {
-            Some(text) => Some(parse_memory_limit(text).expect("validated with the config")),
-            None => memory_limit(),
-        };
-        let options = ReserveOptions::default();
-        if let Some(limit) = limit {
-            let prototype = ParticleData::<R>::new();
-            let model = MemoryModel::of(&[&prototype, integrator.as_ref() as &dyn Budgeted]);
-            let needed = model.bytes(n, 0);
-            let usable = (limit as f64 * (1.0 - options.tolerance)) as u64;
-            if needed > usable {
-                return Err(CapacityError {
-                    what: format!(
-                        "memory limit for {n} particles in {} (estimate {needed} bytes; limit \
-                         {limit} bytes less {:.0} % tolerance)",
-                        R::PRECISION,
-                        options.tolerance * 100.0
-                    ),
-                    requested: needed,
-                    available: usable,
-                    unit: CapacityUnit::Bytes,
-                }
-                .into());
-            }
-        }
-
-        let softening = Softening::new(c.solver.softening)?;
-        let kernel: KernelChoice = c.solver.kernel.parse()?;
-        let solver = DirectSolver::new(softening, kernel, backend)?;
+        price(c, n, integrator.as_ref())?;
         let particles = initial_particles::<R>(&c.initial_conditions)?;
         create_run_dir(self.dir, self.force)?;
-        write_atomic(&self.dir.join("config.toml"), c.to_toml().as_bytes())?;
-        let mut sim = Simulation::new(particles, Box::new(solver.clone()), integrator);
-        let reservation = match limit {
-            Some(limit) => Some(reserve(&mut sim.budgeted_parts(), limit, options)?),
-            None => None,
+        let start = Start {
+            particles,
+            step: 0,
+            time: 0.0,
+            initial_energy: None,
+            snapshots: Vec::new(),
+            resumed_from: None,
         };
-
-        let mut provenance = Provenance {
-            mote_version: env!("CARGO_PKG_VERSION"),
-            git_commit: self.git_commit,
-            physics: "gravity",
-            backend: "cpu".to_string(),
-            threads: backend.thread_count(),
-            kernel: solver.name(),
-            precision: R::PRECISION.to_string(),
-            seed: c.initial_conditions.seed,
-            particles: sim.particles.len(),
-            memory_limit_bytes: limit,
-            reserved_bytes: reservation.map(|r| r.bytes),
-            machine: MachineInfo::detect(),
-            started: humantime::format_rfc3339_seconds(started).to_string(),
-            finished: None,
-            wall_seconds: None,
-            steps: None,
-            final_relative_energy_error: None,
-        };
-        let provenance_path = self.dir.join("provenance.json");
-        let write_provenance = |p: &Provenance<'_>| {
-            write_atomic(
-                &provenance_path,
-                serde_json::to_string_pretty(p)
-                    .expect("serialisable")
-                    .as_bytes(),
-            )
-        };
-        write_provenance(&provenance)?;
-
-        let csv_path = self.dir.join("diagnostics.csv");
-        let mut csv = CsvWriter::create(&csv_path, &DIAGNOSTICS_HEADER)?;
-        let end = c.run.end_time;
-        let dt = c.run.dt;
-        // Steps of `dt`; the last one shortened to land exactly on the end time (a remainder
-        // below a millionth of a step is absorbed into the previous step).
-        let total_steps = ((end / dt) * (1.0 - 1e-12)).ceil().max(1.0) as u64;
-        let step_end = |k: u64| if k >= total_steps { end } else { k as f64 * dt };
-        let d0 = sim.diagnostics(backend);
-        let e0 = d0.total;
-        let write_row = |csv: &mut CsvWriter, step: u64, time: f64, d: &Diagnostics, wall: f64| {
-            csv.row(&[
-                step as f64,
-                time,
-                d.kinetic,
-                d.potential,
-                d.total,
-                d.relative_energy_error(e0),
-                d.momentum[0],
-                d.momentum[1],
-                d.momentum[2],
-                d.angular_momentum[0],
-                d.angular_momentum[1],
-                d.angular_momentum[2],
-                d.virial_ratio,
-                d.mass,
-                wall,
-            ])
-        };
-        write_row(&mut csv, 0, 0.0, &d0, 0.0)?;
-        let mut time = 0.0;
-        let mut last = d0;
-        for k in 1..=total_steps {
-            let t_next = step_end(k);
-            sim.step(t_next - time);
-            time = t_next;
-            if k % c.output.diagnostics_every == 0 || k == total_steps {
-                check_finite(
-                    &sim.particles,
-                    k,
-                    time,
-                    &crate::files::partial_path(&csv_path),
-                )?;
-                last = sim.diagnostics(backend);
-                write_row(&mut csv, k, time, &last, clock.elapsed().as_secs_f64())?;
-                (self.progress)(Progress {
-                    step: k,
-                    total_steps,
-                    time,
-                    energy_error: last.relative_energy_error(e0),
-                });
-            }
-        }
-        csv.finish()?;
-        let wall = clock.elapsed().as_secs_f64();
-        provenance.finished =
-            Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
-        provenance.wall_seconds = Some(wall);
-        provenance.steps = Some(total_steps);
-        provenance.final_relative_energy_error = Some(last.relative_energy_error(e0));
-        write_provenance(&provenance)?;
-        Ok(RunReport {
-            dir: self.dir.to_path_buf(),
-            steps: total_steps,
-            time,
-            energy_error: last.relative_energy_error(e0),
-            virial_ratio: last.virial_ratio,
-            wall_seconds: wall,
-            kernel: solver.name(),
-            particles: sim.particles.len(),
-        })
+        drive(
+            c,
+            self.dir,
+            start,
+            integrator,
+            self.git_commit,
+            self.progress,
+        )
     }
+}
+
+/// Fails, before anything is allocated, if the memory limit cannot hold `n` particles.
+fn price<R: Real>(
+    c: &GravityConfig,
+    n: usize,
+    integrator: &dyn Integrator<R>,
+) -> Result<Option<u64>, RunError> {
+    let limit = match &c.run.memory_limit {
+        Some(text) => Some(parse_memory_limit(text).expect("validated with the config")),
+        None => memory_limit(),
+    };
+    if let Some(limit) = limit {
+        let options = ReserveOptions::default();
+        let prototype = ParticleData::<R>::new();
+        let model = MemoryModel::of(&[&prototype, integrator as &dyn Budgeted]);
+        let needed = model.bytes(n, 0);
+        let usable = (limit as f64 * (1.0 - options.tolerance)) as u64;
+        if needed > usable {
+            return Err(CapacityError {
+                what: format!(
+                    "memory limit for {n} particles in {} (estimate {needed} bytes; limit {limit} bytes less {:.0} % tolerance)",
+                    R::PRECISION,
+                    options.tolerance * 100.0
+                ),
+                requested: needed,
+                available: usable,
+                unit: CapacityUnit::Bytes,
+            }
+            .into());
+        }
+    }
+    Ok(limit)
+}
+
+/// Continues the run whose latest checkpoint is `checkpoint` (in its run directory), with the
+/// configuration it carries and `overrides` on top (typically a later `run.end_time`). The
+/// continuation is bitwise identical to a run that was never interrupted.
+pub fn resume_gravity(
+    checkpoint_path: &Path,
+    overrides: &[String],
+    git_commit: &str,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunReport, ResumeError> {
+    let (header, arrays) = checkpoint::read_header(checkpoint_path)?;
+    let config = GravityConfig::parse(
+        &Source {
+            file: Some(checkpoint_path),
+            text: &header.config,
+        },
+        overrides,
+    )?;
+    if config.run.precision != header.precision {
+        return Err(ResumeError::Config(ConfigError {
+            file: Some(checkpoint_path.to_path_buf()),
+            line: None,
+            key: Some("run.precision".into()),
+            message: format!(
+                "the checkpoint holds {} arrays; the precision cannot change on resume",
+                header.precision
+            ),
+        }));
+    }
+    if config.run.end_time <= header.time {
+        return Err(ResumeError::Config(ConfigError {
+            file: Some(checkpoint_path.to_path_buf()),
+            line: None,
+            key: Some("run.end_time".into()),
+            message: format!(
+                "the checkpoint is at t = {}; set a later end time, e.g. --set run.end_time={}",
+                header.time,
+                2.0 * header.time
+            ),
+        }));
+    }
+    let dir = checkpoint_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let job = ResumeJob {
+        config: &config,
+        dir: &dir,
+        header: &header,
+        arrays: &arrays,
+        path: checkpoint_path,
+        git_commit,
+        progress,
+    };
+    Ok(config.run.precision.dispatch(job)?)
+}
+
+/// Why a resume failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// The configuration (with overrides) is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The checkpoint cannot be read.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// The continued run failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+struct ResumeJob<'a> {
+    config: &'a GravityConfig,
+    dir: &'a Path,
+    header: &'a checkpoint::Header,
+    arrays: &'a [u8],
+    path: &'a Path,
+    git_commit: &'a str,
+    progress: &'a mut dyn FnMut(Progress),
+}
+
+impl PrecisionJob for ResumeJob<'_> {
+    type Output = Result<RunReport, RunError>;
+
+    fn run<R: Real>(self) -> Self::Output {
+        let c = self.config;
+        let backend = CpuBackend::threads(c.run.threads);
+        let particles = checkpoint::read_particles::<R>(self.path, self.arrays)?;
+        let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
+        price(c, particles.len(), integrator.as_ref())?;
+        let start = Start {
+            particles,
+            step: self.header.step,
+            time: self.header.time,
+            initial_energy: Some(self.header.initial_energy),
+            snapshots: self.header.snapshots.clone(),
+            resumed_from: Some(self.path.to_path_buf()),
+        };
+        drive(
+            c,
+            self.dir,
+            start,
+            integrator,
+            self.git_commit,
+            self.progress,
+        )
+    }
+}
+
+/// Runs from `start` to the end time, writing everything into `dir` (which exists).
+fn drive<R: Real>(
+    c: &GravityConfig,
+    dir: &Path,
+    start: Start<R>,
+    integrator: Box<dyn Integrator<R>>,
+    git_commit: &str,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunReport, RunError> {
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let backend = CpuBackend::threads(c.run.threads);
+    let softening = Softening::new(c.solver.softening)?;
+    let kernel: KernelChoice = c.solver.kernel.parse()?;
+    let solver = DirectSolver::new(softening, kernel, backend)?;
+    write_atomic(&dir.join("config.toml"), c.to_toml().as_bytes())?;
+    let fresh = start.resumed_from.is_none();
+    let mut sim = if fresh {
+        Simulation::new(start.particles, Box::new(solver.clone()), integrator)
+    } else {
+        Simulation::restore(
+            start.particles,
+            Box::new(solver.clone()),
+            integrator,
+            start.time,
+            start.step,
+        )
+    };
+    let limit = price(c, sim.particles.len(), sim.integrator())?;
+    let reservation = match limit {
+        Some(limit) => Some(reserve(
+            &mut sim.budgeted_parts(),
+            limit,
+            ReserveOptions::default(),
+        )?),
+        None => None,
+    };
+    let mut provenance = Provenance {
+        mote_version: env!("CARGO_PKG_VERSION"),
+        git_commit,
+        physics: "gravity",
+        backend: "cpu".to_string(),
+        threads: backend.thread_count(),
+        kernel: solver.name(),
+        precision: R::PRECISION.to_string(),
+        seed: c.initial_conditions.seed,
+        particles: sim.particles.len(),
+        memory_limit_bytes: limit,
+        reserved_bytes: reservation.map(|r| r.bytes),
+        machine: MachineInfo::detect(),
+        started: humantime::format_rfc3339_seconds(started).to_string(),
+        resumed_from: start.resumed_from.as_ref().map(|p| p.display().to_string()),
+        finished: None,
+        wall_seconds: None,
+        steps: None,
+        final_relative_energy_error: None,
+    };
+    let provenance_path = dir.join("provenance.json");
+    let write_provenance = |p: &Provenance<'_>| {
+        write_atomic(
+            &provenance_path,
+            serde_json::to_string_pretty(p)
+                .expect("serialisable")
+                .as_bytes(),
+        )
+    };
+    write_provenance(&provenance)?;
+
+    let csv_path = dir.join("diagnostics.csv");
+    let mut csv = if fresh {
+        CsvWriter::create(&csv_path, &DIAGNOSTICS_HEADER)?
+    } else {
+        CsvWriter::append(&csv_path, &DIAGNOSTICS_HEADER)?
+    };
+    let end = c.run.end_time;
+    let dt = c.run.dt;
+    let outputs = output_times(c);
+    let snapshot_times: Vec<f64> = (1..=c.output.snapshots)
+        .map(|k| end * k as f64 / c.output.snapshots as f64)
+        .collect();
+    let checkpoint_times: Vec<f64> = match c.output.checkpoint_interval {
+        Some(ci) => (1..)
+            .map(|k| k as f64 * ci)
+            .take_while(|&t| t < end)
+            .collect(),
+        None => Vec::new(),
+    };
+    let estimate = |t: f64| (end / dt).ceil() as u64 + outputs.len() as u64 - (t / dt) as u64;
+    let total_steps = sim.steps() + estimate(sim.time());
+    let mut snapshots = start.snapshots;
+    let first = sim.diagnostics(backend);
+    let e0 = start.initial_energy.unwrap_or(first.total);
+    let write_row = |csv: &mut CsvWriter, step: u64, time: f64, d: &Diagnostics, wall: f64| {
+        csv.row(&[
+            step as f64,
+            time,
+            d.kinetic,
+            d.potential,
+            d.total,
+            d.relative_energy_error(e0),
+            d.momentum[0],
+            d.momentum[1],
+            d.momentum[2],
+            d.angular_momentum[0],
+            d.angular_momentum[1],
+            d.angular_momentum[2],
+            d.virial_ratio,
+            d.mass,
+            wall,
+        ])
+    };
+    if fresh {
+        write_row(&mut csv, 0, 0.0, &first, 0.0)?;
+        write_snapshot(dir, &sim.particles, 0.0, &mut snapshots)?;
+    }
+    let checkpoint_path = dir.join("checkpoint.mote");
+    let save = |sim: &Simulation<R>, snapshots: &[(f64, String)]| {
+        let header = checkpoint::Header {
+            mote_version: env!("CARGO_PKG_VERSION").to_string(),
+            step: sim.steps(),
+            time: sim.time(),
+            precision: R::PRECISION,
+            config: c.to_toml(),
+            initial_energy: e0,
+            snapshots: snapshots.to_vec(),
+        };
+        checkpoint::write(&checkpoint_path, &header, &sim.particles)
+    };
+    let mut time = sim.time();
+    let mut last = first;
+    while time < end {
+        let t_next = next_time(time, dt, &outputs);
+        sim.step(t_next - time);
+        time = t_next;
+        sim.set_time(time);
+        let k = sim.steps();
+        let at_end = time >= end;
+        if k % c.output.diagnostics_every == 0 || at_end || is_one_of(time, &outputs) {
+            check_finite(
+                &sim.particles,
+                k,
+                time,
+                &crate::files::partial_path(&csv_path),
+            )?;
+            last = sim.diagnostics(backend);
+            write_row(&mut csv, k, time, &last, clock.elapsed().as_secs_f64())?;
+            progress(Progress {
+                step: k,
+                total_steps,
+                time,
+                energy_error: last.relative_energy_error(e0),
+            });
+        }
+        if is_one_of(time, &snapshot_times) {
+            write_snapshot(dir, &sim.particles, time, &mut snapshots)?;
+        }
+        if at_end || is_one_of(time, &checkpoint_times) {
+            save(&sim, &snapshots)?;
+        }
+    }
+    csv.finish()?;
+    let wall = clock.elapsed().as_secs_f64();
+    provenance.finished = Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
+    provenance.wall_seconds = Some(wall);
+    provenance.steps = Some(sim.steps());
+    provenance.final_relative_energy_error = Some(last.relative_energy_error(e0));
+    write_provenance(&provenance)?;
+    Ok(RunReport {
+        dir: dir.to_path_buf(),
+        steps: sim.steps(),
+        time,
+        energy_error: last.relative_energy_error(e0),
+        virial_ratio: last.virial_ratio,
+        wall_seconds: wall,
+        kernel: solver.name(),
+        particles: sim.particles.len(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config(text: &str, overrides: &[&str]) -> GravityConfig {
+        let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        GravityConfig::parse(&Source { file: None, text }, &o).unwrap()
+    }
+
+    const PLUMMER: &str = "physics = \"gravity\"\n[run]\nend_time = 0.5\ndt = 0.015625\nprecision = \"f64\"\n\
+        [initial_conditions]\nparticles = 200\nseed = 4\n[solver]\nsoftening = 0.01\n[output]\nsnapshots = 10\n";
+
+    fn final_state(dir: &Path) -> (checkpoint::Header, ParticleData<f64>) {
+        let path = dir.join("checkpoint.mote");
+        let (h, arrays) = checkpoint::read_header(&path).unwrap();
+        let p = checkpoint::read_particles::<f64>(&path, &arrays).unwrap();
+        (h, p)
+    }
+
+    #[test]
+    fn a_resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        for integrator in ["leapfrog", "yoshida4", "rk4"] {
+            let kind = format!("integrator.kind={integrator}");
+            let whole = tmp.path().join(format!("whole-{integrator}"));
+            run_gravity(
+                &config(PLUMMER, &[&kind]),
+                &whole,
+                false,
+                "test",
+                &mut |_| {},
+            )
+            .unwrap();
+            // The same run stopped half way (its snapshot times are a subset), then resumed.
+            let half = tmp.path().join(format!("half-{integrator}"));
+            run_gravity(
+                &config(PLUMMER, &[&kind, "run.end_time=0.25", "output.snapshots=5"]),
+                &half,
+                false,
+                "test",
+                &mut |_| {},
+            )
+            .unwrap();
+            let overrides = [
+                "run.end_time=0.5".to_string(),
+                "output.snapshots=10".to_string(),
+            ];
+            resume_gravity(
+                &half.join("checkpoint.mote"),
+                &overrides,
+                "test",
+                &mut |_| {},
+            )
+            .unwrap();
+            let (ha, a) = final_state(&whole);
+            let (hb, b) = final_state(&half);
+            assert_eq!((ha.step, ha.time), (hb.step, hb.time), "{integrator}");
+            for c in mote_core::Component::ALL {
+                let bits = |s: &[f64]| s.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(a.component(c)),
+                    bits(b.component(c)),
+                    "{integrator}: {c:?}"
+                );
+            }
+            assert_eq!(ha.snapshots, hb.snapshots);
+            // The diagnostics continue where they stopped: same rows at the same times.
+            let rows = |d: &Path| {
+                std::fs::read_to_string(d.join("diagnostics.csv"))
+                    .unwrap()
+                    .lines()
+                    .count()
+            };
+            assert_eq!(rows(&whole), rows(&half), "{integrator}");
+        }
+    }
+
+    #[test]
+    fn snapshots_hold_the_state_at_exact_times_and_read_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        // dt = 1/64 does not divide 0.05: the steps before each snapshot are shortened.
+        let c = config(PLUMMER, &["run.end_time=0.3", "output.snapshots=6"]);
+        run_gravity(&c, &dir, false, "test", &mut |_| {}).unwrap();
+        let pvd = std::fs::read_to_string(dir.join("snapshots.pvd")).unwrap();
+        let times: Vec<f64> = pvd
+            .split("timestep=\"")
+            .skip(1)
+            .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
+            .collect();
+        let expected: Vec<f64> = (0..=6).map(|k| 0.3 * k as f64 / 6.0).collect();
+        assert_eq!(times, expected);
+        let (h, p) = final_state(&dir);
+        assert_eq!(h.time, 0.3);
+        let bytes = std::fs::read(dir.join("snapshots/snap_00006.vtu")).unwrap();
+        let arrays = crate::vtk::reader::read_vtu(&bytes);
+        let f64s = |name: &str| -> Vec<f64> {
+            let (ty, b) = &arrays[name];
+            assert_eq!(ty, "Float64", "{name}");
+            bytemuck::pod_collect_to_vec(b)
+        };
+        let points = f64s("Points");
+        assert_eq!(points.len(), 3 * p.len());
+        for i in [0, 57, 199] {
+            assert_eq!(&points[3 * i..3 * i + 3], &p.positions().get(i)[..]);
+        }
+        let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&arrays["id"].1);
+        assert_eq!(ids, p.ids());
+        assert_eq!(f64s("mass"), p.masses());
+        assert_eq!(f64s("velocity")[3 * 5 + 1], p.velocities().get(5)[1]);
+        assert_eq!(arrays["types"].1, vec![1u8; p.len()]);
+    }
 
     #[test]
     fn a_nan_in_the_state_is_reported_with_the_particle() {
