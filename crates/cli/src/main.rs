@@ -3,6 +3,7 @@
 mod bench;
 mod bench_cloud;
 mod info;
+mod inspect;
 mod run;
 
 use std::process::ExitCode;
@@ -35,6 +36,8 @@ enum Command {
     Run(run::RunArgs),
     /// Continue a run from its checkpoint (bitwise identical to an uninterrupted run).
     Resume(run::ResumeArgs),
+    /// Summarise a snapshot (.vtu), checkpoint (.mote) or diagnostics file (.csv).
+    Inspect(inspect::InspectArgs),
     /// Print every resolved setting of a configuration, defaults included, as TOML.
     Show(run::ShowArgs),
     /// Measure kernel performance (prints the kernel that ran, timings and throughput).
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args, cli.threads),
         Command::Show(args) => run::show(&args),
         Command::Resume(args) => run::resume(&args, cli.threads),
+        Command::Inspect(args) => inspect::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -374,3 +374,39 @@ fn resume_continues_and_refuses_bad_requests_clearly() {
     assert_eq!(r.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&r.stderr).contains("checksum"));
 }
+
+#[test]
+fn inspect_summarises_every_output_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k");
+    let cfg = examples_dir().join("kepler.toml");
+    assert!(
+        mote(&[
+            "run",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "run.end_time=1"
+        ])
+        .status
+        .success()
+    );
+    let text = |p: std::path::PathBuf| {
+        let r = mote(&["inspect", p.to_str().unwrap()]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        String::from_utf8(r.stdout).unwrap()
+    };
+    assert!(text(out.join("snapshots/snap_00010.vtu")).contains("2 particles"));
+    let c = text(out.join("checkpoint.mote"));
+    assert!(
+        c.contains("time 1")
+            && c.contains("checksum ok")
+            && c.contains("total mass 1.0000000000e0"),
+        "{c}"
+    );
+    assert!(text(out.join("diagnostics.csv")).contains("relative_energy_error"));
+    let r = mote(&["inspect", out.join("config.toml").to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2));
+}

@@ -785,22 +785,22 @@ mod tests {
         let (h, p) = final_state(&dir);
         assert_eq!(h.time, 0.3);
         let bytes = std::fs::read(dir.join("snapshots/snap_00006.vtu")).unwrap();
-        let arrays = crate::vtk::reader::read_vtu(&bytes);
+        let arrays = crate::vtk::read_vtu(&bytes).unwrap();
         let f64s = |name: &str| -> Vec<f64> {
-            let (ty, b) = &arrays[name];
-            assert_eq!(ty, "Float64", "{name}");
-            bytemuck::pod_collect_to_vec(b)
+            assert_eq!(arrays[name].vtk_type, "Float64", "{name}");
+            arrays[name].to_f64()
         };
         let points = f64s("Points");
         assert_eq!(points.len(), 3 * p.len());
         for i in [0, 57, 199] {
             assert_eq!(&points[3 * i..3 * i + 3], &p.positions().get(i)[..]);
         }
-        let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&arrays["id"].1);
+        let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&arrays["id"].bytes);
         assert_eq!(ids, p.ids());
         assert_eq!(f64s("mass"), p.masses());
         assert_eq!(f64s("velocity")[3 * 5 + 1], p.velocities().get(5)[1]);
-        assert_eq!(arrays["types"].1, vec![1u8; p.len()]);
+        assert_eq!(arrays["types"].bytes, vec![1u8; p.len()]);
+        assert_eq!(arrays["velocity"].components, 3);
     }
 
     #[test]

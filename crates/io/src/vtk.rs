@@ -97,33 +97,79 @@ pub fn write_pvd(path: &Path, entries: &[(f64, String)]) -> Result<(), FileError
     write_atomic(path, s.as_bytes())
 }
 
-#[cfg(test)]
-pub(crate) mod reader {
-    //! A minimal, separate parser of what [`super::write_vtu`] writes, for tests.
+/// Reads the arrays of a `.vtu` written in the raw appended form (as mote writes it): each by
+/// name (`Points` included) with its VTK type name, component count and raw little-endian bytes.
+/// A separate parser from the writer: the tests use it to check what the writer produced.
+pub fn read_vtu(bytes: &[u8]) -> Result<std::collections::BTreeMap<String, Array>, String> {
+    let marker = bytes
+        .windows(2)
+        .position(|w| w == b"\n_")
+        .ok_or("no raw appended data (expected `<AppendedData encoding=\"raw\">` and `_`)")?
+        + 2;
+    let xml = std::str::from_utf8(&bytes[..marker]).map_err(|_| "the XML header is not UTF-8")?;
+    if !xml.contains("header_type=\"UInt64\"") {
+        return Err("only UInt64 block headers are supported".into());
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for tag in xml.split("<DataArray ").skip(1) {
+        let attr = |key: &str| -> Result<String, String> {
+            let k = format!("{key}=\"");
+            let s = tag
+                .find(&k)
+                .ok_or_else(|| format!("DataArray without {key}"))?
+                + k.len();
+            let e = tag[s..].find('"').ok_or("unterminated attribute")?;
+            Ok(tag[s..s + e].to_string())
+        };
+        let offset: usize = attr("offset")?.parse().map_err(|_| "bad offset")?;
+        let at = marker + offset;
+        let len_bytes = bytes.get(at..at + 8).ok_or("truncated appended data")?;
+        let len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes")) as usize;
+        let data = bytes
+            .get(at + 8..at + 8 + len)
+            .ok_or("truncated appended data")?
+            .to_vec();
+        let components = attr("NumberOfComponents")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(1);
+        out.insert(
+            attr("Name")?,
+            Array {
+                vtk_type: attr("type")?,
+                components,
+                bytes: data,
+            },
+        );
+    }
+    Ok(out)
+}
 
-    /// Arrays of a `.vtu` by name (`Points` included), as raw bytes, with their type names.
-    pub fn read_vtu(bytes: &[u8]) -> std::collections::HashMap<String, (String, Vec<u8>)> {
-        let marker = bytes
-            .windows(2)
-            .position(|w| w == b"\n_")
-            .expect("appended data marker")
-            + 2;
-        let xml = std::str::from_utf8(&bytes[..marker]).expect("XML header is text");
-        let mut out = std::collections::HashMap::new();
-        for tag in xml.split("<DataArray ").skip(1) {
-            let attr = |key: &str| -> String {
-                let k = format!("{key}=\"");
-                let s = tag.find(&k).unwrap_or_else(|| panic!("attribute {key}")) + k.len();
-                tag[s..s + tag[s..].find('"').unwrap()].to_string()
-            };
-            let offset: usize = attr("offset").parse().unwrap();
-            let at = marker + offset;
-            let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
-            out.insert(
-                attr("Name"),
-                (attr("type"), bytes[at + 8..at + 8 + len].to_vec()),
-            );
+/// One array read back from a `.vtu`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Array {
+    /// The VTK type name (`Float64`, `UInt64`, `UInt8`, ...).
+    pub vtk_type: String,
+    /// Components per point.
+    pub components: usize,
+    /// Raw little-endian bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl Array {
+    /// The values as `f64` (for `Float64`, `Float32`, `UInt64` and `UInt8` arrays).
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self.vtk_type.as_str() {
+            "Float64" => bytemuck::pod_collect_to_vec::<u8, f64>(&self.bytes),
+            "Float32" => bytemuck::pod_collect_to_vec::<u8, f32>(&self.bytes)
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            "UInt64" => bytemuck::pod_collect_to_vec::<u8, u64>(&self.bytes)
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
+            _ => self.bytes.iter().map(|&b| b as f64).collect(),
         }
-        out
     }
 }

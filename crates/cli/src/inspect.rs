@@ -1,0 +1,130 @@
+//! `mote inspect FILE`: what a snapshot, checkpoint or diagnostics file holds.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use mote_core::{PrecisionJob, Real};
+
+use crate::CliError;
+
+/// Options of `mote inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// A snapshot (`.vtu`), a checkpoint (`.mote`) or a diagnostics file (`.csv`).
+    file: PathBuf,
+}
+
+/// `mote inspect`.
+pub fn run(args: &InspectArgs) -> Result<(), CliError> {
+    let path = args.file.as_path();
+    let fail = |m: String| CliError::Run(format!("{}: {m}", path.display()));
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("vtu") => {
+            let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+            let arrays = mote_io::vtk::read_vtu(&bytes).map_err(fail)?;
+            let points = arrays.get("Points").map_or(0, |a| a.to_f64().len() / 3);
+            println!(
+                "{}: VTK unstructured grid, {points} particles",
+                path.display()
+            );
+            for (name, a) in &arrays {
+                if ["connectivity", "offsets", "types"].contains(&name.as_str()) {
+                    continue;
+                }
+                let v = a.to_f64();
+                let (lo, hi) = v
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                        (l.min(x), h.max(x))
+                    });
+                println!(
+                    "  {name:<14} {:<8} x{}  min {lo:.6e}  max {hi:.6e}",
+                    a.vtk_type, a.components
+                );
+            }
+            Ok(())
+        }
+        Some("mote") => {
+            let (header, arrays) =
+                mote_io::checkpoint::read_header(path).map_err(|e| CliError::Run(e.to_string()))?;
+            println!(
+                "{}: mote checkpoint (written by mote {}), checksum ok\n  step {}  time {}  precision {}\n  {} snapshots so far; initial energy {:.10e}",
+                path.display(),
+                header.mote_version,
+                header.step,
+                header.time,
+                header.precision,
+                header.snapshots.len(),
+                header.initial_energy
+            );
+            let summary = header
+                .precision
+                .dispatch(Summary {
+                    path,
+                    arrays: &arrays,
+                })
+                .map_err(|e| CliError::Run(e.to_string()))?;
+            println!("{summary}");
+            Ok(())
+        }
+        Some("csv") => {
+            let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+            let mut lines = text.lines();
+            let header: Vec<&str> = lines
+                .next()
+                .ok_or_else(|| fail("empty file".into()))?
+                .split(',')
+                .collect();
+            let rows: Vec<Vec<f64>> = lines
+                .map(|l| {
+                    l.split(',')
+                        .map(|v| v.parse::<f64>().unwrap_or(f64::NAN))
+                        .collect()
+                })
+                .collect();
+            println!(
+                "{}: {} rows of {} columns",
+                path.display(),
+                rows.len(),
+                header.len()
+            );
+            for (k, name) in header.iter().enumerate() {
+                let col: Vec<f64> = rows.iter().filter_map(|r| r.get(k).copied()).collect();
+                let (Some(first), Some(last)) = (col.first(), col.last()) else {
+                    continue;
+                };
+                let max = col.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                println!("  {name:<24} first {first:.6e}  last {last:.6e}  max {max:.6e}");
+            }
+            Ok(())
+        }
+        _ => Err(CliError::Config(format!(
+            "{}: unknown kind of file; expected .vtu (snapshot), .mote (checkpoint) or .csv (diagnostics)",
+            path.display()
+        ))),
+    }
+}
+
+struct Summary<'a> {
+    path: &'a Path,
+    arrays: &'a [u8],
+}
+
+impl PrecisionJob for Summary<'_> {
+    type Output = Result<String, mote_io::files::FileError>;
+    fn run<R: Real>(self) -> Self::Output {
+        let p = mote_io::checkpoint::read_particles::<R>(self.path, self.arrays)?;
+        let m: f64 = p.masses().iter().map(|m| m.as_f64()).sum();
+        let (vx, vy, vz) = p.velocities().components();
+        let kinetic: f64 = (0..p.len())
+            .map(|i| {
+                0.5 * p.masses()[i].as_f64()
+                    * (vx[i].as_f64().powi(2) + vy[i].as_f64().powi(2) + vz[i].as_f64().powi(2))
+            })
+            .sum();
+        Ok(format!(
+            "  {} particles, total mass {m:.10e}, kinetic energy {kinetic:.10e}",
+            p.len()
+        ))
+    }
+}
