@@ -38,11 +38,20 @@ enum Command {
     Resume(run::ResumeArgs),
     /// Summarise a snapshot (.vtu), checkpoint (.mote) or diagnostics file (.csv).
     Inspect(inspect::InspectArgs),
+    /// Draw the pictures of a run directory (diagnostics.png: energy error and virial ratio).
+    Plot(PlotArgs),
     /// Print every resolved setting of a configuration, defaults included, as TOML.
     Show(run::ShowArgs),
     /// Measure kernel performance (prints the kernel that ran, timings and throughput).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+}
+
+/// Options of `mote plot`.
+#[derive(Debug, clap::Args)]
+struct PlotArgs {
+    /// The run directory.
+    run_dir: std::path::PathBuf,
 }
 
 /// Errors the program reports, each with its exit code.
@@ -72,6 +81,9 @@ fn main() -> ExitCode {
         Command::Show(args) => run::show(&args),
         Command::Resume(args) => run::resume(&args, cli.threads),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Plot(args) => mote_io::plot::plot_run(&args.run_dir)
+            .map(|files| files.iter().for_each(|f| println!("wrote {}", f.display())))
+            .map_err(|e| CliError::Run(e.to_string())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -410,3 +410,34 @@ fn inspect_summarises_every_output_file() {
     let r = mote(&["inspect", out.join("config.toml").to_str().unwrap()]);
     assert_eq!(r.status.code(), Some(2));
 }
+
+#[test]
+fn plot_draws_the_diagnostics_of_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k");
+    let cfg = examples_dir().join("kepler.toml");
+    assert!(
+        mote(&[
+            "run",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "run.end_time=2"
+        ])
+        .status
+        .success()
+    );
+    let r = mote(&["plot", out.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let png = std::fs::read(out.join("diagnostics.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 1000);
+    assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 800);
+    assert!(!out.join("diagnostics.partial.png").exists());
+    let r = mote(&["plot", tmp.path().to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("diagnostics.csv"));
+}

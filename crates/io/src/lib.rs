@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod files;
+pub mod plot;
 pub mod runner;
 pub mod vtk;
 

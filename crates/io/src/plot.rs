@@ -1,0 +1,153 @@
+//! Pictures of a run, drawn with `plotters` and an embedded DejaVu Sans font (no system fonts
+//! needed): for gravity runs, the relative energy error (log scale) and the virial ratio
+//! against time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::prelude::*;
+
+use crate::files::FileError;
+
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
+            panic!("the embedded DejaVu Sans font is not a valid font file");
+        }
+    });
+}
+
+/// A diagnostics table: column names and rows.
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<f64>>,
+}
+
+impl Table {
+    fn read(path: &Path) -> Result<Self, FileError> {
+        let err = |m: String| FileError {
+            path: path.to_path_buf(),
+            message: m,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let mut lines = text.lines();
+        let header: Vec<String> = lines
+            .next()
+            .ok_or_else(|| err("empty".into()))?
+            .split(',')
+            .map(String::from)
+            .collect();
+        let rows = lines
+            .enumerate()
+            .map(|(n, l)| {
+                l.split(',')
+                    .map(|v| {
+                        v.parse::<f64>()
+                            .map_err(|_| err(format!("line {}: `{v}` is not a number", n + 2)))
+                    })
+                    .collect::<Result<Vec<f64>, _>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { header, rows })
+    }
+
+    fn column(&self, name: &str) -> Option<Vec<f64>> {
+        let k = self.header.iter().position(|h| h == name)?;
+        Some(self.rows.iter().map(|r| r[k]).collect())
+    }
+}
+
+/// Draws `RUN_DIR/diagnostics.png` from `RUN_DIR/diagnostics.csv`; returns the file written.
+pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
+    register_font();
+    let csv = dir.join("diagnostics.csv");
+    let table = Table::read(&csv)?;
+    let missing = |c: &str| FileError {
+        path: csv.clone(),
+        message: format!("no column `{c}` (is this a gravity run?)"),
+    };
+    let time = table.column("time").ok_or_else(|| missing("time"))?;
+    let error = table
+        .column("relative_energy_error")
+        .ok_or_else(|| missing("relative_energy_error"))?;
+    let virial = table
+        .column("virial_ratio")
+        .ok_or_else(|| missing("virial_ratio"))?;
+    let out = dir.join("diagnostics.png");
+    // The image encoder picks the format from the extension: keep `.png` last.
+    let tmp = dir.join("diagnostics.partial.png");
+    draw(&tmp, &time, &error, &virial).map_err(|e| FileError {
+        path: out.clone(),
+        message: e,
+    })?;
+    std::fs::rename(&tmp, &out).map_err(|e| FileError {
+        path: out.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(vec![out])
+}
+
+fn draw(path: &Path, time: &[f64], error: &[f64], virial: &[f64]) -> Result<(), String> {
+    let root = BitMapBackend::new(path, (1000, 800)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let (top, bottom) = root.split_vertically(400);
+    let t_max = time.iter().copied().fold(0.0, f64::max).max(1e-300);
+    // Zeros (the first row) cannot be drawn on a log axis: floor them at 1e-17.
+    let err: Vec<f64> = error.iter().map(|&e| e.max(1e-17)).collect();
+    let e_max = err.iter().copied().fold(1e-16, f64::max) * 2.0;
+    let e_min = err
+        .iter()
+        .copied()
+        .filter(|&e| e > 1e-17)
+        .fold(e_max, f64::min)
+        .max(1e-17)
+        / 2.0;
+    let mut chart = ChartBuilder::on(&top)
+        .caption("relative energy error |E - E0| / |E0|", ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..t_max, (e_min..e_max).log_scale())
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("time")
+        .y_label_formatter(&|v| format!("{v:.0e}"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(LineSeries::new(
+            time.iter().copied().zip(err.iter().copied()),
+            RED.stroke_width(2),
+        ))
+        .map_err(|e| e.to_string())?;
+    let (v_min, v_max) = virial
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+    let pad = ((v_max - v_min) * 0.1).max(0.01);
+    let mut chart = ChartBuilder::on(&bottom)
+        .caption("virial ratio 2T/|W|", ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..t_max, (v_min - pad)..(v_max + pad))
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("time")
+        .draw()
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(LineSeries::new(
+            time.iter().copied().zip(virial.iter().copied()),
+            BLUE.stroke_width(2),
+        ))
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())?;
+    Ok(())
+}
