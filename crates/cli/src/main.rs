@@ -36,6 +36,8 @@ enum Command {
     Run(run::RunArgs),
     /// Continue a run from its checkpoint (bitwise identical to an uninterrupted run).
     Resume(run::ResumeArgs),
+    /// Run a configuration at successively halved time steps; report errors and orders.
+    Convergence(run::ConvergenceArgs),
     /// Summarise a snapshot (.vtu), checkpoint (.mote) or diagnostics file (.csv).
     Inspect(inspect::InspectArgs),
     /// Draw the pictures of a run directory (diagnostics.png: energy error and virial ratio).
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
         Command::Show(args) => run::show(&args),
         Command::Resume(args) => run::resume(&args, cli.threads),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Convergence(args) => run::convergence(&args, cli.threads),
         Command::Plot(args) => mote_io::plot::plot_run(&args.run_dir)
             .map(|files| files.iter().for_each(|f| println!("wrote {}", f.display())))
             .map_err(|e| CliError::Run(e.to_string())),

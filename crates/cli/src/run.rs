@@ -212,3 +212,63 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
     print_summary(&report);
     Ok(())
 }
+
+/// Options of `mote convergence`.
+#[derive(Debug, Args)]
+pub struct ConvergenceArgs {
+    /// The configuration file (TOML); without one, the built-in defaults.
+    config: Option<PathBuf>,
+    /// Number of levels: the time step is halved from one to the next.
+    #[arg(long, default_value_t = 4)]
+    levels: usize,
+    /// Where `convergence.csv` and `convergence.png` go (default: runs/<config name>-convergence).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Override a setting: `section.key=value` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+/// `mote convergence`.
+pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(), CliError> {
+    if !(2..=12).contains(&args.levels) {
+        return Err(CliError::Config(format!(
+            "--levels {}: between 2 and 12",
+            args.levels
+        )));
+    }
+    let mut overrides = args.set.clone();
+    if let Some(t) = threads {
+        overrides.push(format!("run.threads={t}"));
+    }
+    let (config, stem) = load(args.config.as_deref(), &overrides)?;
+    let study = mote_io::convergence::convergence_gravity(&config, args.levels)
+        .map_err(|e| CliError::Run(e.to_string()))?;
+    println!(
+        "{:>14} {:>10} {:>14} {:>8}   (error against the {} solution)",
+        "dt",
+        "steps",
+        "error",
+        "order",
+        if study.reference == "exact" {
+            "exact"
+        } else {
+            "next finer"
+        }
+    );
+    for l in &study.levels {
+        let e = l.error.map_or("-".to_string(), |e| format!("{e:.4e}"));
+        let o = l.order.map_or("-".to_string(), |o| format!("{o:.3}"));
+        println!("{:>14.6e} {:>10} {:>14} {:>8}", l.dt, l.steps, e, o);
+    }
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("runs").join(format!("{stem}-convergence")));
+    let files = mote_io::convergence::write_study(&dir, &study)
+        .map_err(|e| CliError::Run(e.to_string()))?;
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}

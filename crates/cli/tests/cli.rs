@@ -441,3 +441,29 @@ fn plot_draws_the_diagnostics_of_a_run() {
     assert_eq!(r.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&r.stderr).contains("diagnostics.csv"));
 }
+
+#[test]
+fn convergence_reports_second_order_for_leapfrog_on_kepler() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = examples_dir().join("kepler.toml");
+    let out = tmp.path().join("conv");
+    let r = mote(&[
+        "convergence",
+        cfg.to_str().unwrap(),
+        "--levels",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "run.end_time=3",
+        "--set",
+        "integrator.kind=leapfrog",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (header, rows) = read_csv(&out.join("convergence.csv"));
+    let order = header.iter().position(|h| h == "order").unwrap();
+    assert!((rows[0][order] - 2.0).abs() < 0.1, "{:?}", rows[0]);
+    assert!(out.join("convergence.png").exists());
+    let r = mote(&["convergence", "--levels", "1"]);
+    assert_eq!(r.status.code(), Some(2));
+}

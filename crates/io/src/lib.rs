@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod config;
+pub mod convergence;
 pub mod files;
 pub mod plot;
 pub mod runner;

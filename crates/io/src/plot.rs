@@ -151,3 +151,70 @@ fn draw(path: &Path, time: &[f64], error: &[f64], virial: &[f64]) -> Result<(), 
     root.present().map_err(|e| e.to_string())?;
     Ok(())
 }
+
+/// A log-log line with markers of `points` (x, y > 0) into the PNG at `path`, atomically.
+pub fn loglog(
+    path: &Path,
+    points: &[(f64, f64)],
+    x_label: &str,
+    title: &str,
+) -> Result<(), FileError> {
+    register_font();
+    let fail = |e: String| FileError {
+        path: path.to_path_buf(),
+        message: e,
+    };
+    let tmp = path.with_file_name(format!(
+        "{}.partial.png",
+        path.file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default()
+    ));
+    let pos: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .collect();
+    let (x0, x1) = pos.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
+        (l.min(p.0), h.max(p.0))
+    });
+    let (y0, y1) = pos.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
+        (l.min(p.1), h.max(p.1))
+    });
+    let (x0, x1) = if pos.is_empty() {
+        (0.1, 1.0)
+    } else {
+        (x0 / 1.5, x1 * 1.5)
+    };
+    let (y0, y1) = if pos.is_empty() {
+        (0.1, 1.0)
+    } else {
+        (y0 / 3.0, y1 * 3.0)
+    };
+    {
+        let root = BitMapBackend::new(&tmp, (800, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(|e| fail(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .x_label_formatter(&|v| format!("{v:.1e}"))
+            .y_label_formatter(&|v| format!("{v:.0e}"))
+            .draw()
+            .map_err(|e| fail(e.to_string()))?;
+        chart
+            .draw_series(LineSeries::new(pos.iter().copied(), RED.stroke_width(2)))
+            .map_err(|e| fail(e.to_string()))?;
+        chart
+            .draw_series(pos.iter().map(|&p| Circle::new(p, 5, RED.filled())))
+            .map_err(|e| fail(e.to_string()))?;
+        root.present().map_err(|e| fail(e.to_string()))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+}
