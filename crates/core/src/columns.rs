@@ -19,6 +19,15 @@ pub fn resize_all(arrays: &mut [&mut dyn AnyBuffer], len: usize) -> Result<(), C
     Ok(())
 }
 
+/// Gives the particles whose ids are `ids` (just appended) consecutive fresh ids from
+/// `*next_id`, and advances it: ids are never reused within a container.
+pub fn assign_fresh_ids(ids: &mut [u64], next_id: &mut u64) {
+    for id in ids.iter_mut() {
+        *id = *next_id;
+        *next_id += 1;
+    }
+}
+
 /// Shortens every array to `len` elements.
 pub fn truncate_all(arrays: &mut [&mut dyn AnyBuffer], len: usize) {
     for a in arrays.iter_mut() {

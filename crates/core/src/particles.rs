@@ -392,13 +392,7 @@ impl<R: Real> ParticleData<R> {
     pub fn resize(&mut self, n: usize) -> Result<(), CapacityError> {
         let old = self.len();
         columns::resize_all(&mut self.arrays_mut(), n)?;
-        if n > old {
-            let first = self.next_id;
-            for (k, id) in self.id.as_mut_slice()[old..].iter_mut().enumerate() {
-                *id = first + k as u64;
-            }
-            self.next_id = first + (n - old) as u64;
-        }
+        columns::assign_fresh_ids(&mut self.id.as_mut_slice()[old..], &mut self.next_id);
         Ok(())
     }
 
