@@ -233,7 +233,8 @@ impl<R: Real, const D: usize> Cloud<R, D> {
     pub fn resize(&mut self, n: usize) -> Result<(), CapacityError> {
         let old = self.len();
         columns::resize_all(&mut self.arrays_mut(), n)?;
-        columns::assign_fresh_ids(&mut self.id.as_mut_slice()[old..], &mut self.next_id);
+        // Only growth adds particles; shrinking leaves nothing to number.
+        columns::assign_fresh_ids(&mut self.id.as_mut_slice()[old.min(n)..], &mut self.next_id);
         Ok(())
     }
 

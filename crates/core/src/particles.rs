@@ -392,7 +392,8 @@ impl<R: Real> ParticleData<R> {
     pub fn resize(&mut self, n: usize) -> Result<(), CapacityError> {
         let old = self.len();
         columns::resize_all(&mut self.arrays_mut(), n)?;
-        columns::assign_fresh_ids(&mut self.id.as_mut_slice()[old..], &mut self.next_id);
+        // Only growth adds particles; shrinking leaves nothing to number.
+        columns::assign_fresh_ids(&mut self.id.as_mut_slice()[old.min(n)..], &mut self.next_id);
         Ok(())
     }
 
@@ -596,6 +597,10 @@ mod tests {
             assert!(p.component(c)[40..].iter().all(|&v| v == 0.0));
         }
         assert_eq!(&p.ids()[40..], &[50, 51, 52, 53, 54]);
+        // Resizing down drops the last particles; growing again never reuses their ids.
+        p.resize(42).unwrap();
+        p.resize(44).unwrap();
+        assert_eq!(&p.ids()[40..], &[50, 51, 55, 56]);
     }
 
     #[test]
