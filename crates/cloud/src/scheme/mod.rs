@@ -360,6 +360,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>> FluxPass<'_, R, D, E> {
                 }
             })
             .collect();
+        // Functions of degree <= 2 in the basis order: D linear, then D (D + 1) / 2 quadratic.
+        const { assert!(D >= 1) };
+        let quadratic_terms = D + D * (D + 1) / 2;
         backend.for_each_block(du, 256, |first, mut out| {
             let mut phi = [R::zero(); 56];
             for k in 0..SplitOutputs::len(&out) {
@@ -398,7 +401,27 @@ impl<R: Real, const D: usize, E: Equation<R, D>> FluxPass<'_, R, D, E> {
                     }
                     let terms = terms_for_order[kij];
                     if terms > 0 {
-                        basis.eval_recursive(delta, &mut phi[..terms]);
+                        if terms <= quadratic_terms {
+                            // Degree <= 2 (MUSCL 2 and 3), in closed form: no table, no chain
+                            // of dependent multiplications through memory.
+                            let mut t = 0;
+                            for d in 0..D {
+                                phi[t] = delta[d];
+                                t += 1;
+                            }
+                            for a in 0..D {
+                                for b in a..D {
+                                    phi[t] = if a == b {
+                                        half * delta[a] * delta[b]
+                                    } else {
+                                        delta[a] * delta[b]
+                                    };
+                                    t += 1;
+                                }
+                            }
+                        } else {
+                            basis.eval_recursive(delta, &mut phi[..terms]);
+                        }
                         let di = &derivs[i * width..(i + 1) * width];
                         let dj = &derivs[j * width..(j + 1) * width];
                         for v in 0..m {
