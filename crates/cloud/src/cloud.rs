@@ -360,31 +360,48 @@ impl<R: Real, const D: usize> Cloud<R, D> {
 
     /// What passes read of the particles besides the state.
     pub fn geometry(&self) -> Geometry<'_, R, D> {
-        Geometry {
-            positions: std::array::from_fn(|a| self.position[a].as_slice()),
-            volumes: self.volume.as_slice(),
-            orders: self.order.as_slice(),
-            tags: self.tag.as_slice(),
-            periodic: self.domain.periodic(),
-            lengths: self.domain.lengths(),
-        }
+        Self::geometry_of(
+            &self.position,
+            &self.volume,
+            &self.order,
+            &self.tag,
+            &self.domain,
+        )
     }
 
     /// Every conserved variable, writable, together with the read-only geometry (disjoint
     /// borrows: a time step updates the state while the passes read the geometry).
     pub fn state_and_geometry(&mut self) -> (Vec<&mut [R]>, Geometry<'_, R, D>) {
-        let geometry = Geometry {
-            positions: std::array::from_fn(|a| self.position[a].as_slice()),
-            volumes: self.volume.as_slice(),
-            orders: self.order.as_slice(),
-            tags: self.tag.as_slice(),
-            periodic: self.domain.periodic(),
-            lengths: self.domain.lengths(),
-        };
+        let geometry = Self::geometry_of(
+            &self.position,
+            &self.volume,
+            &self.order,
+            &self.tag,
+            &self.domain,
+        );
         (
             self.state.iter_mut().map(|b| b.as_mut_slice()).collect(),
             geometry,
         )
+    }
+
+    /// The geometry view from the fields it borrows (so that the state can be borrowed mutably
+    /// beside it).
+    fn geometry_of<'a>(
+        position: &'a [Buffer<R>; D],
+        volume: &'a Buffer<R>,
+        order: &'a Buffer<u8>,
+        tag: &'a Buffer<u32>,
+        domain: &Domain<D>,
+    ) -> Geometry<'a, R, D> {
+        Geometry {
+            positions: std::array::from_fn(|a| position[a].as_slice()),
+            volumes: volume.as_slice(),
+            orders: order.as_slice(),
+            tags: tag.as_slice(),
+            periodic: domain.periodic(),
+            lengths: domain.lengths(),
+        }
     }
 
     /// Conserved variable `k`, writable.
