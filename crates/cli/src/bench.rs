@@ -16,6 +16,8 @@ pub enum BenchCommand {
     Gravity(GravityArgs),
     /// Meshless linear advection: seconds per time step, split by pass.
     Cloud(crate::bench_cloud::CloudArgs),
+    /// The machine's ceilings: memory bandwidth and arithmetic throughput.
+    Roofline(crate::roofline::RooflineArgs),
 }
 
 /// Options of `mote bench gravity`.
@@ -61,6 +63,7 @@ pub struct BenchResult {
 pub fn run(cmd: &BenchCommand, threads: usize) -> Result<(), Box<dyn Error>> {
     match cmd {
         BenchCommand::Cloud(args) => crate::bench_cloud::run(args, threads),
+        BenchCommand::Roofline(args) => crate::roofline::run(args, threads),
         BenchCommand::Gravity(args) => {
             if args.particles < 2 {
                 return Err("--particles must be at least 2".into());

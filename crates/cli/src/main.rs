@@ -4,6 +4,7 @@ mod bench;
 mod bench_cloud;
 mod info;
 mod inspect;
+mod roofline;
 mod run;
 
 use std::process::ExitCode;

@@ -467,3 +467,37 @@ fn convergence_reports_second_order_for_leapfrog_on_kepler() {
     let r = mote(&["convergence", "--levels", "1"]);
     assert_eq!(r.status.code(), Some(2));
 }
+
+#[test]
+fn roofline_reports_bandwidth_and_arithmetic_ceilings() {
+    let r = mote(&[
+        "bench",
+        "roofline",
+        "--array-bytes",
+        "8388608",
+        "--repeats",
+        "1",
+        "--json",
+        "--threads",
+        "2",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).expect("one JSON object");
+    assert_eq!(v["family"], "roofline");
+    let figures = v["figures"].as_object().unwrap();
+    for key in [
+        "copy (1 thread)",
+        "triad (all threads)",
+        "read (all threads)",
+    ] {
+        assert!(figures[key]["median"].as_f64().unwrap() > 0.1, "{key}");
+    }
+    // Some FMA ceiling is reported, and it is a sane number of GFLOP/s (not a folded loop).
+    let fma = figures
+        .iter()
+        .find(|(k, _)| k.contains("1 thread") && (k.contains("fma f64") || k.contains("mul+add")))
+        .unwrap()
+        .1;
+    let g = fma["median"].as_f64().unwrap();
+    assert!(g > 0.1 && g < 10_000.0, "{g}");
+}
