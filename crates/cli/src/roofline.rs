@@ -119,7 +119,14 @@ pub fn run(args: &RooflineArgs, threads: usize) -> Result<(), Box<dyn Error>> {
     for (label, backend) in backends {
         let threads_here = backend.thread_count();
         for (name, kernel, flops_per_op) in arithmetic_kernels(simd) {
-            let iters = 20_000_000u64;
+            // About 0.05 s per run for each kernel: slow operations get fewer iterations.
+            let iters = if name.contains("sqrt+div") {
+                1_000_000u64
+            } else if name.contains("rsqrt") {
+                4_000_000
+            } else {
+                20_000_000
+            };
             let mut samples = Vec::new();
             for _ in 0..args.repeats {
                 let mut out = vec![0.0f64; threads_here];
