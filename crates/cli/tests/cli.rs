@@ -110,6 +110,22 @@ fn examples_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// Runs `examples/kepler.toml` into `out` until `end_time`, quietly, and checks it succeeded.
+fn run_kepler(out: &std::path::Path, end_time: &str) {
+    let cfg = examples_dir().join("kepler.toml");
+    let set = format!("run.end_time={end_time}");
+    let r = mote(&[
+        "run",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        &set,
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}
+
 /// Rows of a diagnostics CSV as numbers.
 fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<f64>>) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -171,17 +187,7 @@ fn every_example_runs_in_a_coarse_version() {
 fn kepler_example_conserves_energy_and_records_provenance() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("kepler");
-    let cfg = examples_dir().join("kepler.toml");
-    let r = mote(&[
-        "run",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--set",
-        "run.end_time=6.283185307179586",
-    ]);
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    run_kepler(&out, "6.283185307179586");
     let (header, rows) = read_csv(&out.join("diagnostics.csv"));
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let last = rows.last().unwrap();
@@ -204,6 +210,7 @@ fn kepler_example_conserves_energy_and_records_provenance() {
     let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
     assert!(resolved.contains("kind = \"yoshida4\""), "{resolved}");
     // A second run into the same directory is refused; --force replaces it.
+    let cfg = examples_dir().join("kepler.toml");
     let again = mote(&[
         "run",
         cfg.to_str().unwrap(),
@@ -214,6 +221,27 @@ fn kepler_example_conserves_energy_and_records_provenance() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
     assert!(out.join("diagnostics.csv").exists());
+    let forced = mote(&[
+        "run",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--force",
+        "--set",
+        "run.end_time=1",
+    ]);
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    let (_, rows) = read_csv(&out.join("diagnostics.csv"));
+    assert_eq!(
+        rows.last().unwrap()[1],
+        1.0,
+        "the replaced run's diagnostics"
+    );
 }
 
 #[test]
@@ -323,17 +351,7 @@ fn bench_cloud_json_has_every_pass() {
 fn resume_continues_and_refuses_bad_requests_clearly() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("k");
-    let cfg = examples_dir().join("kepler.toml");
-    let r = mote(&[
-        "run",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--set",
-        "run.end_time=3",
-    ]);
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    run_kepler(&out, "3");
     let ckpt = out.join("checkpoint.mote");
     // An end time already reached, or a precision change: configuration errors (exit 2).
     let r = mote(&["resume", ckpt.to_str().unwrap(), "--quiet"]);
