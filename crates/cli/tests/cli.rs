@@ -397,20 +397,7 @@ fn resume_continues_and_refuses_bad_requests_clearly() {
 fn inspect_summarises_every_output_file() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("k");
-    let cfg = examples_dir().join("kepler.toml");
-    assert!(
-        mote(&[
-            "run",
-            cfg.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-            "--set",
-            "run.end_time=1"
-        ])
-        .status
-        .success()
-    );
+    run_kepler(&out, "1");
     let text = |p: std::path::PathBuf| {
         let r = mote(&["inspect", p.to_str().unwrap()]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
@@ -433,20 +420,7 @@ fn inspect_summarises_every_output_file() {
 fn plot_draws_the_diagnostics_of_a_run() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("k");
-    let cfg = examples_dir().join("kepler.toml");
-    assert!(
-        mote(&[
-            "run",
-            cfg.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-            "--set",
-            "run.end_time=2"
-        ])
-        .status
-        .success()
-    );
+    run_kepler(&out, "2");
     let r = mote(&["plot", out.to_str().unwrap()]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let png = std::fs::read(out.join("diagnostics.png")).unwrap();
