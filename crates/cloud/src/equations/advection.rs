@@ -108,6 +108,70 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
     }
 
     #[inline(always)]
+    fn flux_lanes<const M: usize, const W: usize>(
+        &self,
+        m: usize,
+        u: &[[R; W]; M],
+        n: &[[R; W]; D],
+        out: &mut [[R; W]; M],
+    ) {
+        if let Some(a) = self.velocity {
+            let s = normal_speed(a, n);
+            for v in 0..m {
+                for l in 0..W {
+                    out[v][l] = s[l] * u[v][l];
+                }
+            }
+            return;
+        }
+        for r in 0..m {
+            let mut acc = [R::zero(); W];
+            for d in 0..D {
+                let row = &self.matrices[d][r * m..(r + 1) * m];
+                for c in 0..m {
+                    let coef = R::cast(row[c]);
+                    for l in 0..W {
+                        acc[l] += n[d][l] * coef * u[c][l];
+                    }
+                }
+            }
+            out[r] = acc;
+        }
+    }
+
+    #[inline(always)]
+    fn max_wave_speed_lanes<const M: usize, const W: usize>(
+        &self,
+        m: usize,
+        _u: &[[R; W]; M],
+        n: &[[R; W]; D],
+    ) -> [R; W] {
+        if let Some(a) = self.velocity {
+            return normal_speed(a, n).map(R::abs);
+        }
+        let mut best = [R::zero(); W];
+        for r in 0..m {
+            let mut row_sum = [R::zero(); W];
+            for c in 0..m {
+                let mut e = [R::zero(); W];
+                for d in 0..D {
+                    let coef = R::cast(self.matrices[d][r * m + c]);
+                    for l in 0..W {
+                        e[l] += n[d][l] * coef;
+                    }
+                }
+                for l in 0..W {
+                    row_sum[l] += e[l].abs();
+                }
+            }
+            for l in 0..W {
+                best[l] = best[l].max(row_sum[l]);
+            }
+        }
+        best
+    }
+
+    #[inline(always)]
     fn max_wave_speed(&self, _u: &[R], n: [R; D]) -> R {
         if let Some(a) = self.velocity {
             let mut s = R::zero();
@@ -131,4 +195,17 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
         }
         best
     }
+}
+
+/// `a . n` per lane, summed in the same order as the scalar flux.
+#[inline(always)]
+fn normal_speed<R: Real, const D: usize, const W: usize>(a: [f64; D], n: &[[R; W]; D]) -> [R; W] {
+    let mut s = [R::zero(); W];
+    for d in 0..D {
+        let ad = R::cast(a[d]);
+        for l in 0..W {
+            s[l] += n[d][l] * ad;
+        }
+    }
+    s
 }

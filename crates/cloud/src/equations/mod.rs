@@ -25,6 +25,48 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
     /// The largest `|lambda|` of `sum_d n_d dF_d/du` at `u`.
     fn max_wave_speed(&self, u: &[R], n: [R; D]) -> R;
 
+    /// [`flux`](Self::flux) for `W` states at once, in lane layout: `u[v][lane]`, `n[d][lane]`,
+    /// `out[v][lane]`, the first `m` variables. The batched flux pass calls this; the default
+    /// passes each lane through `flux`, and an equation overrides it with lane-wise loops that
+    /// the compiler vectorises.
+    #[inline(always)]
+    fn flux_lanes<const M: usize, const W: usize>(
+        &self,
+        m: usize,
+        u: &[[R; W]; M],
+        n: &[[R; W]; D],
+        out: &mut [[R; W]; M],
+    ) where
+        Self: Sized,
+    {
+        for l in 0..W {
+            let ul: [R; M] = std::array::from_fn(|v| u[v][l]);
+            let mut o = [R::zero(); M];
+            self.flux(&ul[..m], std::array::from_fn(|d| n[d][l]), &mut o[..m]);
+            for v in 0..m {
+                out[v][l] = o[v];
+            }
+        }
+    }
+
+    /// [`max_wave_speed`](Self::max_wave_speed) for `W` states at once, in the lane layout of
+    /// [`flux_lanes`](Self::flux_lanes).
+    #[inline(always)]
+    fn max_wave_speed_lanes<const M: usize, const W: usize>(
+        &self,
+        m: usize,
+        u: &[[R; W]; M],
+        n: &[[R; W]; D],
+    ) -> [R; W]
+    where
+        Self: Sized,
+    {
+        std::array::from_fn(|l| {
+            let ul: [R; M] = std::array::from_fn(|v| u[v][l]);
+            self.max_wave_speed(&ul[..m], std::array::from_fn(|d| n[d][l]))
+        })
+    }
+
     /// Conservative to primitive variables (identity unless overridden).
     fn to_primitive(&self, u: &[R], out: &mut [R]) {
         out.copy_from_slice(u);

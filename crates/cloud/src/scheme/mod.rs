@@ -16,14 +16,15 @@
 //!   so `sum_i V_i u_i` is conserved to round-off. On irregular clouds `sum_j p_ij != 0`, which
 //!   costs accuracy (measured and reported in the tests).
 
+mod flux_pass;
+
 use mote_core::{
-    Budgeted, BudgetedBuffer, Buffer, Chunks, CpuBackend, Real, Scaling, SplitOutputs,
+    Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, SimdLevel, SplitOutputs,
 };
 
 use crate::cloud::{Cloud, Geometry, MAX_VARIABLES};
 use crate::equations::Equation;
 use crate::error::CloudError;
-use crate::flux::rusanov_n;
 use crate::mls::{Basis, Mls, Weight};
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -54,6 +55,10 @@ pub struct Muscl<R: Real, const D: usize, E> {
     derivatives: Buffer<R>,
     /// For each slot of `i` pointing at `j`, the slot of `j` pointing back at `i`.
     reverse: Buffer<u64>,
+    /// `(-1)^|a|` for each reconstruction term: its sign at the neighbour's side.
+    parity: Vec<R>,
+    /// The SIMD level of the flux pass (every level gives the same bits).
+    simd: SimdLevel,
     /// Wall seconds spent in the derivative and flux passes since the last reset.
     seconds: PassSeconds,
 }
@@ -86,6 +91,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let m = equation.variables();
         let mls = Mls::new(order.max(1), weight)?;
         let reconstruction = Basis::<D>::new((order - 1).max(1))?;
+        let parity = reconstruction.parities().into_iter().map(R::cast).collect();
         let per_var = if order > 1 { reconstruction.len() } else { 0 };
         let derivatives = Buffer::new(
             "muscl_derivatives",
@@ -99,6 +105,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             reconstruction,
             derivatives,
             reverse: Buffer::new("reverse_slot", Scaling::PerSlot(1)),
+            parity,
+            simd: SimdLevel::best(),
             seconds: PassSeconds::default(),
         })
     }
@@ -115,6 +123,25 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         } else {
             0
         }
+    }
+
+    /// Runs the flux pass at SIMD `level` instead of the best available one (results are
+    /// bitwise the same at every level; this exists to test that and to benchmark).
+    pub fn set_simd_level(&mut self, level: SimdLevel) -> Result<(), CloudError> {
+        if !level.is_available() {
+            return Err(CloudError::invalid(
+                "SIMD level",
+                level,
+                format!("one this CPU supports ({:?})", SimdLevel::detect()),
+            ));
+        }
+        self.simd = level;
+        Ok(())
+    }
+
+    /// The SIMD level of the flux pass.
+    pub fn simd_level(&self) -> SimdLevel {
+        self.simd
     }
 
     /// The formulation.
@@ -190,31 +217,18 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let clock = std::time::Instant::now();
         if mr > 0 {
             let coeffs: Vec<&[R]> = (0..mr).map(|a| self.mls.coefficients(a)).collect();
-            let out = Chunks::new(self.derivatives.as_mut_slice(), m * mr);
-            backend.for_each_block(out, 256, |first, mut out| {
-                let mut acc = [R::zero(); 64];
-                for k in 0..SplitOutputs::len(&out) {
-                    let i = first + k;
-                    let record = out.chunk_mut(k);
-                    for v in 0..m {
-                        let ui = u[v][i];
-                        acc[..mr].fill(R::zero());
-                        for s in list.slots(i) {
-                            let d = u[v][idx[s] as usize] - ui;
-                            for (a, c) in coeffs.iter().enumerate() {
-                                acc[a] += c[s] * d;
-                            }
-                        }
-                        record[v * mr..(v + 1) * mr].copy_from_slice(&acc[..mr]);
-                    }
-                }
-            });
+            let pass = flux_pass::DerivativePass {
+                u,
+                idx,
+                coeffs: &coeffs,
+            };
+            pass.run(list, self.derivatives.as_mut_slice(), backend, self.simd);
         }
         self.seconds.derivatives += clock.elapsed().as_secs_f64();
         // Pass 2: fluxes, specialised for the common variable counts so that per-pair state
         // vectors are fixed-size arrays in registers.
         let clock = std::time::Instant::now();
-        let ctx = FluxPass {
+        let ctx = flux_pass::FluxPass {
             eq: &self.equation,
             geometry,
             u,
@@ -224,16 +238,18 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             reverse: self.reverse.as_slice(),
             formulation: self.formulation,
             basis: &self.reconstruction,
+            parity: &self.parity,
             order: self.order,
             mr,
         };
+        let level = self.simd;
         match m {
-            1 => ctx.run::<L, 1>(list, du, backend),
-            2 => ctx.run::<L, 2>(list, du, backend),
-            3 => ctx.run::<L, 3>(list, du, backend),
-            4 => ctx.run::<L, 4>(list, du, backend),
-            5 => ctx.run::<L, 5>(list, du, backend),
-            _ => ctx.run::<L, MAX_VARIABLES>(list, du, backend),
+            1 => ctx.run::<L, 1>(list, du, backend, level),
+            2 => ctx.run::<L, 2>(list, du, backend, level),
+            3 => ctx.run::<L, 3>(list, du, backend, level),
+            4 => ctx.run::<L, 4>(list, du, backend, level),
+            5 => ctx.run::<L, 5>(list, du, backend, level),
+            _ => ctx.run::<L, MAX_VARIABLES>(list, du, backend, level),
         }
         self.seconds.fluxes += clock.elapsed().as_secs_f64();
     }
@@ -296,169 +312,5 @@ impl<R: Real, const D: usize, E> Budgeted for Muscl<R, D, E> {
         v.push(&mut self.derivatives);
         v.push(&mut self.reverse);
         v
-    }
-}
-
-/// Everything the flux pass reads.
-struct FluxPass<'a, R, const D: usize, E> {
-    eq: &'a E,
-    geometry: &'a Geometry<'a, R, D>,
-    u: &'a [&'a [R]],
-    idx: &'a [u32],
-    derivs: &'a [R],
-    grad: [&'a [R]; D],
-    reverse: &'a [u64],
-    formulation: Formulation,
-    basis: &'a Basis<D>,
-    order: usize,
-    mr: usize,
-}
-
-impl<R: Real, const D: usize, E: Equation<R, D>> FluxPass<'_, R, D, E> {
-    /// The pass with `M` variables (`M = MAX_VARIABLES`: the run-time count, up to it).
-    fn run<L: SlotLayout, const M: usize>(
-        &self,
-        list: &NeighbourList<L>,
-        du: Vec<&mut [R]>,
-        backend: CpuBackend,
-    ) {
-        let m = if M < MAX_VARIABLES {
-            M
-        } else {
-            self.eq.variables()
-        };
-        let Self {
-            eq,
-            geometry,
-            u,
-            idx,
-            derivs,
-            grad,
-            reverse,
-            formulation,
-            basis,
-            order,
-            mr,
-        } = *self;
-        let width = m * mr;
-        let pos = geometry.positions;
-        let vol = geometry.volumes;
-        let orders = geometry.orders;
-        let periodic = geometry.periodic;
-        let lengths = geometry.lengths.map(R::cast);
-        let half = R::cast(0.5);
-        let two = R::cast(2.0);
-        // Per-pair invariants, hoisted: the reconstruction terms of each interface order and the
-        // sign of each term at the neighbour's side.
-        let parity: Vec<R> = basis.parities().into_iter().map(R::cast).collect();
-        let terms_for_order: Vec<usize> = (0..=MAX_ORDER)
-            .map(|k| {
-                if k > 1 {
-                    Basis::<D>::size(k - 1).min(mr)
-                } else {
-                    0
-                }
-            })
-            .collect();
-        // Functions of degree <= 2 in the basis order: D linear, then D (D + 1) / 2 quadratic.
-        const { assert!(D >= 1) };
-        let quadratic_terms = D + D * (D + 1) / 2;
-        backend.for_each_block(du, 256, |first, mut out| {
-            let mut phi = [R::zero(); 56];
-            for k in 0..SplitOutputs::len(&out) {
-                let i = first + k;
-                let mut ui = [R::zero(); M];
-                for v in 0..m {
-                    ui[v] = u[v][i];
-                }
-                // F_d(u_i) for each axis, for (a)'s consistency term.
-                let mut fi = [[R::zero(); M]; D];
-                for d in 0..D {
-                    let mut e = [R::zero(); D];
-                    e[d] = R::one();
-                    eq.flux(&ui[..m], e, &mut fi[d][..m]);
-                }
-                let mut acc = [R::zero(); M];
-                for s in list.slots(i) {
-                    let j = idx[s] as usize;
-                    let kij = (orders[i].min(orders[j]) as usize).min(order);
-                    let mut delta = [R::zero(); D];
-                    for d in 0..D {
-                        let mut x = pos[d][j] - pos[d][i];
-                        if periodic[d] {
-                            if x > half * lengths[d] {
-                                x -= lengths[d];
-                            } else if x < -half * lengths[d] {
-                                x += lengths[d];
-                            }
-                        }
-                        delta[d] = half * x;
-                    }
-                    let mut ul = ui;
-                    let mut ur = [R::zero(); M];
-                    for v in 0..m {
-                        ur[v] = u[v][j];
-                    }
-                    let terms = terms_for_order[kij];
-                    if terms > 0 {
-                        if terms <= quadratic_terms {
-                            // Degree <= 2 (MUSCL 2 and 3), in closed form: no table, no chain
-                            // of dependent multiplications through memory.
-                            let mut t = 0;
-                            for d in 0..D {
-                                phi[t] = delta[d];
-                                t += 1;
-                            }
-                            for a in 0..D {
-                                for b in a..D {
-                                    phi[t] = if a == b {
-                                        half * delta[a] * delta[b]
-                                    } else {
-                                        delta[a] * delta[b]
-                                    };
-                                    t += 1;
-                                }
-                            }
-                        } else {
-                            basis.eval_recursive(delta, &mut phi[..terms]);
-                        }
-                        let di = &derivs[i * width..(i + 1) * width];
-                        let dj = &derivs[j * width..(j + 1) * width];
-                        for v in 0..m {
-                            let (ri, rj) =
-                                (&di[v * mr..v * mr + terms], &dj[v * mr..v * mr + terms]);
-                            for a in 0..terms {
-                                ul[v] += ri[a] * phi[a];
-                                ur[v] += rj[a] * (phi[a] * parity[a]);
-                            }
-                        }
-                    }
-                    let b: [R; D] = std::array::from_fn(|d| grad[d][s]);
-                    let normal = match formulation {
-                        Formulation::MlsDivergence => b,
-                        Formulation::Conservative => {
-                            let back = reverse[s] as usize;
-                            std::array::from_fn(|d| vol[i] * b[d] - vol[j] * grad[d][back])
-                        }
-                    };
-                    let mut f = [R::zero(); M];
-                    rusanov_n::<R, D, E, M>(eq, &ul[..m], &ur[..m], normal, &mut f[..m]);
-                    for v in 0..m {
-                        acc[v] += f[v];
-                        if formulation == Formulation::MlsDivergence {
-                            for d in 0..D {
-                                acc[v] -= fi[d][v] * normal[d];
-                            }
-                        }
-                    }
-                }
-                for v in 0..m {
-                    out[v][k] = match formulation {
-                        Formulation::MlsDivergence => -two * acc[v],
-                        Formulation::Conservative => -acc[v] / vol[i],
-                    };
-                }
-            }
-        });
     }
 }

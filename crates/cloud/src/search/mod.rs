@@ -55,6 +55,19 @@ impl Iterator for Slots {
 
 impl ExactSizeIterator for Slots {}
 
+impl Slots {
+    /// One past the largest slot still to come (the start when none is left): kernels check
+    /// it once against their per-slot arrays instead of checking every slot.
+    #[inline]
+    pub fn end(&self) -> usize {
+        if self.len == 0 {
+            self.start
+        } else {
+            self.start + (self.len - 1) * self.stride + 1
+        }
+    }
+}
+
 /// A slot layout: where particle `i`'s neighbour slots are.
 pub trait SlotLayout: Budgeted + Send + Sync + Sized {
     /// `row` or `slot`.

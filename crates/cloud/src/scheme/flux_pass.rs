@@ -1,0 +1,528 @@
+//! The two passes of a stage, batched over neighbours: the MLS derivatives and the
+//! reconstruction-and-flux pass.
+//!
+//! A particle's slots are taken [`LANES`] at a time. Per batch, the neighbour data (index,
+//! position, state, derivatives, MLS coefficients) are gathered into lane arrays `x[lane]`;
+//! everything after the gather (minimum-image offsets, the Taylor reconstruction on both sides,
+//! the Riemann flux, the accumulation) is a loop over lanes that the compiler vectorises. The
+//! body is generic and `#[inline(always)]`, instantiated inside `#[target_feature]` functions
+//! (AVX-512, AVX2) picked once per pass, and as a portable build.
+//!
+//! Products and sums are written as separate multiplies and adds (no fused multiply-add) and
+//! the lanes are summed in a fixed order at the end, so every instantiation gives the same bits
+//! and the result does not depend on the machine or the thread count. Padding lanes (slot
+//! counts that are not a multiple of [`LANES`]) point at the particle itself with a zero normal:
+//! every flux through a zero normal is exactly zero.
+
+use mote_core::{Chunks, Real, SimdLevel, SplitOutputs};
+
+use super::{Formulation, MAX_ORDER};
+use crate::cloud::{Geometry, MAX_VARIABLES};
+use crate::equations::Equation;
+use crate::flux::rusanov_lanes;
+use crate::mls::Basis;
+use crate::search::{NeighbourList, SlotLayout};
+
+/// Slots per batch: one AVX-512 vector of `f64`.
+pub(super) const LANES: usize = 8;
+
+/// Largest number of reconstruction terms: degree `MAX_ORDER - 1 = 4` in 3-D, without the
+/// constant.
+const MAX_TERMS: usize = 34;
+
+/// Everything the flux pass reads.
+pub(super) struct FluxPass<'a, R, const D: usize, E> {
+    pub eq: &'a E,
+    pub geometry: &'a Geometry<'a, R, D>,
+    pub u: &'a [&'a [R]],
+    pub idx: &'a [u32],
+    pub derivs: &'a [R],
+    pub grad: [&'a [R]; D],
+    pub reverse: &'a [u64],
+    pub formulation: Formulation,
+    pub basis: &'a Basis<D>,
+    pub parity: &'a [R],
+    pub order: usize,
+    pub mr: usize,
+}
+
+/// One block of particles `first..first + out[0].len()`, writing `du/dt` into `out`.
+type BlockKernel<'a, R, const D: usize, E, L> =
+    unsafe fn(&FluxPass<'a, R, D, E>, &NeighbourList<L>, usize, &mut Vec<&mut [R]>);
+
+impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
+    /// The pass with `M` variables (`M = MAX_VARIABLES`: the run-time count, up to it), at SIMD
+    /// `level` (which the caller has checked is available).
+    pub fn run<L: SlotLayout, const M: usize>(
+        &self,
+        list: &NeighbourList<L>,
+        du: Vec<&mut [R]>,
+        backend: mote_core::CpuBackend,
+        level: SimdLevel,
+    ) {
+        let kernel: BlockKernel<'a, R, D, E, L> = match level {
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => x86::avx512::<R, D, E, L, M> as BlockKernel<'a, R, D, E, L>,
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2 => x86::avx2::<R, D, E, L, M> as BlockKernel<'a, R, D, E, L>,
+            _ => portable::<R, D, E, L, M> as BlockKernel<'a, R, D, E, L>,
+        };
+        assert!(level.is_available(), "SIMD level {level} not available");
+        backend.for_each_block(du, 256, |first, mut out| {
+            // SAFETY: the level's CPU features were checked above.
+            unsafe { kernel(self, list, first, &mut out) }
+        });
+    }
+
+    /// The body of every instantiation.
+    #[inline(always)]
+    fn block<L: SlotLayout, const M: usize>(
+        &self,
+        list: &NeighbourList<L>,
+        first: usize,
+        out: &mut [&mut [R]],
+    ) {
+        const W: usize = LANES;
+        let m = if M < MAX_VARIABLES {
+            M
+        } else {
+            self.eq.variables()
+        };
+        let Self {
+            eq,
+            geometry,
+            u,
+            idx,
+            derivs,
+            grad,
+            reverse,
+            formulation,
+            basis,
+            parity,
+            order,
+            mr,
+        } = *self;
+        let width = m * mr;
+        let pos = geometry.positions;
+        let vol = geometry.volumes;
+        let orders = geometry.orders;
+        let periodic = geometry.periodic;
+        let lengths = geometry.lengths.map(R::cast);
+        let half = R::cast(0.5);
+        let two = R::cast(2.0);
+        let conservative = formulation == Formulation::Conservative;
+        // Reconstruction terms per interface order; functions of degree <= 2 come first in the
+        // basis order (D linear, then D (D + 1) / 2 quadratic) and have a closed form.
+        let terms_for_order: [usize; MAX_ORDER + 1] = std::array::from_fn(|k| {
+            if k > 1 {
+                Basis::<D>::size(k - 1).min(mr)
+            } else {
+                0
+            }
+        });
+        let quadratic_terms = D + D * (D + 1) / 2;
+        // Every unchecked read below is in bounds: the per-particle arrays have `n` entries
+        // (asserted here), each neighbour index is checked below `n` per batch, and each
+        // particle's slots are checked against the per-slot arrays once.
+        let n = vol.len();
+        assert!(
+            pos.iter().all(|p| p.len() == n)
+                && u[..m].iter().all(|x| x.len() == n)
+                && orders.len() == n
+                && derivs.len() == n * width
+                && mr <= MAX_TERMS,
+            "flux pass: arrays of unequal lengths"
+        );
+        let slot_len = grad
+            .iter()
+            .map(|g| g.len())
+            .min()
+            .unwrap_or(0)
+            .min(idx.len());
+        let mut phi = [[R::zero(); W]; MAX_TERMS];
+        let mut scratch = [R::zero(); MAX_TERMS];
+        let n_out = out.first().map_or(0, |o| o.len());
+        for k in 0..n_out {
+            let i = first + k;
+            let ui: [R; M] = std::array::from_fn(|v| if v < m { u[v][i] } else { R::zero() });
+            let xi: [R; D] = std::array::from_fn(|d| pos[d][i]);
+            let order_i = (orders[i] as usize).min(order);
+            // F_d(u_i) for each axis, for (a)'s consistency term.
+            let mut fi = [[R::zero(); M]; D];
+            for d in 0..D {
+                let mut e = [R::zero(); D];
+                e[d] = R::one();
+                eq.flux(&ui[..m], e, &mut fi[d][..m]);
+            }
+            let di = &derivs[i * width..(i + 1) * width];
+            let mut acc = [[R::zero(); W]; M];
+            let mut slots = list.slots(i);
+            assert!(
+                slots.end() <= slot_len,
+                "flux pass: slot beyond the slot arrays"
+            );
+            if conservative {
+                assert!(slots.end() <= reverse.len(), "flux pass: no reverse slots");
+            }
+            let mut left = slots.len();
+            while left > 0 {
+                let count = left.min(W);
+                left -= count;
+                // Gather.
+                let mut s_l = [0usize; W];
+                let mut j_l = [i; W];
+                for l in 0..count {
+                    let s = slots.next().expect("slot count");
+                    s_l[l] = s;
+                    // SAFETY: s < slot_len <= idx.len() (checked per particle).
+                    j_l[l] = unsafe { *idx.get_unchecked(s) } as usize;
+                }
+                assert!(j_l.iter().all(|&j| j < n), "neighbour index out of range");
+                let mut normal = [[R::zero(); W]; D];
+                for l in 0..count {
+                    for d in 0..D {
+                        // SAFETY: s < slot_len <= grad[d].len().
+                        normal[d][l] = unsafe { *grad[d].get_unchecked(s_l[l]) };
+                    }
+                }
+                if conservative {
+                    for l in 0..count {
+                        let (j, back) = (j_l[l], reverse[s_l[l]] as usize);
+                        for d in 0..D {
+                            normal[d][l] = vol[i] * normal[d][l] - vol[j] * grad[d][back];
+                        }
+                    }
+                }
+                // SAFETY (all gathers below): every j_l[l] < n, the length of each array.
+                let mut delta = [[R::zero(); W]; D];
+                for d in 0..D {
+                    for l in 0..W {
+                        delta[d][l] = unsafe { *pos[d].get_unchecked(j_l[l]) };
+                    }
+                }
+                let mut ul = [[R::zero(); W]; M];
+                let mut ur = [[R::zero(); W]; M];
+                for v in 0..m {
+                    ul[v] = [ui[v]; W];
+                    for l in 0..W {
+                        ur[v][l] = unsafe { *u[v].get_unchecked(j_l[l]) };
+                    }
+                }
+                let mut terms = [0usize; W];
+                for l in 0..W {
+                    let oj = unsafe { *orders.get_unchecked(j_l[l]) } as usize;
+                    terms[l] = terms_for_order[order_i.min(oj)];
+                }
+                let tmax = terms.iter().copied().max().unwrap_or(0);
+                // Lane arithmetic: half the minimum-image offset, the midpoint.
+                for d in 0..D {
+                    let (len, hl) = (lengths[d], half * lengths[d]);
+                    for l in 0..W {
+                        let mut x = delta[d][l] - xi[d];
+                        if periodic[d] {
+                            x = if x > hl {
+                                x - len
+                            } else if x < -hl {
+                                x + len
+                            } else {
+                                x
+                            };
+                        }
+                        delta[d][l] = half * x;
+                    }
+                }
+                if tmax > 0 {
+                    if tmax <= quadratic_terms {
+                        let mut t = 0;
+                        for d in 0..D {
+                            phi[t] = delta[d];
+                            t += 1;
+                        }
+                        for a in 0..D {
+                            for b in a..D {
+                                for l in 0..W {
+                                    let p = delta[a][l] * delta[b][l];
+                                    phi[t][l] = if a == b { half * p } else { p };
+                                }
+                                t += 1;
+                            }
+                        }
+                    } else {
+                        for l in 0..W {
+                            let q = std::array::from_fn(|d| delta[d][l]);
+                            basis.eval_recursive(q, &mut scratch[..tmax]);
+                            for a in 0..tmax {
+                                phi[a][l] = scratch[a];
+                            }
+                        }
+                    }
+                    // Mixed orders: a lane uses only its interface order's terms.
+                    if terms.iter().any(|&t| t != tmax) {
+                        for a in 0..tmax {
+                            for l in 0..W {
+                                if a >= terms[l] {
+                                    phi[a][l] = R::zero();
+                                }
+                            }
+                        }
+                    }
+                    for v in 0..m {
+                        let ri = &di[v * mr..v * mr + tmax];
+                        for a in 0..tmax {
+                            let pa = parity[a];
+                            for l in 0..W {
+                                // SAFETY: j < n and v * mr + a < width, so the index is below
+                                // n * width = derivs.len().
+                                let rj =
+                                    unsafe { *derivs.get_unchecked(j_l[l] * width + v * mr + a) };
+                                ul[v][l] += ri[a] * phi[a][l];
+                                ur[v][l] += rj * (phi[a][l] * pa);
+                            }
+                        }
+                    }
+                }
+                let mut f = [[R::zero(); W]; M];
+                rusanov_lanes::<R, D, E, M, W>(eq, m, &ul, &ur, &normal, &mut f);
+                for v in 0..m {
+                    for l in 0..W {
+                        let mut x = f[v][l];
+                        if !conservative {
+                            for d in 0..D {
+                                x -= fi[d][v] * normal[d][l];
+                            }
+                        }
+                        acc[v][l] += x;
+                    }
+                }
+            }
+            for v in 0..m {
+                let mut sum = R::zero();
+                for l in 0..W {
+                    sum += acc[v][l];
+                }
+                out[v][k] = if conservative {
+                    -sum / vol[i]
+                } else {
+                    -two * sum
+                };
+            }
+        }
+    }
+}
+
+/// Everything the derivative pass reads: `coeffs[a][s]` is the MLS coefficient of basis term
+/// `a` for slot `s`.
+pub(super) struct DerivativePass<'a, R> {
+    pub u: &'a [&'a [R]],
+    pub idx: &'a [u32],
+    pub coeffs: &'a [&'a [R]],
+}
+
+/// One block of the derivative pass: records `first..` of `out`.
+type DerivativeKernel<'a, R, L> =
+    unsafe fn(&DerivativePass<'a, R>, &NeighbourList<L>, usize, &mut Chunks<'_, R>);
+
+impl<'a, R: Real> DerivativePass<'a, R> {
+    /// `out[i * m * mr + v * mr + a] = sum_s coeffs[a][s] (u_v[j(s)] - u_v[i])`, at SIMD `level`.
+    pub fn run<L: SlotLayout>(
+        &self,
+        list: &NeighbourList<L>,
+        out: &mut [R],
+        backend: mote_core::CpuBackend,
+        level: SimdLevel,
+    ) {
+        let kernel: DerivativeKernel<'a, R, L> = match level {
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => x86::avx512_derivatives::<R, L> as DerivativeKernel<'a, R, L>,
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2 => x86::avx2_derivatives::<R, L> as DerivativeKernel<'a, R, L>,
+            _ => portable_derivatives::<R, L> as DerivativeKernel<'a, R, L>,
+        };
+        assert!(level.is_available(), "SIMD level {level} not available");
+        let width = self.u.len() * self.coeffs.len();
+        backend.for_each_block(Chunks::new(out, width), 256, |first, mut out| {
+            // SAFETY: the level's CPU features were checked above.
+            unsafe { kernel(self, list, first, &mut out) }
+        });
+    }
+
+    /// The body of every instantiation: per variable, `LANES` slots at a time, one
+    /// accumulator lane per slot position, summed in lane order at the end.
+    #[inline(always)]
+    fn block<L: SlotLayout>(&self, list: &NeighbourList<L>, first: usize, out: &mut Chunks<'_, R>) {
+        const W: usize = LANES;
+        let Self { u, idx, coeffs } = *self;
+        let (m, mr) = (u.len(), coeffs.len());
+        assert!(mr <= MAX_TERMS, "derivative pass: too many terms");
+        let n = u.first().map_or(0, |x| x.len());
+        assert!(
+            u.iter().all(|x| x.len() == n),
+            "derivative pass: unequal lengths"
+        );
+        let slot_len = coeffs
+            .iter()
+            .map(|c| c.len())
+            .min()
+            .unwrap_or(0)
+            .min(idx.len());
+        let mut acc = [[R::zero(); W]; MAX_TERMS];
+        for k in 0..SplitOutputs::len(out) {
+            let i = first + k;
+            let record = out.chunk_mut(k);
+            let all = list.slots(i);
+            assert!(
+                all.end() <= slot_len,
+                "derivative pass: slot beyond the slot arrays"
+            );
+            for v in 0..m {
+                let uv = u[v];
+                let ui = uv[i];
+                for row in acc[..mr].iter_mut() {
+                    *row = [R::zero(); W];
+                }
+                let mut slots = all;
+                let mut left = slots.len();
+                while left > 0 {
+                    let count = left.min(W);
+                    left -= count;
+                    let mut s_l = [0usize; W];
+                    let mut diff = [R::zero(); W];
+                    for l in 0..count {
+                        let s = slots.next().expect("slot count");
+                        s_l[l] = s;
+                        // SAFETY: s < slot_len <= idx.len() (checked per particle).
+                        let j = unsafe { *idx.get_unchecked(s) } as usize;
+                        assert!(j < n, "neighbour index out of range");
+                        // SAFETY: j < n = uv.len().
+                        diff[l] = unsafe { *uv.get_unchecked(j) } - ui;
+                    }
+                    // Padding lanes read the batch's first slot with a zero difference.
+                    for l in count..W {
+                        s_l[l] = s_l[0];
+                    }
+                    for (a, c) in coeffs.iter().enumerate() {
+                        for l in 0..W {
+                            // SAFETY: every s_l[l] < slot_len <= c.len().
+                            acc[a][l] += unsafe { *c.get_unchecked(s_l[l]) } * diff[l];
+                        }
+                    }
+                }
+                for a in 0..mr {
+                    let mut sum = R::zero();
+                    for l in 0..W {
+                        sum += acc[a][l];
+                    }
+                    record[v * mr + a] = sum;
+                }
+            }
+        }
+    }
+}
+
+/// The portable derivative pass.
+///
+/// # Safety
+/// None beyond the caller's; `unsafe` only to share the kernel pointer type.
+unsafe fn portable_derivatives<R: Real, L: SlotLayout>(
+    pass: &DerivativePass<'_, R>,
+    list: &NeighbourList<L>,
+    first: usize,
+    out: &mut Chunks<'_, R>,
+) {
+    pass.block(list, first, out)
+}
+
+/// The portable instantiation (baseline target features).
+///
+/// # Safety
+/// None beyond the caller's; `unsafe` only to share the kernel pointer type.
+unsafe fn portable<
+    'a,
+    R: Real,
+    const D: usize,
+    E: Equation<R, D>,
+    L: SlotLayout,
+    const M: usize,
+>(
+    pass: &FluxPass<'a, R, D, E>,
+    list: &NeighbourList<L>,
+    first: usize,
+    out: &mut Vec<&mut [R]>,
+) {
+    pass.block::<L, M>(list, first, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+
+    /// AVX-512 instantiation.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn avx512<
+        'a,
+        R: Real,
+        const D: usize,
+        E: Equation<R, D>,
+        L: SlotLayout,
+        const M: usize,
+    >(
+        pass: &FluxPass<'a, R, D, E>,
+        list: &NeighbourList<L>,
+        first: usize,
+        out: &mut Vec<&mut [R]>,
+    ) {
+        pass.block::<L, M>(list, first, out)
+    }
+
+    /// AVX-512 derivative pass.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn avx512_derivatives<R: Real, L: SlotLayout>(
+        pass: &DerivativePass<'_, R>,
+        list: &NeighbourList<L>,
+        first: usize,
+        out: &mut Chunks<'_, R>,
+    ) {
+        pass.block(list, first, out)
+    }
+
+    /// AVX2 derivative pass.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2_derivatives<R: Real, L: SlotLayout>(
+        pass: &DerivativePass<'_, R>,
+        list: &NeighbourList<L>,
+        first: usize,
+        out: &mut Chunks<'_, R>,
+    ) {
+        pass.block(list, first, out)
+    }
+
+    /// AVX2 instantiation.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2<
+        'a,
+        R: Real,
+        const D: usize,
+        E: Equation<R, D>,
+        L: SlotLayout,
+        const M: usize,
+    >(
+        pass: &FluxPass<'a, R, D, E>,
+        list: &NeighbourList<L>,
+        first: usize,
+        out: &mut Vec<&mut [R]>,
+    ) {
+        pass.block::<L, M>(list, first, out)
+    }
+}
