@@ -54,49 +54,36 @@ pub struct CloudArgs {
 }
 
 #[derive(Debug, Serialize)]
-struct PassReport {
-    seconds: f64,
-    gb_per_s: f64,
-    gflop_per_s: f64,
+pub(crate) struct PassReport {
+    pub seconds: f64,
+    pub gb_per_s: f64,
+    pub gflop_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-struct CloudReport {
-    family: &'static str,
-    backend: &'static str,
-    particles: usize,
-    dim: usize,
-    order: usize,
-    precision: Precision,
-    threads: usize,
-    layout: String,
-    stages: usize,
-    variables: usize,
-    neighbours_mean: f64,
-    search_seconds: f64,
-    mls_seconds: f64,
-    seconds_median: f64,
-    seconds_min: f64,
-    seconds_max: f64,
-    passes: BTreeMap<&'static str, PassReport>,
+pub(crate) struct CloudReport {
+    pub family: &'static str,
+    pub backend: &'static str,
+    pub particles: usize,
+    pub dim: usize,
+    pub order: usize,
+    pub precision: Precision,
+    pub threads: usize,
+    pub layout: String,
+    pub stages: usize,
+    pub variables: usize,
+    pub neighbours_mean: f64,
+    pub search_seconds: f64,
+    pub mls_seconds: f64,
+    pub seconds_median: f64,
+    pub seconds_min: f64,
+    pub seconds_max: f64,
+    pub passes: BTreeMap<&'static str, PassReport>,
 }
 
 /// Runs the benchmark.
 pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
-    if !(1..=3).contains(&args.dim) {
-        return Err("--dim must be 1, 2 or 3".into());
-    }
-    if args.repeats == 0 || args.particles < 8 {
-        return Err("--repeats must be at least 1 and --particles at least 8".into());
-    }
-    if args.layout != "row" && args.layout != "slot" {
-        return Err(format!("--layout `{}`: expected row or slot", args.layout).into());
-    }
-    Tableau::by_name(&args.stepper)?;
-    let report = args.precision.dispatch(CloudBench {
-        args,
-        backend: CpuBackend::threads(threads),
-    })?;
+    let report = measure(args, threads)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -124,6 +111,44 @@ pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         }
     }
     Ok(())
+}
+
+impl CloudArgs {
+    /// The configuration (2-D, order 3, scalar, SSP-RK3, jitter 0.25, row-major) at
+    /// `particles` and `precision`, `repeats` timed steps.
+    pub(crate) fn standard(particles: usize, precision: Precision, repeats: usize) -> Self {
+        Self {
+            particles,
+            dim: 2,
+            order: 3,
+            precision,
+            layout: "row".into(),
+            jitter: 0.25,
+            radius: None,
+            variables: 1,
+            stepper: "rk3".into(),
+            repeats,
+            json: false,
+        }
+    }
+}
+
+/// Builds the cloud and times `args.repeats` steps on `threads` threads (0: all cores).
+pub(crate) fn measure(args: &CloudArgs, threads: usize) -> Result<CloudReport, Box<dyn Error>> {
+    if !(1..=3).contains(&args.dim) {
+        return Err("--dim must be 1, 2 or 3".into());
+    }
+    if args.repeats == 0 || args.particles < 8 {
+        return Err("--repeats must be at least 1 and --particles at least 8".into());
+    }
+    if args.layout != "row" && args.layout != "slot" {
+        return Err(format!("--layout `{}`: expected row or slot", args.layout).into());
+    }
+    Tableau::by_name(&args.stepper)?;
+    args.precision.dispatch(CloudBench {
+        args,
+        backend: CpuBackend::threads(threads),
+    })
 }
 
 struct CloudBench<'a> {

@@ -4,6 +4,8 @@ mod bench;
 mod bench_cloud;
 mod info;
 mod inspect;
+mod layouts;
+mod placement;
 mod roofline;
 mod run;
 

@@ -2,15 +2,21 @@
 //! memory bandwidth (copy, triad, read; one thread and all threads, arrays far larger than the
 //! last-level cache) and arithmetic throughput (FMA in f32 and f64 at the widest SIMD level,
 //! square root + divide, reciprocal-square-root estimate + Newton). Each figure is the median of
-//! repeated runs, with min and max.
+//! repeated runs, with min and max. Then, unless `--ceilings-only`: every hot kernel placed on
+//! those ceilings ([`crate::placement`]), the particle-layout experiment ([`crate::layouts`])
+//! and thread scaling; with `--out DIR`, CSV tables and a roofline figure.
 
 use std::collections::BTreeMap;
 use std::error::Error;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
 use mote_core::{CpuBackend, SimdLevel};
 use serde::Serialize;
+
+use crate::layouts::LayoutRow;
+use crate::placement::{Ceilings, KernelPoint, ScalingPoint, Sizes};
 
 /// Options of `mote bench roofline`.
 #[derive(Debug, Args)]
@@ -24,6 +30,15 @@ pub struct RooflineArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Write roofline.csv, layouts.csv, scaling.csv and roofline.png into this directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Small problem sizes (seconds, for tests): the figures are then not representative.
+    #[arg(long)]
+    quick: bool,
+    /// Measure the ceilings only.
+    #[arg(long)]
+    ceilings_only: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -41,6 +56,9 @@ struct Report {
     threads: usize,
     array_bytes: usize,
     figures: BTreeMap<String, Figure>,
+    kernels: Vec<KernelPoint>,
+    layouts: Vec<LayoutRow>,
+    scaling: Vec<ScalingPoint>,
 }
 
 fn summarise(mut v: Vec<f64>, unit: &'static str) -> Figure {
@@ -139,13 +157,43 @@ pub fn run(args: &RooflineArgs, threads: usize) -> Result<(), Box<dyn Error>> {
             figures.insert(format!("{name} ({label})"), summarise(samples, "G/s"));
         }
     }
+    let (mut kernels, mut layouts, mut scaling) = (Vec::new(), Vec::new(), Vec::new());
+    if !args.ceilings_only {
+        let ceilings = ceilings_of(&figures, simd);
+        let sizes = if args.quick {
+            Sizes {
+                gravity: 1024,
+                cloud: 4096,
+                repeats: 1,
+            }
+        } else {
+            Sizes {
+                gravity: 8192,
+                cloud: 250_000,
+                repeats: args.repeats.min(3),
+            }
+        };
+        kernels = crate::placement::place(&ceilings, sizes, threads)?;
+        layouts = if args.quick {
+            crate::layouts::run(&[256, 1024], 1 << 16, 2, 1)?
+        } else {
+            crate::layouts::run(&[1024, 4096, 16384], 1 << 24, 4, args.repeats.min(3))?
+        };
+        scaling = crate::placement::scaling(sizes, all.thread_count())?;
+    }
     let report = Report {
         family: "roofline",
         simd,
         threads: all.thread_count(),
         array_bytes: args.array_bytes,
         figures,
+        kernels,
+        layouts,
+        scaling,
     };
+    if let Some(dir) = &args.out {
+        write_outputs(dir, &report)?;
+    }
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -161,7 +209,166 @@ pub fn run(args: &RooflineArgs, threads: usize) -> Result<(), Box<dyn Error>> {
                 f.median, f.unit, f.min, f.max
             );
         }
+        if !report.kernels.is_empty() {
+            println!("kernels on the roofline ({} threads):", report.threads);
+            for k in &report.kernels {
+                println!(
+                    "  {:<22} {} {:<7} N={:<7} {:>9.3e} s  {:>8.2} GFLOP/s  {:>7.2} GB/s  {:>9.2} flop/B  {:<10} bound: {:>5.1} % of {:.1} GFLOP/s",
+                    k.kernel,
+                    k.precision,
+                    k.simd.name(),
+                    k.particles,
+                    k.seconds,
+                    k.gflop_per_s,
+                    k.gb_per_s,
+                    k.intensity,
+                    k.bound,
+                    100.0 * k.fraction,
+                    k.attainable_gflop_per_s
+                );
+            }
+            println!("layouts (direct kernel, f64, 1 thread):");
+            for l in &report.layouts {
+                println!(
+                    "  {:<6} {:<9} sources={:<9} targets={:<6} {:>9.3e} s  {:>9.3e} interactions/s  {:>7.2} GB/s of sources",
+                    l.layout,
+                    l.pass,
+                    l.sources,
+                    l.targets,
+                    l.seconds,
+                    l.interactions_per_s,
+                    l.gb_per_s
+                );
+            }
+            println!("thread scaling:");
+            for p in &report.scaling {
+                println!(
+                    "  {:<20} threads={} {:>9.3e} s  speedup {:.2}  efficiency {:.0} %",
+                    p.kernel,
+                    p.threads,
+                    p.seconds,
+                    p.speedup,
+                    100.0 * p.efficiency
+                );
+            }
+        }
     }
+    Ok(())
+}
+
+/// The ceilings kernels are placed against: the highest all-thread bandwidth and the
+/// all-thread FMA peaks (the portable build measures f64 only; f32 is then taken as twice it).
+fn ceilings_of(figures: &BTreeMap<String, Figure>, widest: SimdLevel) -> Ceilings {
+    let all = |prefix: &str| {
+        figures
+            .iter()
+            .find(|(k, _)| k.starts_with(prefix) && k.ends_with("(all threads)"))
+            .map(|(_, f)| f.median)
+    };
+    let bandwidth = ["copy", "triad", "read"]
+        .iter()
+        .filter_map(|p| all(p))
+        .fold(0.0, f64::max);
+    let fma_f64 = all("fma f64").or_else(|| all("mul+add f64")).unwrap_or(1.0);
+    let fma_f32 = all("fma f32").unwrap_or(2.0 * fma_f64);
+    Ceilings {
+        bandwidth,
+        fma_f64,
+        fma_f32,
+        widest,
+    }
+}
+
+/// roofline.csv, layouts.csv, scaling.csv and roofline.png in `dir`, each written atomically.
+fn write_outputs(dir: &Path, report: &Report) -> Result<(), Box<dyn Error>> {
+    use std::fmt::Write;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))?;
+    let mut csv = String::from(
+        "kind,name,precision,simd,threads,particles,seconds,gflop_per_s,gflop_per_s_real,gb_per_s,intensity,bound,attainable_gflop_per_s,fraction\n",
+    );
+    for (name, f) in &report.figures {
+        writeln!(csv, "ceiling,{name},,{},,,,{},,,,,,", report.simd, f.median)?;
+    }
+    for k in &report.kernels {
+        writeln!(
+            csv,
+            "kernel,{},{},{},{},{},{:e},{},{},{},{},{},{},{}",
+            k.kernel,
+            k.precision,
+            k.simd.name(),
+            k.threads,
+            k.particles,
+            k.seconds,
+            k.gflop_per_s,
+            k.gflop_per_s_real.map_or(String::new(), |x| x.to_string()),
+            k.gb_per_s,
+            k.intensity,
+            k.bound,
+            k.attainable_gflop_per_s,
+            k.fraction
+        )?;
+    }
+    mote_io::files::write_atomic(&dir.join("roofline.csv"), csv.as_bytes())?;
+    let mut csv = String::from("layout,pass,sources,targets,seconds,interactions_per_s,gb_per_s\n");
+    for l in &report.layouts {
+        writeln!(
+            csv,
+            "{},{},{},{},{:e},{},{}",
+            l.layout, l.pass, l.sources, l.targets, l.seconds, l.interactions_per_s, l.gb_per_s
+        )?;
+    }
+    mote_io::files::write_atomic(&dir.join("layouts.csv"), csv.as_bytes())?;
+    let mut csv = String::from("kernel,threads,seconds,speedup,efficiency\n");
+    for p in &report.scaling {
+        writeln!(
+            csv,
+            "{},{},{:e},{},{}",
+            p.kernel, p.threads, p.seconds, p.speedup, p.efficiency
+        )?;
+    }
+    mote_io::files::write_atomic(&dir.join("scaling.csv"), csv.as_bytes())?;
+    let median = |prefix: &str| {
+        report
+            .figures
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, f)| (k.replace(" GFLOP/s", ""), f.median))
+            .collect::<Vec<_>>()
+    };
+    let ceilings = ceilings_of(&report.figures, report.simd);
+    let bandwidths: Vec<(String, f64)> = std::iter::once((
+        "memory roof (best, all threads)".to_string(),
+        ceilings.bandwidth,
+    ))
+    .chain(median("triad (1"))
+    .collect();
+    let peaks: Vec<(String, f64)> = ["fma f64 GFLOP/s (all", "fma f32 GFLOP/s (all", "mul+add"]
+        .iter()
+        .flat_map(|p| median(p))
+        .collect();
+    let points: Vec<(String, f64, f64)> = report
+        .kernels
+        .iter()
+        .map(|k| {
+            (
+                format!("{} {}", k.kernel, k.precision),
+                k.intensity,
+                k.gflop_per_s,
+            )
+        })
+        .collect();
+    mote_io::plot::roofline(
+        &dir.join("roofline.png"),
+        &bandwidths,
+        &peaks,
+        &points,
+        &format!(
+            "mote roofline: {} threads, {}",
+            report.threads,
+            mote_core::platform::cpu_model()
+        ),
+    )?;
     Ok(())
 }
 

@@ -461,7 +461,9 @@ fn convergence_reports_second_order_for_leapfrog_on_kepler() {
 }
 
 #[test]
-fn roofline_reports_bandwidth_and_arithmetic_ceilings() {
+fn roofline_reports_ceilings_places_kernels_and_writes_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("roofline");
     let r = mote(&[
         "bench",
         "roofline",
@@ -472,10 +474,45 @@ fn roofline_reports_bandwidth_and_arithmetic_ceilings() {
         "--json",
         "--threads",
         "2",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).expect("one JSON object");
     assert_eq!(v["family"], "roofline");
+    // Every kernel is placed: a positive rate and a fraction of its binding ceiling that is
+    // positive and not absurdly above it (the roofs are measured, so a little above 1 is noise).
+    let kernels = v["kernels"].as_array().unwrap();
+    for name in [
+        "gravity reference",
+        "cloud search",
+        "cloud derivatives",
+        "cloud fluxes",
+    ] {
+        assert!(kernels.iter().any(|k| k["kernel"] == name), "{name} placed");
+    }
+    for k in kernels {
+        let f = k["fraction"].as_f64().unwrap();
+        assert!(f > 0.0 && f < 3.0, "{k}");
+        assert!(["memory", "arithmetic"].contains(&k["bound"].as_str().unwrap()));
+    }
+    // Four layouts in each loop, and thread counts 1 and 2 in the scaling table.
+    let layouts = v["layouts"].as_array().unwrap();
+    for pass in ["resident", "streaming"] {
+        assert_eq!(layouts.iter().filter(|l| l["pass"] == pass).count() % 4, 0);
+        assert!(layouts.iter().any(|l| l["pass"] == pass));
+    }
+    let threads: Vec<u64> = v["scaling"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["threads"].as_u64().unwrap())
+        .collect();
+    assert!(threads.contains(&1) && threads.contains(&2), "{threads:?}");
+    for f in ["roofline.csv", "layouts.csv", "scaling.csv", "roofline.png"] {
+        assert!(out.join(f).metadata().unwrap().len() > 100, "{f}");
+    }
     let figures = v["figures"].as_object().unwrap();
     for key in [
         "copy (1 thread)",

@@ -57,6 +57,45 @@ impl SimdLevel {
     pub fn best() -> SimdLevel {
         *Self::detect().last().expect("scalar is always available")
     }
+
+    /// Runs `body` compiled for this level: `body` is instantiated inside a
+    /// `#[target_feature]` function of the level, so that it, and every `#[inline(always)]`
+    /// function it calls, is compiled with the level's instructions (the compiler vectorises
+    /// lane loops to the level's width). Call it once per block of work, not per element.
+    ///
+    /// # Panics
+    /// If this CPU does not support the level (check [`SimdLevel::is_available`] first).
+    #[inline(always)]
+    pub fn run<T>(self, body: impl FnOnce() -> T) -> T {
+        assert!(self.is_available(), "SIMD level {self} not available");
+        match self {
+            SimdLevel::Scalar => body(),
+            // SAFETY: the level's CPU features were checked just above.
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2 => unsafe { features::avx2(body) },
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => unsafe { features::avx512(body) },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => body(),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod features {
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2<T>(body: impl FnOnce() -> T) -> T {
+        body()
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn avx512<T>(body: impl FnOnce() -> T) -> T {
+        body()
+    }
 }
 
 impl std::fmt::Display for SimdLevel {

@@ -164,12 +164,7 @@ pub fn loglog(
         path: path.to_path_buf(),
         message: e,
     };
-    let tmp = path.with_file_name(format!(
-        "{}.partial.png",
-        path.file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_default()
-    ));
+    let tmp = partial_png(path);
     let pos: Vec<(f64, f64)> = points
         .iter()
         .copied()
@@ -217,4 +212,114 @@ pub fn loglog(
         root.present().map_err(|e| fail(e.to_string()))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+}
+
+/// A roofline chart into the PNG at `path`, atomically: for each `(name, GB/s)` bandwidth a
+/// sloped memory roof, for each `(name, GFLOP/s)` peak a flat arithmetic roof, and each
+/// `(label, flops per byte, GFLOP/s)` kernel as a marker, labelled.
+pub fn roofline(
+    path: &Path,
+    bandwidths: &[(String, f64)],
+    peaks: &[(String, f64)],
+    kernels: &[(String, f64, f64)],
+    title: &str,
+) -> Result<(), FileError> {
+    register_font();
+    let fail = |e: String| FileError {
+        path: path.to_path_buf(),
+        message: e,
+    };
+    let tmp = partial_png(path);
+    let ok = |x: f64| x.is_finite() && x > 0.0;
+    let xs = kernels.iter().map(|k| k.1).filter(|&x| ok(x));
+    let x0 = xs.clone().fold(0.05f64, f64::min) / 2.0;
+    // Room on the right for the labels.
+    let x1 = xs.fold(100.0f64, f64::max) * 8.0;
+    let ys = kernels
+        .iter()
+        .map(|k| k.2)
+        .chain(peaks.iter().map(|p| p.1))
+        .filter(|&y| ok(y));
+    let y0 = ys.clone().fold(1.0f64, f64::min) / 3.0;
+    let y1 = ys.fold(1.0f64, f64::max) * 3.0;
+    {
+        let root = BitMapBackend::new(&tmp, (1000, 700)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(|e| fail(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("arithmetic intensity (flop / byte)")
+            .y_desc("GFLOP/s")
+            .x_label_formatter(&|v| format!("{v:.2}"))
+            .y_label_formatter(&|v| format!("{v:.1}"))
+            .draw()
+            .map_err(|e| fail(e.to_string()))?;
+        let top = peaks.iter().map(|p| p.1).fold(0.0f64, f64::max).max(y0);
+        for (k, (name, bw)) in bandwidths.iter().enumerate() {
+            let colour = Palette99::pick(k).to_rgba();
+            // The roof rises with slope 1 until it meets the highest arithmetic peak.
+            let knee = (top / bw).clamp(x0, x1);
+            chart
+                .draw_series(LineSeries::new(
+                    [(x0, bw * x0), (knee, bw * knee)],
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| fail(e.to_string()))?
+                .label(format!("{name}: {bw:.1} GB/s"))
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour));
+        }
+        for (k, (name, peak)) in peaks.iter().enumerate() {
+            let colour = Palette99::pick(k + bandwidths.len()).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    [(x0, *peak), (x1, *peak)],
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| fail(e.to_string()))?
+                .label(format!("{name}: {peak:.0} GFLOP/s"))
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour));
+        }
+        let points: Vec<(f64, f64, &str)> = kernels
+            .iter()
+            .filter(|k| ok(k.1) && ok(k.2))
+            .map(|k| (k.1, k.2, k.0.as_str()))
+            .collect();
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&(x, y, _)| Circle::new((x, y), 5, RED.filled())),
+            )
+            .map_err(|e| fail(e.to_string()))?;
+        chart
+            .draw_series(points.iter().map(|&(x, y, label)| {
+                Text::new(label.to_string(), (x * 1.08, y), ("sans-serif", 13))
+            }))
+            .map_err(|e| fail(e.to_string()))?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(|e| fail(e.to_string()))?;
+        root.present().map_err(|e| fail(e.to_string()))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+}
+
+/// `name.partial.png` beside `path`.
+fn partial_png(path: &Path) -> PathBuf {
+    path.with_file_name(format!(
+        "{}.partial.png",
+        path.file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default()
+    ))
 }

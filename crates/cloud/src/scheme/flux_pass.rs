@@ -5,8 +5,8 @@
 //! position, state, derivatives, MLS coefficients) are gathered into lane arrays `x[lane]`;
 //! everything after the gather (minimum-image offsets, the Taylor reconstruction on both sides,
 //! the Riemann flux, the accumulation) is a loop over lanes that the compiler vectorises. The
-//! body is generic and `#[inline(always)]`, instantiated inside `#[target_feature]` functions
-//! (AVX-512, AVX2) picked once per pass, and as a portable build.
+//! body is generic and `#[inline(always)]`, instantiated for the SIMD level picked once per pass
+//! through [`SimdLevel::run`] (AVX-512, AVX2, portable).
 //!
 //! Products and sums are written as separate multiplies and adds (no fused multiply-add) and
 //! the lanes are summed in a fixed order at the end, so every instantiation gives the same bits
@@ -46,10 +46,6 @@ pub(super) struct FluxPass<'a, R, const D: usize, E> {
     pub mr: usize,
 }
 
-/// One block of particles `first..first + out[0].len()`, writing `du/dt` into `out`.
-type BlockKernel<'a, R, const D: usize, E, L> =
-    unsafe fn(&FluxPass<'a, R, D, E>, &NeighbourList<L>, usize, &mut Vec<&mut [R]>);
-
 impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
     /// The pass with `M` variables (`M = MAX_VARIABLES`: the run-time count, up to it), at SIMD
     /// `level` (which the caller has checked is available).
@@ -60,17 +56,12 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         backend: mote_core::CpuBackend,
         level: SimdLevel,
     ) {
-        let kernel: BlockKernel<'a, R, D, E, L> = match level {
-            #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512 => x86::avx512::<R, D, E, L, M> as BlockKernel<'a, R, D, E, L>,
-            #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2 => x86::avx2::<R, D, E, L, M> as BlockKernel<'a, R, D, E, L>,
-            _ => portable::<R, D, E, L, M> as BlockKernel<'a, R, D, E, L>,
-        };
         assert!(level.is_available(), "SIMD level {level} not available");
         backend.for_each_block(du, 256, |first, mut out| {
-            // SAFETY: the level's CPU features were checked above.
-            unsafe { kernel(self, list, first, &mut out) }
+            level.run(
+                #[inline(always)]
+                || self.block::<L, M>(list, first, &mut out),
+            )
         });
     }
 
@@ -318,10 +309,6 @@ pub(super) struct DerivativePass<'a, R> {
     pub coeffs: &'a [&'a [R]],
 }
 
-/// One block of the derivative pass: records `first..` of `out`.
-type DerivativeKernel<'a, R, L> =
-    unsafe fn(&DerivativePass<'a, R>, &NeighbourList<L>, usize, &mut Chunks<'_, R>);
-
 impl<'a, R: Real> DerivativePass<'a, R> {
     /// `out[i * m * mr + v * mr + a] = sum_s coeffs[a][s] (u_v[j(s)] - u_v[i])`, at SIMD `level`.
     pub fn run<L: SlotLayout>(
@@ -331,18 +318,13 @@ impl<'a, R: Real> DerivativePass<'a, R> {
         backend: mote_core::CpuBackend,
         level: SimdLevel,
     ) {
-        let kernel: DerivativeKernel<'a, R, L> = match level {
-            #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512 => x86::avx512_derivatives::<R, L> as DerivativeKernel<'a, R, L>,
-            #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2 => x86::avx2_derivatives::<R, L> as DerivativeKernel<'a, R, L>,
-            _ => portable_derivatives::<R, L> as DerivativeKernel<'a, R, L>,
-        };
         assert!(level.is_available(), "SIMD level {level} not available");
         let width = self.u.len() * self.coeffs.len();
         backend.for_each_block(Chunks::new(out, width), 256, |first, mut out| {
-            // SAFETY: the level's CPU features were checked above.
-            unsafe { kernel(self, list, first, &mut out) }
+            level.run(
+                #[inline(always)]
+                || self.block(list, first, &mut out),
+            )
         });
     }
 
@@ -416,113 +398,5 @@ impl<'a, R: Real> DerivativePass<'a, R> {
                 }
             }
         }
-    }
-}
-
-/// The portable derivative pass.
-///
-/// # Safety
-/// None beyond the caller's; `unsafe` only to share the kernel pointer type.
-unsafe fn portable_derivatives<R: Real, L: SlotLayout>(
-    pass: &DerivativePass<'_, R>,
-    list: &NeighbourList<L>,
-    first: usize,
-    out: &mut Chunks<'_, R>,
-) {
-    pass.block(list, first, out)
-}
-
-/// The portable instantiation (baseline target features).
-///
-/// # Safety
-/// None beyond the caller's; `unsafe` only to share the kernel pointer type.
-unsafe fn portable<
-    'a,
-    R: Real,
-    const D: usize,
-    E: Equation<R, D>,
-    L: SlotLayout,
-    const M: usize,
->(
-    pass: &FluxPass<'a, R, D, E>,
-    list: &NeighbourList<L>,
-    first: usize,
-    out: &mut Vec<&mut [R]>,
-) {
-    pass.block::<L, M>(list, first, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::*;
-
-    /// AVX-512 instantiation.
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn avx512<
-        'a,
-        R: Real,
-        const D: usize,
-        E: Equation<R, D>,
-        L: SlotLayout,
-        const M: usize,
-    >(
-        pass: &FluxPass<'a, R, D, E>,
-        list: &NeighbourList<L>,
-        first: usize,
-        out: &mut Vec<&mut [R]>,
-    ) {
-        pass.block::<L, M>(list, first, out)
-    }
-
-    /// AVX-512 derivative pass.
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn avx512_derivatives<R: Real, L: SlotLayout>(
-        pass: &DerivativePass<'_, R>,
-        list: &NeighbourList<L>,
-        first: usize,
-        out: &mut Chunks<'_, R>,
-    ) {
-        pass.block(list, first, out)
-    }
-
-    /// AVX2 derivative pass.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn avx2_derivatives<R: Real, L: SlotLayout>(
-        pass: &DerivativePass<'_, R>,
-        list: &NeighbourList<L>,
-        first: usize,
-        out: &mut Chunks<'_, R>,
-    ) {
-        pass.block(list, first, out)
-    }
-
-    /// AVX2 instantiation.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn avx2<
-        'a,
-        R: Real,
-        const D: usize,
-        E: Equation<R, D>,
-        L: SlotLayout,
-        const M: usize,
-    >(
-        pass: &FluxPass<'a, R, D, E>,
-        list: &NeighbourList<L>,
-        first: usize,
-        out: &mut Vec<&mut [R]>,
-    ) {
-        pass.block::<L, M>(list, first, out)
     }
 }
