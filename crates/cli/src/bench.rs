@@ -4,7 +4,8 @@ use std::error::Error;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use mote_core::{CpuBackend, Precision, PrecisionJob, Real};
+use mote_core::{CpuBackend, DeviceSpec, Precision, PrecisionJob, Real};
+use mote_gpu::{Gpu, GpuDirectSolver};
 use mote_gravity::initial_conditions::plummer;
 use mote_gravity::{DirectSolver, ForceSolver, KernelChoice, Softening};
 use serde::Serialize;
@@ -41,6 +42,41 @@ pub struct GravityArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Where the forces are computed: cpu or gpu.
+    #[arg(long, default_value = "cpu")]
+    backend: BackendKind,
+    /// The device for `--backend gpu`: wgpu or cuda, with an optional `:INDEX`.
+    #[arg(long, default_value = "wgpu:0")]
+    device: DeviceSpec,
+    /// Units per workgroup of the GPU kernel.
+    #[arg(long, default_value_t = 256)]
+    workgroup: u32,
+}
+
+/// `--backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// The CPU kernels (threads from `--threads`).
+    Cpu,
+    /// A device through the GPU crate.
+    Gpu,
+}
+
+/// What `--backend gpu` adds to the report.
+#[derive(Debug, Serialize)]
+pub struct GpuReport {
+    device: String,
+    workgroup: u32,
+    /// Host-to-device seconds per evaluation (median run's share).
+    upload_seconds: f64,
+    /// Kernel seconds per evaluation.
+    kernel_seconds: f64,
+    /// Device-to-host seconds per evaluation.
+    download_seconds: f64,
+    /// The best CPU kernel on all threads of this machine, same N and precision.
+    cpu_interactions_per_second: f64,
+    /// GPU over CPU, whole evaluations (transfers included).
+    speedup_over_cpu: f64,
 }
 
 /// The result of a benchmark, printed as text or JSON.
@@ -57,6 +93,8 @@ pub struct BenchResult {
     seconds_min: f64,
     seconds_max: f64,
     interactions_per_second: f64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    gpu: Option<GpuReport>,
 }
 
 /// Runs the benchmark on `threads` threads (0: all cores).
@@ -72,8 +110,37 @@ pub fn run(cmd: &BenchCommand, threads: usize) -> Result<(), Box<dyn Error>> {
                 return Err("--repeats must be at least 1".into());
             }
             let softening = Softening::new(args.softening)?;
-            let solver = DirectSolver::new(softening, args.kernel, CpuBackend::threads(threads))?;
-            let result = args.precision.dispatch(GravityBench { args, solver })?;
+            let cpu = DirectSolver::new(softening, args.kernel, CpuBackend::threads(threads))?;
+            let result = match args.backend {
+                BackendKind::Cpu => args.precision.dispatch(GravityBench {
+                    args,
+                    solver: BenchSolver::Cpu(cpu),
+                    repeats: args.repeats,
+                })?,
+                BackendKind::Gpu => {
+                    let mut gpu = Gpu::open(args.device)?;
+                    gpu.set_workgroup(args.workgroup)?;
+                    let solver = GpuDirectSolver::new(gpu, softening, args.precision)?;
+                    let mut result = args.precision.dispatch(GravityBench {
+                        args,
+                        solver: BenchSolver::Gpu(Box::new(solver)),
+                        repeats: args.repeats,
+                    })?;
+                    // The CPU on the same machine, for the speed-up (fewer repeats: it is the
+                    // slower side).
+                    let reference = args.precision.dispatch(GravityBench {
+                        args,
+                        solver: BenchSolver::Cpu(cpu),
+                        repeats: args.repeats.min(3),
+                    })?;
+                    if let Some(g) = result.gpu.as_mut() {
+                        g.cpu_interactions_per_second = reference.interactions_per_second;
+                        g.speedup_over_cpu =
+                            result.interactions_per_second / reference.interactions_per_second;
+                    }
+                    result
+                }
+            };
             if args.json {
                 println!("{}", serde_json::to_string(&result)?);
             } else {
@@ -89,15 +156,34 @@ pub fn run(cmd: &BenchCommand, threads: usize) -> Result<(), Box<dyn Error>> {
                     result.repeats,
                     result.interactions_per_second
                 );
+                if let Some(g) = &result.gpu {
+                    println!(
+                        "  device {} (workgroup {}): upload {:.3e} s, kernel {:.3e} s, download {:.3e} s per evaluation; CPU {:.3e} interactions/s, speed-up {:.2}",
+                        g.device,
+                        g.workgroup,
+                        g.upload_seconds,
+                        g.kernel_seconds,
+                        g.download_seconds,
+                        g.cpu_interactions_per_second,
+                        g.speedup_over_cpu
+                    );
+                }
             }
             Ok(())
         }
     }
 }
 
+/// The solver a gravity benchmark times.
+enum BenchSolver {
+    Cpu(DirectSolver),
+    Gpu(Box<GpuDirectSolver>),
+}
+
 struct GravityBench<'a> {
     args: &'a GravityArgs,
-    solver: DirectSolver,
+    solver: BenchSolver,
+    repeats: usize,
 }
 
 impl PrecisionJob for GravityBench<'_> {
@@ -106,12 +192,24 @@ impl PrecisionJob for GravityBench<'_> {
     fn run<R: Real>(mut self) -> Self::Output {
         let n = self.args.particles;
         let mut p = plummer::<R>(n, 1)?;
-        // Warm-up: page in the arrays, start the thread pool, settle the clocks.
-        ForceSolver::<R>::update(&mut self.solver, &mut p);
-        let mut times: Vec<f64> = (0..self.args.repeats)
+        let solver: &mut dyn ForceSolver<R> = match &mut self.solver {
+            BenchSolver::Cpu(s) => s,
+            BenchSolver::Gpu(s) => s.as_mut(),
+        };
+        // Warm-up: page in the arrays, start the thread pool or compile the kernel, settle the
+        // clocks.
+        solver.update(&mut p);
+        if let BenchSolver::Gpu(s) = &mut self.solver {
+            s.take_seconds();
+        }
+        let solver: &mut dyn ForceSolver<R> = match &mut self.solver {
+            BenchSolver::Cpu(s) => s,
+            BenchSolver::Gpu(s) => s.as_mut(),
+        };
+        let mut times: Vec<f64> = (0..self.repeats)
             .map(|_| {
                 let t = Instant::now();
-                ForceSolver::<R>::update(&mut self.solver, &mut p);
+                solver.update(&mut p);
                 t.elapsed().as_secs_f64()
             })
             .collect();
@@ -121,19 +219,45 @@ impl PrecisionJob for GravityBench<'_> {
         } else {
             0.5 * (times[times.len() / 2 - 1] + times[times.len() / 2])
         };
-        let backend = self.solver.backend();
+        let reps = times.len() as f64;
+        let (backend, kernel, threads, gpu) = match &mut self.solver {
+            BenchSolver::Cpu(s) => (
+                "cpu",
+                s.kernel().name().to_string(),
+                s.backend().thread_count(),
+                None,
+            ),
+            BenchSolver::Gpu(s) => {
+                let t = s.take_seconds();
+                (
+                    "gpu",
+                    "tiled".to_string(),
+                    0,
+                    Some(GpuReport {
+                        device: s.gpu().to_string(),
+                        workgroup: s.gpu().workgroup(),
+                        upload_seconds: t.upload / reps,
+                        kernel_seconds: t.kernel / reps,
+                        download_seconds: t.download / reps,
+                        cpu_interactions_per_second: 0.0,
+                        speedup_over_cpu: 0.0,
+                    }),
+                )
+            }
+        };
         Ok(BenchResult {
             family: "gravity",
-            backend: "cpu".to_string(),
-            kernel: self.solver.kernel().name().to_string(),
+            backend: backend.to_string(),
+            kernel,
             particles: n,
             precision: R::PRECISION,
-            threads: backend.thread_count(),
+            threads,
             repeats: times.len(),
             seconds_median: median,
             seconds_min: times[0],
             seconds_max: times[times.len() - 1],
             interactions_per_second: (n as f64) * (n as f64 - 1.0) / median,
+            gpu,
         })
     }
 }

@@ -22,6 +22,18 @@ struct Report {
     threads: usize,
     precisions: Vec<Precision>,
     default_precision: Precision,
+    gpu_adapters: Vec<Adapter>,
+    cuda_driver: bool,
+}
+
+/// One wgpu adapter.
+#[derive(Serialize)]
+struct Adapter {
+    device: String,
+    name: String,
+    kind: &'static str,
+    backend: String,
+    f64: bool,
 }
 
 /// Prints the report. `threads` is the `--threads` setting (0: all cores).
@@ -33,6 +45,17 @@ pub fn run(args: &InfoArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         machine,
         precisions: Precision::ALL.to_vec(),
         default_precision: Precision::default(),
+        gpu_adapters: mote_gpu::adapters()
+            .into_iter()
+            .map(|a| Adapter {
+                device: format!("wgpu:{}", a.index),
+                name: a.name,
+                kind: a.kind,
+                backend: a.backend,
+                f64: a.f64,
+            })
+            .collect(),
+        cuda_driver: mote_gpu::cuda_driver_present(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -63,6 +86,26 @@ pub fn run(args: &InfoArgs, threads: usize) -> Result<(), Box<dyn Error>> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!("  GPU          none: this build has no GPU backend yet");
+    if report.gpu_adapters.is_empty() {
+        println!("  GPU          no wgpu adapter (Vulkan/Metal/DX12 driver) found");
+    }
+    for a in &report.gpu_adapters {
+        println!(
+            "  GPU          {}: {} ({}, {}), f64 {}",
+            a.device,
+            a.name,
+            a.kind,
+            a.backend,
+            if a.f64 { "yes" } else { "no" }
+        );
+    }
+    println!(
+        "  CUDA         {}",
+        if report.cuda_driver {
+            "driver library found (--device cuda)"
+        } else {
+            "no driver library"
+        }
+    );
     Ok(())
 }

@@ -530,3 +530,120 @@ fn roofline_reports_ceilings_places_kernels_and_writes_its_files() {
     let g = fma["median"].as_f64().unwrap();
     assert!(g > 0.1 && g < 10_000.0, "{g}");
 }
+
+/// Whether a GPU adapter exists (`mote info --json`); with none, GPU tests skip with a line,
+/// unless `MOTE_REQUIRE_GPU=1` (as in CI) makes that a failure.
+fn have_gpu() -> bool {
+    let r = mote(&["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let any = !v["gpu_adapters"].as_array().unwrap().is_empty();
+    if !any {
+        assert!(
+            std::env::var("MOTE_REQUIRE_GPU").as_deref() != Ok("1"),
+            "MOTE_REQUIRE_GPU=1 but mote info lists no GPU adapter"
+        );
+        eprintln!("SKIPPED: no GPU adapter");
+    }
+    any
+}
+
+#[test]
+fn a_gravity_run_on_the_gpu_follows_the_cpu_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = examples_dir().join("plummer.toml");
+    let run = |backend: &str, dir: &std::path::Path| {
+        mote(&[
+            "run",
+            cfg.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "initial_conditions.particles=300",
+            "--set",
+            "run.end_time=0.25",
+            "--set",
+            &format!("run.backend={backend}"),
+        ])
+    };
+    // A missing CUDA driver is a clear error before anything is written.
+    let cuda_dir = tmp.path().join("cuda");
+    let r = mote(&[
+        "run",
+        cfg.to_str().unwrap(),
+        "--out",
+        cuda_dir.to_str().unwrap(),
+        "--set",
+        "run.backend=gpu",
+        "--set",
+        "run.device=cuda",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&mote(&["info", "--json"]).stdout).unwrap();
+    if v["cuda_driver"] == false {
+        assert_eq!(r.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains("cuda:0") && err.contains("libcuda"), "{err}");
+        assert!(
+            !cuda_dir.exists(),
+            "no run directory for a run that could not start"
+        );
+    }
+    if !have_gpu() {
+        return;
+    }
+    let (cpu, gpu) = (tmp.path().join("cpu"), tmp.path().join("gpu"));
+    for (b, d) in [("cpu", &cpu), ("gpu", &gpu)] {
+        let r = run(b, d);
+        assert!(
+            r.status.success(),
+            "{b}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+    let provenance = std::fs::read_to_string(gpu.join("provenance.json")).unwrap();
+    assert!(
+        provenance.contains("\"backend\": \"gpu wgpu:0\""),
+        "{provenance}"
+    );
+    // Forces agree to about 1e-15, so after 72 steps the energies agree far below the
+    // integrator's own error (1e-5 here).
+    let energy = |d: &std::path::Path| {
+        let (h, rows) = read_csv(&d.join("diagnostics.csv"));
+        let e = h.iter().position(|c| c == "total").unwrap();
+        rows.last().unwrap()[e]
+    };
+    let (a, b) = (energy(&cpu), energy(&gpu));
+    assert!(((a - b) / a).abs() < 1e-9, "cpu {a}, gpu {b}");
+}
+
+#[test]
+fn gravity_bench_on_the_gpu_reports_transfers_and_speed_up() {
+    if !have_gpu() {
+        return;
+    }
+    let r = mote(&[
+        "bench",
+        "gravity",
+        "--backend",
+        "gpu",
+        "--particles",
+        "512",
+        "--precision",
+        "f32",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["backend"], "gpu");
+    for key in [
+        "upload_seconds",
+        "download_seconds",
+        "kernel_seconds",
+        "speedup_over_cpu",
+        "interactions_per_second",
+    ] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+}

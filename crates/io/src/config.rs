@@ -84,6 +84,10 @@ pub struct RunSection {
     /// Memory limit for the run's buffers (`"4 GiB"`, `"500MB"`); none by default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<String>,
+    /// Where the forces are computed: `cpu` (default) or `gpu`.
+    pub backend: String,
+    /// The device for `backend = "gpu"`: `wgpu` or `cuda`, with an optional `:INDEX`.
+    pub device: String,
 }
 
 impl Default for RunSection {
@@ -94,6 +98,8 @@ impl Default for RunSection {
             precision: Precision::F64,
             threads: 0,
             memory_limit: None,
+            backend: "cpu".to_string(),
+            device: "wgpu:0".to_string(),
         }
     }
 }
@@ -449,6 +455,15 @@ impl GravityConfig {
         if let Some(m) = &r.memory_limit {
             parse_memory_limit(m).map_err(|e| ("run.memory_limit".to_string(), e))?;
         }
+        if r.backend != "cpu" && r.backend != "gpu" {
+            return bad(
+                "run.backend",
+                format!("`{}`: expected cpu or gpu", r.backend),
+            );
+        }
+        if let Err(e) = r.device.parse::<mote_core::DeviceSpec>() {
+            return bad("run.device", e.to_string());
+        }
         if let Err(e) = Softening::new(self.solver.softening) {
             return bad("solver.softening", e.to_string());
         }
@@ -632,6 +647,10 @@ mod tests {
         assert!(e.message.contains("unknown kernel"), "{e}");
         let e = parse("physics = \"gravity\"\n[run]\nprecision = \"f16\"\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("run.precision"));
+        let e = parse("physics = \"gravity\"\n[run]\nbackend = \"tpu\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("run.backend"));
+        let e = parse("physics = \"gravity\"\n[run]\ndevice = \"opencl\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("run.device"));
         let e = parse("physics = \"gravity\"\n[run]\nmemory_limit = \"lots\"\n").unwrap_err();
         assert!(e.message.contains("not a memory size"), "{e}");
     }

@@ -12,13 +12,14 @@ use std::time::{Instant, SystemTime};
 
 use mote_core::memory::{MemoryModel, ReserveOptions, memory_limit, reserve};
 use mote_core::{
-    Budgeted, CapacityError, CapacityUnit, CpuBackend, MachineInfo, ParticleData, PrecisionJob,
-    Real,
+    Budgeted, CapacityError, CapacityUnit, CpuBackend, DeviceSpec, MachineInfo, ParticleData,
+    PrecisionJob, Real,
 };
+use mote_gpu::{Gpu, GpuDirectSolver, GpuError};
 use mote_gravity::initial_conditions as ic;
 use mote_gravity::{
-    Diagnostics, DirectSolver, GravityError, Integrator, KernelChoice, Simulation, Softening,
-    SolverInfo,
+    Diagnostics, DirectSolver, ForceSolver, GravityError, Integrator, KernelChoice, Simulation,
+    Softening,
 };
 use serde::Serialize;
 
@@ -42,6 +43,9 @@ pub enum RunError {
     /// Invalid physical parameters.
     #[error(transparent)]
     Gravity(#[from] GravityError),
+    /// The GPU could not be opened or failed.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     /// The state became NaN or infinite.
     #[error(
         "non-finite state at step {step}, time {time}: particle id {id} (index {index}) has {what}; \
@@ -350,6 +354,7 @@ impl PrecisionJob for GravityRun<'_> {
         let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
         price(c, n, integrator.as_ref())?;
         let particles = initial_particles::<R>(&c.initial_conditions)?;
+        let solver = make_solver::<R>(c)?;
         create_run_dir(self.dir, self.force)?;
         let start = Start {
             particles,
@@ -364,6 +369,7 @@ impl PrecisionJob for GravityRun<'_> {
             self.dir,
             start,
             integrator,
+            solver,
             self.git_commit,
             self.progress,
         )
@@ -492,6 +498,7 @@ impl PrecisionJob for ResumeJob<'_> {
         let particles = checkpoint::read_particles::<R>(self.path, self.arrays)?;
         let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
         price(c, particles.len(), integrator.as_ref())?;
+        let solver = make_solver::<R>(c)?;
         let start = Start {
             particles,
             step: self.header.step,
@@ -505,10 +512,38 @@ impl PrecisionJob for ResumeJob<'_> {
             self.dir,
             start,
             integrator,
+            solver,
             self.git_commit,
             self.progress,
         )
     }
+}
+
+/// The force solver the configuration asks for. Called before the run directory is touched:
+/// a device that cannot be opened loses nothing.
+fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, RunError> {
+    let softening = Softening::new(c.solver.softening)?;
+    if c.run.backend == "gpu" {
+        let spec: DeviceSpec =
+            c.run
+                .device
+                .parse()
+                .map_err(|e: mote_core::BackendError| GpuError::NoDevice {
+                    spec: c.run.device.clone(),
+                    reason: e.to_string(),
+                })?;
+        return Ok(Box::new(GpuDirectSolver::new(
+            Gpu::open(spec)?,
+            softening,
+            R::PRECISION,
+        )?));
+    }
+    let kernel: KernelChoice = c.solver.kernel.parse()?;
+    Ok(Box::new(DirectSolver::new(
+        softening,
+        kernel,
+        CpuBackend::threads(c.run.threads),
+    )?))
 }
 
 /// Runs from `start` to the end time, writing everything into `dir` (which exists).
@@ -517,27 +552,21 @@ fn drive<R: Real>(
     dir: &Path,
     start: Start<R>,
     integrator: Box<dyn Integrator<R>>,
+    solver: Box<dyn ForceSolver<R>>,
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunReport, RunError> {
     let started = SystemTime::now();
     let clock = Instant::now();
     let backend = CpuBackend::threads(c.run.threads);
-    let softening = Softening::new(c.solver.softening)?;
-    let kernel: KernelChoice = c.solver.kernel.parse()?;
-    let solver = DirectSolver::new(softening, kernel, backend)?;
+    let on_gpu = c.run.backend == "gpu";
+    let solver_name = solver.name();
     write_atomic(&dir.join("config.toml"), c.to_toml().as_bytes())?;
     let fresh = start.resumed_from.is_none();
     let mut sim = if fresh {
-        Simulation::new(start.particles, Box::new(solver.clone()), integrator)
+        Simulation::new(start.particles, solver, integrator)
     } else {
-        Simulation::restore(
-            start.particles,
-            Box::new(solver.clone()),
-            integrator,
-            start.time,
-            start.step,
-        )
+        Simulation::restore(start.particles, solver, integrator, start.time, start.step)
     };
     let limit = price(c, sim.particles.len(), sim.integrator())?;
     let reservation = match limit {
@@ -552,9 +581,13 @@ fn drive<R: Real>(
         mote_version: env!("CARGO_PKG_VERSION"),
         git_commit,
         physics: "gravity",
-        backend: "cpu".to_string(),
+        backend: if on_gpu {
+            format!("gpu {}", c.run.device)
+        } else {
+            "cpu".to_string()
+        },
         threads: backend.thread_count(),
-        kernel: solver.name(),
+        kernel: solver_name.clone(),
         precision: R::PRECISION.to_string(),
         seed: c.initial_conditions.seed,
         particles: sim.particles.len(),
@@ -685,7 +718,7 @@ fn drive<R: Real>(
         energy_error: last.relative_energy_error(e0),
         virial_ratio: last.virial_ratio,
         wall_seconds: wall,
-        kernel: solver.name(),
+        kernel: solver_name.clone(),
         particles: sim.particles.len(),
     })
 }

@@ -1,0 +1,295 @@
+//! Opening a device: adapter discovery, the CubeCL client, the precision check.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cubecl::cuda::{CudaDevice, CudaRuntime};
+use cubecl::prelude::*;
+use cubecl::wgpu::{WgpuDevice, WgpuRuntime};
+use mote_core::{DeviceApi, DeviceSpec, Precision};
+
+use crate::error::GpuError;
+
+/// The CubeCL client of one opened device; every launch dispatches on it once.
+pub(crate) enum Client {
+    Wgpu(ComputeClient<WgpuRuntime>),
+    Cuda(ComputeClient<CudaRuntime>),
+}
+
+/// An opened device.
+pub struct Gpu {
+    spec: DeviceSpec,
+    id: u64,
+    name: String,
+    f64: bool,
+    workgroup: u32,
+    pub(crate) client: Client,
+}
+
+/// One wgpu adapter of this machine, as `mote info` lists them.
+#[derive(Clone, Debug)]
+pub struct AdapterInfo {
+    /// Its index in `--device wgpu:INDEX`.
+    pub index: usize,
+    /// The adapter's name.
+    pub name: String,
+    /// `discrete`, `integrated`, `virtual`, `cpu` (a software driver) or `other`.
+    pub kind: &'static str,
+    /// The graphics API behind it.
+    pub backend: String,
+    /// Whether shaders can compute in f64.
+    pub f64: bool,
+}
+
+/// The backends the wgpu runtime uses on this platform (CubeCL's automatic choice).
+fn wgpu_backends() -> wgpu::Backends {
+    if cfg!(target_os = "macos") {
+        wgpu::Backends::METAL
+    } else if cfg!(target_os = "windows") {
+        wgpu::Backends::DX12
+    } else {
+        wgpu::Backends::VULKAN
+    }
+}
+
+fn wgpu_adapters() -> Vec<wgpu::Adapter> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu_backends(),
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    cubecl::future::block_on(instance.enumerate_adapters(wgpu_backends()))
+}
+
+fn kind_name(t: wgpu::DeviceType) -> &'static str {
+    use wgpu::DeviceType;
+    match t {
+        DeviceType::DiscreteGpu => "discrete",
+        DeviceType::IntegratedGpu => "integrated",
+        DeviceType::VirtualGpu => "virtual",
+        DeviceType::Cpu => "cpu",
+        DeviceType::Other => "other",
+    }
+}
+
+/// The wgpu adapters of this machine (empty where there is no Vulkan/Metal/DX12 driver).
+pub fn adapters() -> Vec<AdapterInfo> {
+    wgpu_adapters()
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let info = a.get_info();
+            AdapterInfo {
+                index,
+                name: info.name.clone(),
+                kind: kind_name(info.device_type),
+                backend: format!("{:?}", info.backend),
+                f64: a.features().contains(wgpu::Features::SHADER_F64),
+            }
+        })
+        .collect()
+}
+
+/// Whether the environment demands a GPU (`MOTE_REQUIRE_GPU=1`, as CI sets): GPU tests then
+/// fail instead of skipping when no adapter exists.
+pub fn require_gpu() -> bool {
+    std::env::var("MOTE_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// Where the CUDA driver library is, if anywhere: the CUDA runtime loads it at run time and
+/// panics without it, so it is looked for first.
+fn cuda_driver() -> Option<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    for d in [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/cuda/lib64",
+        "/usr/local/cuda/compat",
+        "/usr/lib/wsl/lib",
+    ] {
+        dirs.push(d.into());
+    }
+    dirs.into_iter()
+        .map(|d| d.join("libcuda.so.1"))
+        .find(|p| p.exists())
+}
+
+/// Whether the CUDA driver library is present (what `--device cuda` needs).
+pub fn cuda_driver_present() -> bool {
+    cuda_driver().is_some()
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Runs `f`, turning a panic inside the runtime (a missing driver, a failed device creation)
+/// into an error.
+fn guarded<T>(spec: &DeviceSpec, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|e| {
+        let message = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "the runtime panicked".into());
+        GpuError::NoDevice {
+            spec: spec.to_string(),
+            reason: message,
+        }
+    })
+}
+
+impl Gpu {
+    /// Opens the device `spec` (`wgpu:INDEX` indexes [`adapters`]; `cuda:INDEX` the CUDA
+    /// devices), with the default workgroup size of 256.
+    pub fn open(spec: DeviceSpec) -> Result<Self, GpuError> {
+        let (name, client) = match spec.api {
+            DeviceApi::Wgpu => {
+                let list = wgpu_adapters();
+                let Some(adapter) = list.get(spec.index) else {
+                    let names: Vec<String> =
+                        list.iter().map(|a| a.get_info().name.clone()).collect();
+                    return Err(GpuError::NoDevice {
+                        spec: spec.to_string(),
+                        reason: if names.is_empty() {
+                            "no Vulkan/Metal/DX12 adapter on this machine (on Debian, \
+                             `apt-get install mesa-vulkan-drivers` gives a software one)"
+                                .into()
+                        } else {
+                            format!("adapters are {names:?}")
+                        },
+                    });
+                };
+                let info = adapter.get_info();
+                // CubeCL selects adapters by kind and rank within the kind.
+                let rank = list[..spec.index]
+                    .iter()
+                    .filter(|a| a.get_info().device_type == info.device_type)
+                    .count();
+                use wgpu::DeviceType;
+                let device = match info.device_type {
+                    DeviceType::DiscreteGpu => WgpuDevice::DiscreteGpu(rank),
+                    DeviceType::IntegratedGpu => WgpuDevice::IntegratedGpu(rank),
+                    DeviceType::VirtualGpu => WgpuDevice::VirtualGpu(rank),
+                    DeviceType::Cpu => WgpuDevice::Cpu,
+                    DeviceType::Other => WgpuDevice::DefaultDevice,
+                };
+                let client = guarded(&spec, || WgpuRuntime::client(&device))?;
+                (info.name.clone(), Client::Wgpu(client))
+            }
+            DeviceApi::Cuda => {
+                if cuda_driver().is_none() {
+                    return Err(GpuError::NoDevice {
+                        spec: spec.to_string(),
+                        reason: "the CUDA driver library libcuda.so.1 was not found (searched \
+                                 LD_LIBRARY_PATH and the usual system directories)"
+                            .into(),
+                    });
+                }
+                let device = CudaDevice { index: spec.index };
+                let client = guarded(&spec, || CudaRuntime::client(&device))?;
+                (format!("CUDA device {}", spec.index), Client::Cuda(client))
+            }
+        };
+        let f64 = match &client {
+            Client::Wgpu(c) => c
+                .properties()
+                .supports_type(f64::as_type_native_unchecked()),
+            Client::Cuda(c) => c
+                .properties()
+                .supports_type(f64::as_type_native_unchecked()),
+        };
+        Ok(Self {
+            spec,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            name,
+            f64,
+            workgroup: 256,
+            client,
+        })
+    }
+
+    /// The specification it was opened with.
+    pub fn spec(&self) -> DeviceSpec {
+        self.spec
+    }
+
+    /// A number unique to this opened device within the process (what residency checks
+    /// compare).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The adapter's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether kernels can run in `precision` here.
+    pub fn supports(&self, precision: Precision) -> bool {
+        precision == Precision::F32 || self.f64
+    }
+
+    /// An error unless kernels can run in `precision` here.
+    pub fn check_precision(&self, precision: Precision) -> Result<(), GpuError> {
+        if self.supports(precision) {
+            Ok(())
+        } else {
+            Err(GpuError::Precision {
+                device: self.to_string(),
+                precision: precision.name(),
+            })
+        }
+    }
+
+    /// Units per workgroup (cube) of the kernels.
+    pub fn workgroup(&self) -> u32 {
+        self.workgroup
+    }
+
+    /// Sets the workgroup size (a power of two from 32 to 1024).
+    pub fn set_workgroup(&mut self, units: u32) -> Result<(), GpuError> {
+        if !units.is_power_of_two() || !(32..=1024).contains(&units) {
+            return Err(GpuError::Device {
+                device: self.to_string(),
+                message: format!("workgroup size {units}: expected a power of two in 32..=1024"),
+            });
+        }
+        self.workgroup = units;
+        Ok(())
+    }
+
+    /// Waits for every launched kernel; reports a failed launch (a kernel that did not
+    /// validate leaves its outputs untouched, and only this reports it).
+    pub fn sync(&self) -> Result<(), GpuError> {
+        let r = match &self.client {
+            Client::Wgpu(c) => c.flush().and_then(|_| cubecl::future::block_on(c.sync())),
+            Client::Cuda(c) => c.flush().and_then(|_| cubecl::future::block_on(c.sync())),
+        };
+        r.map_err(|e| self.failure(e))
+    }
+
+    pub(crate) fn failure(&self, e: impl std::fmt::Display) -> GpuError {
+        GpuError::Device {
+            device: self.to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("spec", &self.spec)
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("f64", &self.f64)
+            .field("workgroup", &self.workgroup)
+            .finish()
+    }
+}
+
+impl std::fmt::Display for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, #{})", self.spec, self.name, self.id)
+    }
+}

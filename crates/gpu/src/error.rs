@@ -1,0 +1,57 @@
+//! What can go wrong on a device.
+
+use thiserror::Error;
+
+/// An error of the GPU backend.
+#[derive(Debug, Error)]
+pub enum GpuError {
+    /// No adapter of the requested runtime exists (or the index is beyond them).
+    #[error("no GPU adapter for {spec}: {reason}")]
+    NoDevice {
+        /// The requested device.
+        spec: String,
+        /// Why (which adapters exist, which driver is missing).
+        reason: String,
+    },
+    /// The device cannot compute in the requested precision.
+    #[error("device {device} does not support {precision} arithmetic")]
+    Precision {
+        /// The device.
+        device: String,
+        /// `f64` or `f32`.
+        precision: &'static str,
+    },
+    /// An argument lives on another device than the launch.
+    #[error(
+        "array `{array}` lives on device #{array_device}, but the launch runs on device #{device} ({name})"
+    )]
+    WrongDevice {
+        /// The array's name.
+        array: String,
+        /// The device it was uploaded to.
+        array_device: u64,
+        /// The launch's device.
+        device: u64,
+        /// The launch's device name.
+        name: String,
+    },
+    /// Arrays of one launch disagree in length.
+    #[error("array `{array}` has {len} elements, the launch expects {expected}")]
+    Length {
+        /// The array's name.
+        array: String,
+        /// Its length.
+        len: usize,
+        /// The expected length.
+        expected: usize,
+    },
+    /// The device reported a failure (a kernel that did not validate, a lost device, a failed
+    /// read).
+    #[error("device {device}: {message}")]
+    Device {
+        /// The device.
+        device: String,
+        /// The runtime's message.
+        message: String,
+    },
+}

@@ -1,0 +1,411 @@
+//! Direct-summation gravity on the device: the sources are tiled through shared memory, one
+//! unit per target particle.
+//!
+//! Each workgroup of `T` units (the device's workgroup size) loads `T` sources into shared
+//! memory per round, all units wait, each accumulates the tile into its own target, and so on
+//! over the source array: every source is read from device memory once per workgroup instead of
+//! once per target. Every unit takes part in every barrier (units past the end clamp their
+//! indices and do not store). The pair `j == i` and the padding past the last source are masked
+//! with `select`, so the self-interaction is exactly zero as in the CPU reference, with or
+//! without softening.
+
+use std::time::Instant;
+
+use cubecl::prelude::*;
+use mote_core::{Precision, Real, Vec3Span, Vec3SpanMut};
+use mote_gravity::{ForceSolver, Softening, SolverInfo};
+
+use crate::array::DeviceArray;
+use crate::device::{Client, Gpu};
+use crate::error::GpuError;
+
+/// A float the kernels compute in (`f32`, `f64`).
+pub trait GpuFloat: Float + CubeElement + ScalarArgSettings + Real {}
+impl GpuFloat for f32 {}
+impl GpuFloat for f64 {}
+
+// Kernel bodies: CubeCL translates operators, not std methods such as `div_ceil`.
+#[allow(clippy::manual_div_ceil)]
+#[cube(launch_unchecked)]
+fn accelerations_kernel<F: Float + ScalarArgSettings>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    m: &Array<F>,
+    ax: &mut Array<F>,
+    ay: &mut Array<F>,
+    az: &mut Array<F>,
+    eps2: F,
+    #[comptime] tile: usize,
+) {
+    let n = x.len();
+    let i = ABSOLUTE_POS;
+    let unit = UNIT_POS as usize;
+    let ii = select(i < n, i, n - 1);
+    let (xi, yi, zi) = (x[ii], y[ii], z[ii]);
+    let mut sx = SharedMemory::<F>::new(tile);
+    let mut sy = SharedMemory::<F>::new(tile);
+    let mut sz = SharedMemory::<F>::new(tile);
+    let mut sm = SharedMemory::<F>::new(tile);
+    let mut acc_x = F::new(0.0);
+    let mut acc_y = F::new(0.0);
+    let mut acc_z = F::new(0.0);
+    let rounds = (n + tile - 1) / tile;
+    for round in 0..rounds {
+        let j = round * tile + unit;
+        let jj = select(j < n, j, n - 1);
+        sx[unit] = x[jj];
+        sy[unit] = y[jj];
+        sz[unit] = z[jj];
+        sm[unit] = m[jj];
+        sync_cube();
+        for k in 0..tile {
+            let source = round * tile + k;
+            let dx = sx[k] - xi;
+            let dy = sy[k] - yi;
+            let dz = sz[k] - zi;
+            let r2 = dx * dx + dy * dy + dz * dz + eps2;
+            let inv = F::new(1.0) / F::sqrt(r2);
+            let s = select(
+                source < n && source != i,
+                sm[k] * (inv * inv * inv),
+                F::new(0.0),
+            );
+            acc_x += dx * s;
+            acc_y += dy * s;
+            acc_z += dz * s;
+        }
+        sync_cube();
+    }
+    if i < n {
+        ax[i] = acc_x;
+        ay[i] = acc_y;
+        az[i] = acc_z;
+    }
+}
+
+#[allow(clippy::manual_div_ceil)]
+#[cube(launch_unchecked)]
+fn potentials_kernel<F: Float + ScalarArgSettings>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    m: &Array<F>,
+    phi: &mut Array<F>,
+    eps2: F,
+    #[comptime] tile: usize,
+) {
+    let n = x.len();
+    let i = ABSOLUTE_POS;
+    let unit = UNIT_POS as usize;
+    let ii = select(i < n, i, n - 1);
+    let (xi, yi, zi) = (x[ii], y[ii], z[ii]);
+    let mut sx = SharedMemory::<F>::new(tile);
+    let mut sy = SharedMemory::<F>::new(tile);
+    let mut sz = SharedMemory::<F>::new(tile);
+    let mut sm = SharedMemory::<F>::new(tile);
+    let mut sum = F::new(0.0);
+    let rounds = (n + tile - 1) / tile;
+    for round in 0..rounds {
+        let j = round * tile + unit;
+        let jj = select(j < n, j, n - 1);
+        sx[unit] = x[jj];
+        sy[unit] = y[jj];
+        sz[unit] = z[jj];
+        sm[unit] = m[jj];
+        sync_cube();
+        for k in 0..tile {
+            let source = round * tile + k;
+            let dx = sx[k] - xi;
+            let dy = sy[k] - yi;
+            let dz = sz[k] - zi;
+            let r2 = dx * dx + dy * dy + dz * dz + eps2;
+            let s = select(source < n && source != i, sm[k] / F::sqrt(r2), F::new(0.0));
+            sum -= s;
+        }
+        sync_cube();
+    }
+    if i < n {
+        phi[i] = sum;
+    }
+}
+
+/// Wall seconds spent in transfers and kernels since the last [`GpuDirectSolver::take_seconds`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TransferSeconds {
+    /// Host to device copies.
+    pub upload: f64,
+    /// Kernels, to completion.
+    pub kernel: f64,
+    /// Device to host copies.
+    pub download: f64,
+}
+
+/// Direct summation on a device, as a [`ForceSolver`]: each evaluation uploads positions and
+/// masses, runs the tiled kernel and downloads the accelerations (the transfer times are kept
+/// apart, see [`GpuDirectSolver::take_seconds`]). [`GpuDirectSolver::accelerations_on_device`]
+/// is the transfer-free entry point for device-resident state.
+pub struct GpuDirectSolver {
+    gpu: Gpu,
+    softening: Softening,
+    interactions: u64,
+    seconds: TransferSeconds,
+}
+
+/// The device state of one evaluation.
+struct Sources<F> {
+    x: DeviceArray<F>,
+    y: DeviceArray<F>,
+    z: DeviceArray<F>,
+    m: DeviceArray<F>,
+}
+
+impl GpuDirectSolver {
+    /// A solver on `gpu` for runs in `precision` (an error where the device cannot compute in
+    /// it).
+    pub fn new(gpu: Gpu, softening: Softening, precision: Precision) -> Result<Self, GpuError> {
+        gpu.check_precision(precision)?;
+        Ok(Self {
+            gpu,
+            softening,
+            interactions: 0,
+            seconds: TransferSeconds::default(),
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The device, to change its settings.
+    pub fn gpu_mut(&mut self) -> &mut Gpu {
+        &mut self.gpu
+    }
+
+    /// Transfer and kernel seconds since the last call, and resets them.
+    pub fn take_seconds(&mut self) -> TransferSeconds {
+        std::mem::take(&mut self.seconds)
+    }
+
+    /// One unit per target, workgroups of the device's size (which is also the source tile).
+    fn grid(&self, n: usize) -> (CubeCount, CubeDim, usize) {
+        let tile = self.gpu.workgroup();
+        (
+            CubeCount::Static((n as u32).div_ceil(tile), 1, 1),
+            CubeDim::new_1d(tile),
+            tile as usize,
+        )
+    }
+
+    fn eps2<F: GpuFloat>(&self) -> F {
+        self.softening.epsilon2::<F>()
+    }
+
+    /// Accelerations of the sources `x, y, z, m` into `ax, ay, az`, all on this solver's
+    /// device (every array is checked to live there and to have the same length).
+    #[allow(clippy::too_many_arguments)]
+    pub fn accelerations_on_device<F: GpuFloat>(
+        &mut self,
+        x: &DeviceArray<F>,
+        y: &DeviceArray<F>,
+        z: &DeviceArray<F>,
+        m: &DeviceArray<F>,
+        ax: &DeviceArray<F>,
+        ay: &DeviceArray<F>,
+        az: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        let n = x.len();
+        for a in [x, y, z, m, ax, ay, az] {
+            self.gpu.check(a, n)?;
+        }
+        self.gpu.check_precision(F::PRECISION)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let (count, dim, tile) = self.grid(n);
+        let eps2 = self.eps2::<F>();
+        fn launch<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            dim: CubeDim,
+            a: [&DeviceArray<F>; 7],
+            eps2: F,
+            tile: usize,
+        ) {
+            // SAFETY: every array holds n elements (checked), the kernel indexes below n and
+            // writes only its own target's entries.
+            unsafe {
+                accelerations_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    dim,
+                    a[0].arg(),
+                    a[1].arg(),
+                    a[2].arg(),
+                    a[3].arg(),
+                    a[4].arg(),
+                    a[5].arg(),
+                    a[6].arg(),
+                    eps2,
+                    tile,
+                )
+            }
+        }
+        let args = [x, y, z, m, ax, ay, az];
+        match &self.gpu.client {
+            Client::Wgpu(c) => launch(c, count, dim, args, eps2, tile),
+            Client::Cuda(c) => launch(c, count, dim, args, eps2, tile),
+        }
+        self.interactions += (n as u64) * (n as u64 - 1);
+        Ok(())
+    }
+
+    /// Per-particle potentials `phi_i = -sum_(j != i) m_j / sqrt(r_ij^2 + eps^2)` on the device.
+    fn potentials_on_device<F: GpuFloat>(
+        &self,
+        s: &Sources<F>,
+        phi: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        let n = s.x.len();
+        for a in [&s.x, &s.y, &s.z, &s.m, phi] {
+            self.gpu.check(a, n)?;
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let (count, dim, tile) = self.grid(n);
+        fn launch<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            dim: CubeDim,
+            a: [&DeviceArray<F>; 5],
+            eps2: F,
+            tile: usize,
+        ) {
+            // SAFETY: as for the accelerations.
+            unsafe {
+                potentials_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    dim,
+                    a[0].arg(),
+                    a[1].arg(),
+                    a[2].arg(),
+                    a[3].arg(),
+                    a[4].arg(),
+                    eps2,
+                    tile,
+                )
+            }
+        }
+        let args = [&s.x, &s.y, &s.z, &s.m, phi];
+        let eps2 = self.eps2::<F>();
+        match &self.gpu.client {
+            Client::Wgpu(c) => launch(c, count, dim, args, eps2, tile),
+            Client::Cuda(c) => launch(c, count, dim, args, eps2, tile),
+        }
+        Ok(())
+    }
+
+    fn upload<F: GpuFloat, R: Real>(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+    ) -> Sources<F> {
+        let clock = Instant::now();
+        let (x, y, z) = positions.components();
+        let cast = |v: &[R]| -> Vec<F> { v.iter().map(|&a| F::cast(a.as_f64())).collect() };
+        let s = Sources {
+            x: self.gpu.upload("x", &cast(x)),
+            y: self.gpu.upload("y", &cast(y)),
+            z: self.gpu.upload("z", &cast(z)),
+            m: self.gpu.upload("mass", &cast(masses)),
+        };
+        self.seconds.upload += clock.elapsed().as_secs_f64();
+        s
+    }
+
+    fn host_accelerations<F: GpuFloat, R: Real>(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        acc: Vec3SpanMut<'_, R>,
+    ) -> Result<(), GpuError> {
+        let n = masses.len();
+        let s = self.upload::<F, R>(positions, masses);
+        let out: [DeviceArray<F>; 3] = [
+            self.gpu.output("ax", n),
+            self.gpu.output("ay", n),
+            self.gpu.output("az", n),
+        ];
+        let clock = Instant::now();
+        self.accelerations_on_device(&s.x, &s.y, &s.z, &s.m, &out[0], &out[1], &out[2])?;
+        self.gpu.sync()?;
+        self.seconds.kernel += clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let (ax, ay, az) = acc.components_mut();
+        for (host, device) in [ax, ay, az].into_iter().zip(&out) {
+            for (h, d) in host.iter_mut().zip(self.gpu.download(device)?) {
+                *h = R::cast(d.as_f64());
+            }
+        }
+        self.seconds.download += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn host_potential<F: GpuFloat, R: Real>(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+    ) -> Result<f64, GpuError> {
+        let s = self.upload::<F, R>(positions, masses);
+        let phi = self.gpu.output::<F>("potential", masses.len());
+        self.potentials_on_device(&s, &phi)?;
+        self.gpu.sync()?;
+        let phi = self.gpu.download(&phi)?;
+        Ok(0.5
+            * masses
+                .iter()
+                .zip(&phi)
+                .map(|(m, p)| m.as_f64() * p.as_f64())
+                .sum::<f64>())
+    }
+}
+
+impl SolverInfo for GpuDirectSolver {
+    fn name(&self) -> String {
+        format!("direct/gpu ({})", self.gpu.name())
+    }
+
+    fn softening(&self) -> Softening {
+        self.softening
+    }
+
+    fn interactions(&self) -> u64 {
+        self.interactions
+    }
+}
+
+impl<R: Real> ForceSolver<R> for GpuDirectSolver {
+    /// # Panics
+    /// If the device fails (a lost device, a kernel that does not validate): the trait has no
+    /// error path, and a run must not continue on stale accelerations.
+    fn accelerations(&mut self, positions: Vec3Span<'_, R>, masses: &[R], acc: Vec3SpanMut<'_, R>) {
+        let r = match R::PRECISION {
+            Precision::F32 => self.host_accelerations::<f32, R>(positions, masses, acc),
+            Precision::F64 => self.host_accelerations::<f64, R>(positions, masses, acc),
+        };
+        if let Err(e) = r {
+            panic!("GPU force evaluation failed: {e}");
+        }
+    }
+
+    fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64 {
+        let r = match R::PRECISION {
+            Precision::F32 => self.host_potential::<f32, R>(positions, masses),
+            Precision::F64 => self.host_potential::<f64, R>(positions, masses),
+        };
+        r.unwrap_or_else(|e| panic!("GPU potential evaluation failed: {e}"))
+    }
+}

@@ -1,0 +1,27 @@
+//! The GPU backend of mote: device mirrors of the host component arrays and CubeCL kernels.
+//!
+//! - [`Gpu`] is an opened device (the wgpu runtime: Vulkan, Metal, DX12, integrated GPUs and
+//!   Mesa's software Vulkan driver; or CUDA), chosen by a [`DeviceSpec`](mote_core::DeviceSpec).
+//!   Opening fails with a clear [`GpuError`] where no adapter or driver exists: nothing falls back
+//!   to the CPU silently.
+//! - [`DeviceArray`] is one component array on one device, filled by an explicit upload and read
+//!   back by an explicit download. Each remembers its device: a launch checks that every argument
+//!   lives on the device it runs on and refuses otherwise ([`GpuError::WrongDevice`]).
+//! - [`GpuDirectSolver`] is direct-summation gravity on the device (sources tiled through shared
+//!   memory), a [`ForceSolver`](mote_gravity::ForceSolver) like the CPU solvers.
+//!
+//! CubeCL lives in this crate only, so the CPU crates build without it. Kernels are generic over
+//! the float type; they take every input as an argument, never allocate, log or panic, and each
+//! unit writes only its own particle's entries.
+
+mod array;
+mod device;
+mod error;
+pub mod gravity;
+
+pub use gravity::{GpuFloat, TransferSeconds};
+
+pub use array::DeviceArray;
+pub use device::{AdapterInfo, Gpu, adapters, cuda_driver_present, require_gpu};
+pub use error::GpuError;
+pub use gravity::GpuDirectSolver;
