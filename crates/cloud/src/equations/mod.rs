@@ -6,8 +6,12 @@
 //! Burgers and Euler implement the same trait.
 
 mod advection;
+mod burgers;
+mod euler;
 
 pub use advection::LinearAdvection;
+pub use burgers::Burgers;
+pub use euler::Euler;
 
 use mote_core::Real;
 

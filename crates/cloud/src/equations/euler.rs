@@ -1,0 +1,181 @@
+//! The Euler equations of gas dynamics in `D` dimensions: `D + 2` conserved variables
+//! `(rho, rho u_1 .. rho u_D, E)`, ideal gas `p = (gamma - 1) (E - rho |u|^2 / 2)`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mote_core::Real;
+
+use super::Equation;
+use crate::error::CloudError;
+
+/// The Euler equations with ratio of specific heats `gamma`.
+///
+/// Density and pressure below the floors are raised to them wherever the equation evaluates a
+/// state (flux, wave speed, primitive variables), and every such event is counted
+/// ([`Euler::floor_events`]) so that a run can report how often the floors acted: a scheme that
+/// needs them often is not resolving the flow.
+#[derive(Debug)]
+pub struct Euler<const D: usize> {
+    gamma: f64,
+    density_floor: f64,
+    pressure_floor: f64,
+    floors: AtomicU64,
+}
+
+impl<const D: usize> Clone for Euler<D> {
+    fn clone(&self) -> Self {
+        Self {
+            gamma: self.gamma,
+            density_floor: self.density_floor,
+            pressure_floor: self.pressure_floor,
+            floors: AtomicU64::new(self.floor_events()),
+        }
+    }
+}
+
+impl<const D: usize> Euler<D> {
+    /// An ideal gas with `gamma > 1`, floors 1e-10 on density and pressure.
+    pub fn new(gamma: f64) -> Result<Self, CloudError> {
+        if !(gamma.is_finite() && gamma > 1.0) {
+            return Err(CloudError::invalid(
+                "gamma",
+                gamma,
+                "a finite number above 1",
+            ));
+        }
+        Ok(Self {
+            gamma,
+            density_floor: 1e-10,
+            pressure_floor: 1e-10,
+            floors: AtomicU64::new(0),
+        })
+    }
+
+    /// Sets the density and pressure floors (positive).
+    pub fn with_floors(mut self, density: f64, pressure: f64) -> Result<Self, CloudError> {
+        if !(density > 0.0 && pressure > 0.0) {
+            return Err(CloudError::invalid(
+                "positivity floors",
+                format!("{density}, {pressure}"),
+                "positive numbers",
+            ));
+        }
+        self.density_floor = density;
+        self.pressure_floor = pressure;
+        Ok(self)
+    }
+
+    /// The ratio of specific heats.
+    pub fn gamma(&self) -> f64 {
+        self.gamma
+    }
+
+    /// How many times a floor acted since the last [`Euler::take_floor_events`].
+    pub fn floor_events(&self) -> u64 {
+        self.floors.load(Ordering::Relaxed)
+    }
+
+    /// The floor events so far, and resets the count.
+    pub fn take_floor_events(&self) -> u64 {
+        self.floors.swap(0, Ordering::Relaxed)
+    }
+
+    /// Density, velocity and pressure of a conservative state, with the floors applied.
+    #[inline(always)]
+    pub fn primitive<R: Real>(&self, u: &[R]) -> (R, [R; D], R) {
+        let mut rho = u[0];
+        let floor = R::cast(self.density_floor);
+        // Below the floor, or NaN.
+        if rho < floor || rho.is_nan() {
+            self.floors.fetch_add(1, Ordering::Relaxed);
+            rho = floor;
+        }
+        let v: [R; D] = std::array::from_fn(|d| u[1 + d] / rho);
+        let mut kinetic = R::zero();
+        for d in 0..D {
+            kinetic += u[1 + d] * v[d];
+        }
+        let mut p = R::cast(self.gamma - 1.0) * (u[D + 1] - R::cast(0.5) * kinetic);
+        let floor = R::cast(self.pressure_floor);
+        if p < floor || p.is_nan() {
+            self.floors.fetch_add(1, Ordering::Relaxed);
+            p = floor;
+        }
+        (rho, v, p)
+    }
+
+    /// The conservative state of density, velocity and pressure.
+    pub fn conservative<R: Real>(&self, rho: R, v: [R; D], p: R) -> Vec<R> {
+        let mut out = vec![R::zero(); D + 2];
+        Equation::<R, D>::to_conservative(self, &primitive_vec(rho, v, p), &mut out);
+        out
+    }
+
+    /// The sound speed `sqrt(gamma p / rho)`.
+    #[inline(always)]
+    pub fn sound_speed<R: Real>(&self, rho: R, p: R) -> R {
+        (R::cast(self.gamma) * p / rho).sqrt()
+    }
+}
+
+fn primitive_vec<R: Real, const D: usize>(rho: R, v: [R; D], p: R) -> Vec<R> {
+    let mut w = vec![rho];
+    w.extend_from_slice(&v);
+    w.push(p);
+    w
+}
+
+impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
+    fn name(&self) -> &'static str {
+        "euler"
+    }
+
+    fn variables(&self) -> usize {
+        D + 2
+    }
+
+    #[inline(always)]
+    fn flux(&self, u: &[R], n: [R; D], out: &mut [R]) {
+        let (rho, v, p) = self.primitive(u);
+        let mut vn = R::zero();
+        for d in 0..D {
+            vn += v[d] * n[d];
+        }
+        out[0] = rho * vn;
+        for d in 0..D {
+            out[1 + d] = u[1 + d] * vn + p * n[d];
+        }
+        out[D + 1] = (u[D + 1] + p) * vn;
+    }
+
+    #[inline(always)]
+    fn max_wave_speed(&self, u: &[R], n: [R; D]) -> R {
+        let (rho, v, p) = self.primitive(u);
+        let (mut vn, mut nn) = (R::zero(), R::zero());
+        for d in 0..D {
+            vn += v[d] * n[d];
+            nn += n[d] * n[d];
+        }
+        vn.abs() + self.sound_speed(rho, p) * nn.sqrt()
+    }
+
+    /// `(rho, u_1 .. u_D, p)`.
+    fn to_primitive(&self, u: &[R], out: &mut [R]) {
+        let (rho, v, p) = self.primitive(u);
+        out[0] = rho;
+        out[1..=D].copy_from_slice(&v);
+        out[D + 1] = p;
+    }
+
+    /// From `(rho, u_1 .. u_D, p)`.
+    fn to_conservative(&self, w: &[R], out: &mut [R]) {
+        let rho = w[0];
+        let mut kinetic = R::zero();
+        for d in 0..D {
+            out[1 + d] = rho * w[1 + d];
+            kinetic += w[1 + d] * w[1 + d];
+        }
+        out[0] = rho;
+        out[D + 1] = w[D + 1] / R::cast(self.gamma - 1.0) + R::cast(0.5) * rho * kinetic;
+    }
+}
