@@ -5,7 +5,7 @@ use std::error::Error;
 use std::time::Instant;
 
 use clap::Args;
-use mote_cloud::equations::LinearAdvection;
+use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::scheme::{Formulation, Muscl};
 use mote_cloud::time::Tableau;
@@ -42,6 +42,9 @@ pub struct CloudArgs {
     /// Number of advected variables.
     #[arg(long, default_value_t = 1)]
     variables: usize,
+    /// advection, burgers or euler (gamma 1.4, a smooth density wave on a uniform flow).
+    #[arg(long, default_value = "advection")]
+    equation: String,
     /// Time stepper: euler, rk2, rk3 or rk4.
     #[arg(long, default_value = "rk3")]
     stepper: String,
@@ -71,6 +74,7 @@ pub(crate) struct CloudReport {
     pub threads: usize,
     pub layout: String,
     pub stages: usize,
+    pub equation: String,
     pub variables: usize,
     pub neighbours_mean: f64,
     pub search_seconds: f64,
@@ -88,7 +92,8 @@ pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "cloud {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
+            "cloud {} {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
+            report.equation,
             report.dim,
             report.order,
             report.precision,
@@ -126,6 +131,7 @@ impl CloudArgs {
             jitter: 0.25,
             radius: None,
             variables: 1,
+            equation: "advection".into(),
             stepper: "rk3".into(),
             repeats,
             json: false,
@@ -196,25 +202,57 @@ fn bench<R: Real, const D: usize, L: SlotLayout>(
         seed: 1,
         boundary_layers: 0,
     };
-    let mut cloud = Cloud::<R, D>::lattice(Domain::unit_periodic(), opts, args.variables)?;
+    let tau = std::f64::consts::TAU;
+    let wave = move |x: [f64; D]| (0..D).map(|d| (tau * x[d]).sin()).product::<f64>();
+    match args.equation.as_str() {
+        "advection" => {
+            let velocity: [f64; D] = std::array::from_fn(|d| 1.0 - 0.25 * d as f64);
+            let eq = LinearAdvection::scalar(velocity, args.variables);
+            bench_equation::<R, D, L, _>(args, backend, spacing, opts, eq, |x| {
+                (0..args.variables).map(|v| wave(x) + v as f64).collect()
+            })
+        }
+        "burgers" => {
+            bench_equation::<R, D, L, _>(args, backend, spacing, opts, Burgers::<D>, |x| {
+                vec![1.0 + 0.2 * wave(x)]
+            })
+        }
+        "euler" => {
+            let eq = Euler::<D>::new(1.4)?;
+            let velocity: [f64; D] = std::array::from_fn(|d| 0.5 - 0.2 * d as f64);
+            let gas = eq.clone();
+            bench_equation::<R, D, L, _>(args, backend, spacing, opts, eq, move |x| {
+                gas.conservative(1.0 + 0.2 * wave(x), velocity, 1.0)
+            })
+        }
+        other => Err(format!("--equation `{other}`: expected advection, burgers or euler").into()),
+    }
+}
+
+/// The benchmark of one equation: a periodic cloud with state `init(x)` (conservative
+/// variables), the scheme, and the timed steps.
+fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
+    args: &CloudArgs,
+    backend: CpuBackend,
+    spacing: f64,
+    opts: LatticeOptions,
+    equation: E,
+    init: impl Fn([f64; D]) -> Vec<f64>,
+) -> Result<CloudReport, Box<dyn Error>> {
+    let variables = equation.variables();
+    let mut cloud = Cloud::<R, D>::lattice(Domain::unit_periodic(), opts, variables)?;
     cloud.reorder_morton();
     for o in cloud.orders_mut() {
         *o = args.order as u8;
     }
-    for v in 0..args.variables {
-        for i in 0..cloud.len() {
-            let x = cloud.position_of(i);
-            cloud.state_var_mut(v)[i] = R::cast(
-                (0..D)
-                    .map(|d| (std::f64::consts::TAU * x[d]).sin())
-                    .product::<f64>()
-                    + v as f64,
-            );
+    for i in 0..cloud.len() {
+        let u = init(cloud.position_of(i));
+        for (v, value) in u.into_iter().enumerate() {
+            cloud.state_var_mut(v)[i] = R::cast(value);
         }
     }
-    let velocity: [f64; D] = std::array::from_fn(|d| 1.0 - 0.25 * d as f64);
     let scheme = Muscl::new(
-        LinearAdvection::scalar(velocity, args.variables),
+        equation,
         args.order,
         Formulation::MlsDivergence,
         Weight::default(),
@@ -255,7 +293,7 @@ fn bench<R: Real, const D: usize, L: SlotLayout>(
     let slots = sim.list.total() as f64;
     let stages = Tableau::by_name(&args.stepper)?.stages();
     let (m, mr, r) = (
-        args.variables as f64,
+        variables as f64,
         sim.scheme.reconstruction_terms() as f64,
         std::mem::size_of::<R>() as f64,
     );
@@ -306,7 +344,8 @@ fn bench<R: Real, const D: usize, L: SlotLayout>(
         threads: backend.thread_count(),
         layout: L::NAME.to_string(),
         stages,
-        variables: args.variables,
+        variables,
+        equation: args.equation.clone(),
         neighbours_mean: sim.list.mean(),
         search_seconds,
         mls_seconds,

@@ -345,6 +345,30 @@ fn bench_cloud_json_has_every_pass() {
     let out = mote(&["bench", "cloud", "--dim", "4"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dim"));
+    // Euler: D + 2 variables, and the equation named; an unknown equation is refused.
+    let out = mote(&[
+        "bench",
+        "cloud",
+        "--particles",
+        "400",
+        "--equation",
+        "euler",
+        "--order",
+        "2",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["equation"], "euler");
+    assert_eq!(v["variables"], 4);
+    let out = mote(&["bench", "cloud", "--particles", "400", "--equation", "mhd"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--equation `mhd`"));
 }
 
 #[test]
