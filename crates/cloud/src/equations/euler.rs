@@ -104,6 +104,40 @@ impl<const D: usize> Euler<D> {
         (rho, v, p)
     }
 
+    /// [`Euler::primitive`] for `W` states in lanes (`u[v][lane]`), in the same operations;
+    /// the floor events of the batch are counted with one atomic add.
+    #[inline(always)]
+    fn primitive_lanes<R: Real, const M: usize, const W: usize>(
+        &self,
+        u: &[[R; W]; M],
+    ) -> ([R; W], [[R; W]; D], [R; W]) {
+        let (rho_floor, p_floor) = (R::cast(self.density_floor), R::cast(self.pressure_floor));
+        let (gm1, half) = (R::cast(self.gamma - 1.0), R::cast(0.5));
+        let mut events = 0u64;
+        let mut rho = [R::zero(); W];
+        let mut v = [[R::zero(); W]; D];
+        let mut p = [R::zero(); W];
+        for l in 0..W {
+            let r = u[0][l];
+            let low = r < rho_floor || r.is_nan();
+            events += u64::from(low);
+            rho[l] = if low { rho_floor } else { r };
+            let mut kinetic = R::zero();
+            for d in 0..D {
+                v[d][l] = u[1 + d][l] / rho[l];
+                kinetic += u[1 + d][l] * v[d][l];
+            }
+            let q = gm1 * (u[D + 1][l] - half * kinetic);
+            let low = q < p_floor || q.is_nan();
+            events += u64::from(low);
+            p[l] = if low { p_floor } else { q };
+        }
+        if events > 0 {
+            self.floors.fetch_add(events, Ordering::Relaxed);
+        }
+        (rho, v, p)
+    }
+
     /// The conservative state of density, velocity and pressure.
     pub fn conservative<R: Real>(&self, rho: R, v: [R; D], p: R) -> Vec<R> {
         let mut out = vec![R::zero(); D + 2];
@@ -157,6 +191,46 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
             nn += n[d] * n[d];
         }
         vn.abs() + self.sound_speed(rho, p) * nn.sqrt()
+    }
+
+    #[inline(always)]
+    fn flux_lanes<const M: usize, const W: usize>(
+        &self,
+        _m: usize,
+        u: &[[R; W]; M],
+        n: &[[R; W]; D],
+        out: &mut [[R; W]; M],
+    ) {
+        let (rho, v, p) = self.primitive_lanes(u);
+        for l in 0..W {
+            let mut vn = R::zero();
+            for d in 0..D {
+                vn += v[d][l] * n[d][l];
+            }
+            out[0][l] = rho[l] * vn;
+            for d in 0..D {
+                out[1 + d][l] = u[1 + d][l] * vn + p[l] * n[d][l];
+            }
+            out[D + 1][l] = (u[D + 1][l] + p[l]) * vn;
+        }
+    }
+
+    #[inline(always)]
+    fn max_wave_speed_lanes<const M: usize, const W: usize>(
+        &self,
+        _m: usize,
+        u: &[[R; W]; M],
+        n: &[[R; W]; D],
+    ) -> [R; W] {
+        let (rho, v, p) = self.primitive_lanes(u);
+        std::array::from_fn(|l| {
+            let (mut vn, mut nn) = (R::zero(), R::zero());
+            for d in 0..D {
+                vn += v[d][l] * n[d][l];
+                nn += n[d][l] * n[d][l];
+            }
+            vn.abs() + self.sound_speed(rho[l], p[l]) * nn.sqrt()
+        })
     }
 
     /// `(rho, u_1 .. u_D, p)`.
