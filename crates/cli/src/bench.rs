@@ -213,12 +213,7 @@ impl PrecisionJob for GravityBench<'_> {
                 t.elapsed().as_secs_f64()
             })
             .collect();
-        times.sort_by(f64::total_cmp);
-        let median = if times.len() % 2 == 1 {
-            times[times.len() / 2]
-        } else {
-            0.5 * (times[times.len() / 2 - 1] + times[times.len() / 2])
-        };
+        let median = crate::bench_cloud::median(&mut times);
         let reps = times.len() as f64;
         let (backend, kernel, threads, gpu) = match &mut self.solver {
             BenchSolver::Cpu(s) => (

@@ -16,7 +16,7 @@ use mote_gravity::initial_conditions::plummer;
 use mote_gravity::{DirectSolver, ForceSolver, Kernel, KernelChoice, Softening};
 use serde::Serialize;
 
-use crate::bench_cloud::{CloudArgs, measure};
+use crate::bench_cloud::{CloudArgs, measure, median};
 
 /// One kernel on the roofline.
 #[derive(Debug, Clone, Serialize)]
@@ -119,11 +119,6 @@ fn gravity_real_flops(kernel: Kernel, precision: Precision) -> f64 {
     3.0 + 6.0 + rsqrt + 4.0 * newton + 3.0 + 6.0
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 struct GravityTiming {
     kernel: Kernel,
     n: usize,
@@ -142,13 +137,13 @@ impl PrecisionJob for GravityTiming {
         let mut p = plummer::<R>(self.n, 1)?;
         ForceSolver::<R>::update(&mut solver, &mut p);
         Ok(median(
-            (0..self.repeats)
+            &mut (0..self.repeats)
                 .map(|_| {
                     let t = Instant::now();
                     ForceSolver::<R>::update(&mut solver, &mut p);
                     t.elapsed().as_secs_f64()
                 })
-                .collect(),
+                .collect::<Vec<f64>>(),
         ))
     }
 }
