@@ -7,6 +7,7 @@ use mote_core::Real;
 
 use super::Equation;
 use crate::error::CloudError;
+use crate::flux::{FluxKind, hllc_lanes, rusanov_lanes};
 
 /// The Euler equations with ratio of specific heats `gamma`.
 ///
@@ -231,6 +232,39 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
             }
             vn.abs() + self.sound_speed(rho[l], p[l]) * nn.sqrt()
         })
+    }
+
+    fn supports_flux(&self, kind: FluxKind) -> bool {
+        matches!(kind, FluxKind::Rusanov | FluxKind::Hllc)
+    }
+
+    #[inline(always)]
+    fn numerical_flux_lanes<const M: usize, const W: usize>(
+        &self,
+        kind: FluxKind,
+        m: usize,
+        ul: &[[R; W]; M],
+        ur: &[[R; W]; M],
+        n: &[[R; W]; D],
+        out: &mut [[R; W]; M],
+    ) {
+        match kind {
+            FluxKind::Hllc => hllc_lanes::<R, D, M, W>(self, ul, ur, n, out),
+            _ => rusanov_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
+        }
+    }
+
+    /// Finite, density and pressure above zero (the floors do not count here: a state that
+    /// needs them is not admissible).
+    fn admissible(&self, u: &[R]) -> bool {
+        if !u[..D + 2].iter().all(|x| x.is_finite()) || u[0] <= R::zero() {
+            return false;
+        }
+        let mut kinetic = R::zero();
+        for d in 0..D {
+            kinetic += u[1 + d] * u[1 + d];
+        }
+        u[D + 1] - R::cast(0.5) * kinetic / u[0] > R::zero()
     }
 
     /// `(rho, u_1 .. u_D, p)`.

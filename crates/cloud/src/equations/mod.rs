@@ -15,6 +15,8 @@ pub use euler::Euler;
 
 use mote_core::Real;
 
+use crate::flux::{FluxKind, rusanov_lanes, upwind_lanes};
+
 /// A hyperbolic system in `D` dimensions with a run-time number of variables.
 pub trait Equation<R: Real, const D: usize>: Send + Sync {
     /// A short name.
@@ -69,6 +71,45 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
             let ul: [R; M] = std::array::from_fn(|v| u[v][l]);
             self.max_wave_speed(&ul[..m], std::array::from_fn(|d| n[d][l]))
         })
+    }
+
+    /// Whether [`numerical_flux_lanes`](Self::numerical_flux_lanes) implements `kind` for this
+    /// equation: Rusanov always, upwind for one variable; an equation with its own Riemann
+    /// solver (Euler: HLLC) overrides this. Schemes refuse an unsupported flux when built.
+    fn supports_flux(&self, kind: FluxKind) -> bool {
+        match kind {
+            FluxKind::Rusanov => true,
+            FluxKind::Upwind => self.variables() == 1,
+            FluxKind::Hllc => false,
+        }
+    }
+
+    /// The numerical flux `kind` for `W` pairs of states in lane layout (`out[v][lane]`), through
+    /// the (non-unit) normals `n`. Called once per batch of neighbours; `kind` must be one that
+    /// [`supports_flux`](Self::supports_flux) accepts (else Rusanov is used).
+    #[inline(always)]
+    fn numerical_flux_lanes<const M: usize, const W: usize>(
+        &self,
+        kind: FluxKind,
+        m: usize,
+        ul: &[[R; W]; M],
+        ur: &[[R; W]; M],
+        n: &[[R; W]; D],
+        out: &mut [[R; W]; M],
+    ) where
+        Self: Sized,
+    {
+        match kind {
+            FluxKind::Upwind if m == 1 => upwind_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
+            _ => rusanov_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
+        }
+    }
+
+    /// Whether a state is physically admissible: every variable finite, by default; Euler also
+    /// asks for positive density and pressure. MOOD reduces the order where a candidate state is
+    /// not admissible.
+    fn admissible(&self, u: &[R]) -> bool {
+        u.iter().all(|x| x.is_finite())
     }
 
     /// Conservative to primitive variables (identity unless overridden).

@@ -19,7 +19,7 @@ use mote_core::{Chunks, Real, SimdLevel, SplitOutputs};
 use super::{Formulation, MAX_ORDER};
 use crate::cloud::{Geometry, MAX_VARIABLES};
 use crate::equations::Equation;
-use crate::flux::rusanov_lanes;
+use crate::flux::FluxKind;
 use crate::mls::Basis;
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -44,6 +44,12 @@ pub(super) struct FluxPass<'a, R, const D: usize, E> {
     pub parity: &'a [R],
     pub order: usize,
     pub mr: usize,
+    /// The numerical flux.
+    pub flux: FluxKind,
+    /// Per-particle reconstruction orders (the cloud's, or MOOD's working copy).
+    pub orders: &'a [u8],
+    /// Only particles with a non-zero entry are computed (MOOD recomputations); `None`: all.
+    pub active: Option<&'a [u8]>,
 }
 
 impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
@@ -92,11 +98,13 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             parity,
             order,
             mr,
+            flux,
+            orders,
+            active,
         } = *self;
         let width = m * mr;
         let pos = geometry.positions;
         let vol = geometry.volumes;
-        let orders = geometry.orders;
         let periodic = geometry.periodic;
         let lengths = geometry.lengths.map(R::cast);
         let half = R::cast(0.5);
@@ -120,6 +128,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             pos.iter().all(|p| p.len() == n)
                 && u[..m].iter().all(|x| x.len() == n)
                 && orders.len() == n
+                && active.is_none_or(|a| a.len() == n)
                 && derivs.len() == n * width
                 && mr <= MAX_TERMS,
             "flux pass: arrays of unequal lengths"
@@ -135,6 +144,9 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         let n_out = out.first().map_or(0, |o| o.len());
         for k in 0..n_out {
             let i = first + k;
+            if active.is_some_and(|a| a[i] == 0) {
+                continue;
+            }
             let ui: [R; M] = std::array::from_fn(|v| if v < m { u[v][i] } else { R::zero() });
             let xi: [R; D] = std::array::from_fn(|d| pos[d][i]);
             let order_i = (orders[i] as usize).min(order);
@@ -273,7 +285,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                     }
                 }
                 let mut f = [[R::zero(); W]; M];
-                rusanov_lanes::<R, D, E, M, W>(eq, m, &ul, &ur, &normal, &mut f);
+                eq.numerical_flux_lanes::<M, W>(flux, m, &ul, &ur, &normal, &mut f);
                 for v in 0..m {
                     for l in 0..W {
                         let mut x = f[v][l];

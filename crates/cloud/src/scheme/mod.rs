@@ -17,6 +17,9 @@
 //!   costs accuracy (measured and reported in the tests).
 
 mod flux_pass;
+mod limiter;
+
+pub use limiter::{Limiter, LimiterKind, LimiterMode};
 
 use mote_core::{
     Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, SimdLevel, SplitOutputs,
@@ -25,6 +28,7 @@ use mote_core::{
 use crate::cloud::{Cloud, Geometry, MAX_VARIABLES};
 use crate::equations::Equation;
 use crate::error::CloudError;
+use crate::flux::FluxKind;
 use crate::mls::{Basis, Mls, Weight};
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -42,11 +46,16 @@ pub enum Formulation {
     Conservative,
 }
 
-/// MUSCL of a given order with a Rusanov flux, for equation `E`.
+/// MUSCL of a given order, for equation `E`, with a numerical flux (Rusanov by default) and an
+/// optional slope limiter.
 pub struct Muscl<R: Real, const D: usize, E> {
     equation: E,
     order: usize,
     formulation: Formulation,
+    flux: FluxKind,
+    limiter: Limiter,
+    /// The cloud's nominal spacing (the smallest axis), set by `prepare`.
+    spacing: f64,
     mls: Mls<R, D>,
     reconstruction: Basis<D>,
     /// `derivatives[i * m * mr + v * mr + a]`: derivative `a` of variable `v` at particle `i`,
@@ -101,6 +110,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             equation,
             order,
             formulation,
+            flux: FluxKind::Rusanov,
+            limiter: Limiter::none(),
+            spacing: 0.0,
             mls,
             reconstruction,
             derivatives,
@@ -109,6 +121,42 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             simd: SimdLevel::best(),
             seconds: PassSeconds::default(),
         })
+    }
+
+    /// Uses the numerical flux `kind`; an error if the equation does not provide it (HLLC is
+    /// Euler's, upwind needs one variable).
+    pub fn with_flux(mut self, kind: FluxKind) -> Result<Self, CloudError> {
+        if !self.equation.supports_flux(kind) {
+            return Err(CloudError::invalid(
+                "flux",
+                kind,
+                format!(
+                    "one that {} with {} variables provides (rusanov always, upwind for one \
+                     variable, hllc for euler)",
+                    self.equation.name(),
+                    self.equation.variables()
+                ),
+            ));
+        }
+        self.flux = kind;
+        Ok(self)
+    }
+
+    /// Limits the reconstruction with `limiter` (see [`Limiter`]).
+    pub fn with_limiter(mut self, limiter: Limiter) -> Result<Self, CloudError> {
+        limiter.validate::<D>()?;
+        self.limiter = limiter;
+        Ok(self)
+    }
+
+    /// The numerical flux.
+    pub fn flux(&self) -> FluxKind {
+        self.flux
+    }
+
+    /// The limiter.
+    pub fn limiter(&self) -> Limiter {
+        self.limiter
     }
 
     /// Seconds spent per pass since the last call, and resets them.
@@ -173,6 +221,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         backend: CpuBackend,
     ) -> Result<(), CloudError> {
         self.mls.compute(cloud, list, backend)?;
+        self.spacing = cloud.spacing().into_iter().fold(f64::INFINITY, f64::min);
         let n = cloud.len();
         let width = self.equation.variables() * self.reconstruction_terms();
         self.derivatives.resize(n * width, R::zero())?;
@@ -199,13 +248,27 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         Ok(())
     }
 
-    /// The time derivative `du/dt` of the state `u` (one slice per variable) into `du`.
+    /// The time derivative `du/dt` of the state `u` (one slice per variable) into `du`, with
+    /// the cloud's reconstruction orders.
     pub fn rhs<L: SlotLayout>(
         &mut self,
         geometry: &Geometry<'_, R, D>,
         list: &NeighbourList<L>,
         u: &[&[R]],
         du: Vec<&mut [R]>,
+        backend: CpuBackend,
+    ) {
+        self.derivatives_pass(geometry, list, u, backend);
+        self.flux_pass(geometry, list, u, du, backend, geometry.orders, None);
+    }
+
+    /// Pass 1 (and the limiter): the derivatives of `u` up to the reconstruction degree, kept
+    /// for [`flux_pass`](Self::flux_pass).
+    pub fn derivatives_pass<L: SlotLayout>(
+        &mut self,
+        geometry: &Geometry<'_, R, D>,
+        list: &NeighbourList<L>,
+        u: &[&[R]],
         backend: CpuBackend,
     ) {
         let m = self.equation.variables();
@@ -223,8 +286,39 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 coeffs: &coeffs,
             };
             pass.run(list, self.derivatives.as_mut_slice(), backend, self.simd);
+            limiter::LimiterPass {
+                limiter: self.limiter,
+                geometry,
+                u,
+                idx,
+                basis: &self.reconstruction,
+                mr,
+                spacing: self.spacing,
+            }
+            .run(list, self.derivatives.as_mut_slice(), backend);
         }
         self.seconds.derivatives += clock.elapsed().as_secs_f64();
+    }
+
+    /// Pass 2: reconstruction and fluxes into `du`, from the derivatives of the last
+    /// [`derivatives_pass`](Self::derivatives_pass) on the same `u`, with per-particle
+    /// reconstruction `orders` (capped at the scheme's order), for the particles where `active`
+    /// is non-zero (all when `None`; the others' `du` entries are left as they are).
+    #[allow(clippy::too_many_arguments)]
+    pub fn flux_pass<L: SlotLayout>(
+        &mut self,
+        geometry: &Geometry<'_, R, D>,
+        list: &NeighbourList<L>,
+        u: &[&[R]],
+        du: Vec<&mut [R]>,
+        backend: CpuBackend,
+        orders: &[u8],
+        active: Option<&[u8]>,
+    ) {
+        let m = self.equation.variables();
+        assert_eq!(u.len(), m, "one state slice per variable");
+        let mr = self.reconstruction_terms();
+        let idx = list.indices();
         // Pass 2: fluxes, specialised for the common variable counts so that per-pair state
         // vectors are fixed-size arrays in registers.
         let clock = std::time::Instant::now();
@@ -241,6 +335,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             parity: &self.parity,
             order: self.order,
             mr,
+            flux: self.flux,
+            orders,
+            active,
         };
         let level = self.simd;
         match m {

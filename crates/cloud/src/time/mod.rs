@@ -89,12 +89,54 @@ impl Tableau {
 /// A time derivative: `rhs(state, out)` writes `du/dt` of `state` (one slice per variable).
 pub type RhsFn<'a, R> = dyn FnMut(&[&[R]], Vec<&mut [R]>) + 'a;
 
-/// The stepper's storage: one array per stage slope and variable, and a stage state per
-/// variable (separate buffers, never arrays of arrays).
+/// What a Runge-Kutta step drives: the time derivative, and optionally constraints on every
+/// stage state (boundary conditions) and an a-posteriori revision of each stage (MOOD).
+pub trait StageOperator<R: Real> {
+    /// `du/dt` of `u` at time `t` into `out`; `stage` is the stage's index in the tableau.
+    fn rhs(&mut self, stage: usize, t: f64, u: &[&[R]], out: Vec<&mut [R]>);
+
+    /// Imposes constraints on a state at time `t` (boundary conditions): called on every stage
+    /// state and on the new state.
+    fn constrain(&mut self, _t: f64, _u: &mut [&mut [R]]) {}
+
+    /// Whether [`revise`](Self::revise) does anything (when not, the final update is written in
+    /// place, saving a copy).
+    fn revises(&self) -> bool {
+        false
+    }
+
+    /// After the slope of `stage` (evaluated at `input`, time `t`): checks `candidate`, the state
+    /// the slope leads to (the next stage's state, or the new state after the last stage), and
+    /// may recompute `slope` for some particles. Returns `true` when it changed the slope: the
+    /// stepper then forms the candidate again and calls again.
+    fn revise(
+        &mut self,
+        _stage: usize,
+        _t: f64,
+        _input: &[&[R]],
+        _candidate: &[&[R]],
+        _slope: Vec<&mut [R]>,
+    ) -> Result<bool, CloudError> {
+        Ok(false)
+    }
+}
+
+/// A plain closure as a [`StageOperator`].
+struct Closure<'r, 'a, R>(&'r mut RhsFn<'a, R>);
+
+impl<R: Real> StageOperator<R> for Closure<'_, '_, R> {
+    fn rhs(&mut self, _stage: usize, _t: f64, u: &[&[R]], out: Vec<&mut [R]>) {
+        (self.0)(u, out)
+    }
+}
+
+/// The stepper's storage: one array per stage slope and variable, and two stage states per
+/// variable (separate buffers, never arrays of arrays): the state a slope is evaluated at and
+/// the candidate it leads to, which a revision compares.
 pub struct RungeKutta<R: Real> {
     tableau: Tableau,
     slopes: Vec<Vec<Buffer<R>>>,
-    stage: Vec<Buffer<R>>,
+    stage: [Vec<Buffer<R>>; 2],
     /// Wall seconds in the stage-state and final-update passes since the last reset.
     seconds: [f64; 2],
 }
@@ -109,9 +151,11 @@ impl<R: Real> RungeKutta<R> {
                     .collect()
             })
             .collect();
-        let stage = (0..variables)
-            .map(|_| Buffer::new("rk_stage", Scaling::PerParticle(1)))
-            .collect();
+        let stage = std::array::from_fn(|_| {
+            (0..variables)
+                .map(|_| Buffer::new("rk_stage", Scaling::PerParticle(1)))
+                .collect()
+        });
         Self {
             tableau,
             slopes,
@@ -140,66 +184,139 @@ impl<R: Real> RungeKutta<R> {
         backend: CpuBackend,
         rhs: &mut RhsFn<'_, R>,
     ) -> Result<(), CloudError> {
+        self.advance(u, 0.0, dt, backend, &mut Closure(rhs))
+    }
+
+    /// Advances `u` from time `t` by `dt` with the stage operator `op`.
+    pub fn advance(
+        &mut self,
+        u: &mut [&mut [R]],
+        t: f64,
+        dt: f64,
+        backend: CpuBackend,
+        op: &mut dyn StageOperator<R>,
+    ) -> Result<(), CloudError> {
         let n = u.first().map_or(0, |x| x.len());
+        let revises = op.revises();
         for b in self
             .slopes
             .iter_mut()
             .flatten()
-            .chain(self.stage.iter_mut())
+            .chain(self.stage.iter_mut().flatten())
         {
             b.resize(n, R::zero())?;
         }
-        let m = u.len();
-        for s in 0..self.tableau.stages() {
-            let coeffs: Vec<(usize, R)> = self.tableau.a[s]
+        let stages = self.tableau.stages();
+        // `input`: which buffer holds the current stage state (None: `u` itself).
+        let mut input: Option<usize> = None;
+        for s in 0..stages {
+            let t_s = t + self.tableau.c[s] * dt;
+            {
+                let out: Vec<&mut [R]> = self.slopes[s]
+                    .iter_mut()
+                    .map(|b| b.as_mut_slice())
+                    .collect();
+                let state: Vec<&[R]> = match input {
+                    None => u.iter().map(|x| &**x).collect(),
+                    Some(k) => self.stage[k].iter().map(|b| b.as_slice()).collect(),
+                };
+                op.rhs(s, t_s, &state, out);
+            }
+            let last = s + 1 == stages;
+            if last && !revises {
+                break;
+            }
+            // The candidate: the next stage's state, or the new state.
+            let (row, t_next) = if last {
+                (self.tableau.b.clone(), t + dt)
+            } else {
+                (
+                    self.tableau.a[s + 1].clone(),
+                    t + self.tableau.c[s + 1] * dt,
+                )
+            };
+            let coeffs: Vec<(usize, R)> = row
                 .iter()
                 .enumerate()
                 .filter(|(_, a)| **a != 0.0)
                 .map(|(l, &a)| (l, R::cast(a * dt)))
                 .collect();
-            let (done, rest) = self.slopes.split_at_mut(s);
-            let out: Vec<&mut [R]> = rest[0].iter_mut().map(|b| b.as_mut_slice()).collect();
-            if coeffs.is_empty() {
-                let state: Vec<&[R]> = u.iter().map(|x| &**x).collect();
-                rhs(&state, out);
-            } else {
+            let target = input.map_or(0, |k| 1 - k);
+            loop {
                 let clock = std::time::Instant::now();
-                let stage: Vec<&mut [R]> =
-                    self.stage.iter_mut().map(|b| b.as_mut_slice()).collect();
+                let (a, b) = self.stage.split_at_mut(1);
+                let cand = if target == 0 { &mut a[0] } else { &mut b[0] };
+                let stage: Vec<&mut [R]> = cand.iter_mut().map(|b| b.as_mut_slice()).collect();
                 let uref: Vec<&[R]> = u.iter().map(|x| &**x).collect();
+                let slopes = &self.slopes;
                 backend.for_each_block(stage, 1024, |first, mut blk| {
-                    for v in 0..m {
+                    for v in 0..uref.len() {
                         for k in 0..SplitOutputs::len(&blk) {
                             let i = first + k;
                             let mut x = uref[v][i];
                             for &(l, c) in &coeffs {
-                                x += c * done[l][v].as_slice()[i];
+                                x += c * slopes[l][v].as_slice()[i];
                             }
                             blk[v][k] = x;
                         }
                     }
                 });
                 self.seconds[0] += clock.elapsed().as_secs_f64();
-                let state: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
-                rhs(&state, out);
-            }
-        }
-        let clock = std::time::Instant::now();
-        let weights: Vec<R> = self.tableau.b.iter().map(|&b| R::cast(b * dt)).collect();
-        let slopes = &self.slopes;
-        let out: Vec<&mut [R]> = u.iter_mut().map(|x| &mut **x).collect();
-        backend.for_each_block(out, 1024, |first, mut blk| {
-            for v in 0..m {
-                for k in 0..SplitOutputs::len(&blk) {
-                    let i = first + k;
-                    let mut x = blk[v][k];
-                    for (s, &w) in weights.iter().enumerate() {
-                        x += w * slopes[s][v].as_slice()[i];
-                    }
-                    blk[v][k] = x;
+                let mut cand: Vec<&mut [R]> = self.stage[target]
+                    .iter_mut()
+                    .map(|b| b.as_mut_slice())
+                    .collect();
+                op.constrain(t_next, &mut cand);
+                if !revises {
+                    break;
+                }
+                let (a, b) = self.stage.split_at_mut(1);
+                let (cand, other) = if target == 0 {
+                    (&a[0], &b[0])
+                } else {
+                    (&b[0], &a[0])
+                };
+                let candidate: Vec<&[R]> = cand.iter().map(|b| b.as_slice()).collect();
+                let state: Vec<&[R]> = match input {
+                    None => u.iter().map(|x| &**x).collect(),
+                    Some(_) => other.iter().map(|b| b.as_slice()).collect(),
+                };
+                let slope: Vec<&mut [R]> = self.slopes[s]
+                    .iter_mut()
+                    .map(|b| b.as_mut_slice())
+                    .collect();
+                if !op.revise(s, t_s, &state, &candidate, slope)? {
+                    break;
                 }
             }
-        });
+            input = Some(target);
+        }
+        let clock = std::time::Instant::now();
+        if revises {
+            // The last candidate is the new state.
+            let k = input.expect("at least one stage");
+            for (x, b) in u.iter_mut().zip(&self.stage[k]) {
+                x.copy_from_slice(b.as_slice());
+            }
+        } else {
+            let weights: Vec<R> = self.tableau.b.iter().map(|&b| R::cast(b * dt)).collect();
+            let slopes = &self.slopes;
+            let m = u.len();
+            let out: Vec<&mut [R]> = u.iter_mut().map(|x| &mut **x).collect();
+            backend.for_each_block(out, 1024, |first, mut blk| {
+                for v in 0..m {
+                    for k in 0..SplitOutputs::len(&blk) {
+                        let i = first + k;
+                        let mut x = blk[v][k];
+                        for (s, &w) in weights.iter().enumerate() {
+                            x += w * slopes[s][v].as_slice()[i];
+                        }
+                        blk[v][k] = x;
+                    }
+                }
+            });
+            op.constrain(t + dt, u);
+        }
         self.seconds[1] += clock.elapsed().as_secs_f64();
         Ok(())
     }
@@ -210,7 +327,7 @@ impl<R: Real> Budgeted for RungeKutta<R> {
         self.slopes
             .iter()
             .flatten()
-            .chain(self.stage.iter())
+            .chain(self.stage.iter().flatten())
             .map(|b| b as &dyn BudgetedBuffer)
             .collect()
     }
@@ -218,7 +335,7 @@ impl<R: Real> Budgeted for RungeKutta<R> {
         self.slopes
             .iter_mut()
             .flatten()
-            .chain(self.stage.iter_mut())
+            .chain(self.stage.iter_mut().flatten())
             .map(|b| b as &mut dyn BudgetedBuffer)
             .collect()
     }
