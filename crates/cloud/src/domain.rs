@@ -106,6 +106,24 @@ impl<const D: usize> Domain<D> {
         }
     }
 
+    /// The minimum-image offset `b - a` (periodic axes: the shortest of the images).
+    pub fn offset(&self, a: [f64; D], b: [f64; D]) -> [f64; D] {
+        let lengths = self.lengths();
+        std::array::from_fn(|d| {
+            let x = b[d] - a[d];
+            if self.periodic[d] {
+                x - lengths[d] * (x / lengths[d]).round()
+            } else {
+                x
+            }
+        })
+    }
+
+    /// The squared minimum-image distance between `a` and `b`.
+    pub fn distance_squared(&self, a: [f64; D], b: [f64; D]) -> f64 {
+        self.offset(a, b).iter().map(|x| x * x).sum()
+    }
+
     /// `x` with periodic coordinates wrapped into `[lo, hi)`.
     pub fn wrap(&self, mut x: [f64; D]) -> [f64; D] {
         let (lo, hi) = self.bounds();

@@ -15,6 +15,24 @@ pub enum CloudError {
         /// What is allowed.
         allowed: String,
     },
+    /// The state holds a NaN or an infinity after a step.
+    #[error(
+        "non-finite state: variable {variable} of particle id {id} at {position}, {when} step {step} (t = {time})"
+    )]
+    NonFinite {
+        /// The variable.
+        variable: usize,
+        /// The particle's stable id.
+        id: u64,
+        /// Its position.
+        position: String,
+        /// "before" or "after" the step.
+        when: &'static str,
+        /// Steps taken.
+        step: u64,
+        /// Simulated time.
+        time: f64,
+    },
     /// A budgeted buffer is full.
     #[error(transparent)]
     Capacity(#[from] CapacityError),

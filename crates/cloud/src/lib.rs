@@ -20,6 +20,7 @@
 // Loops over the axes index several per-axis arrays at once; iterator chains would obscure them.
 #![allow(clippy::needless_range_loop)]
 
+pub mod boundary;
 pub mod cloud;
 pub mod domain;
 pub mod equations;
@@ -27,6 +28,7 @@ pub mod error;
 pub mod exact;
 pub mod flux;
 pub mod mls;
+pub mod mood;
 pub mod scheme;
 pub mod search;
 pub mod simulation;

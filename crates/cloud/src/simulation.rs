@@ -1,14 +1,16 @@
-//! A meshless simulation: a cloud, its neighbour lists, a scheme, a Runge-Kutta stepper and a
-//! clock.
+//! A meshless simulation: a cloud, its neighbour lists, a scheme, boundary conditions, MOOD,
+//! a Runge-Kutta stepper and a clock.
 
 use mote_core::{CpuBackend, Real};
 
-use crate::cloud::Cloud;
+use crate::boundary::Boundaries;
+use crate::cloud::{Cloud, Geometry};
 use crate::equations::Equation;
 use crate::error::CloudError;
+use crate::mood::{Mood, MoodSettings, MoodStats};
 use crate::scheme::Muscl;
 use crate::search::{NeighbourList, NeighbourSearch, SlotLayout};
-use crate::time::{RungeKutta, Tableau};
+use crate::time::{RungeKutta, StageOperator, Tableau};
 
 /// A conservation law advanced on a fixed cloud (the neighbour search runs once).
 pub struct MeshlessSimulation<R: Real, const D: usize, E, L: SlotLayout> {
@@ -19,6 +21,8 @@ pub struct MeshlessSimulation<R: Real, const D: usize, E, L: SlotLayout> {
     /// The spatial scheme.
     pub scheme: Muscl<R, D, E>,
     stepper: RungeKutta<R>,
+    boundaries: Boundaries<R, D>,
+    mood: Option<Mood<R>>,
     backend: CpuBackend,
     time: f64,
     steps: u64,
@@ -43,10 +47,47 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             list,
             scheme,
             stepper,
+            boundaries: Boundaries::new(),
+            mood: None,
             backend,
             time: 0.0,
             steps: 0,
         })
+    }
+
+    /// Attaches boundary conditions (one for every boundary tag of the cloud) and imposes them
+    /// on the current state.
+    pub fn with_boundaries(mut self, mut boundaries: Boundaries<R, D>) -> Result<Self, CloudError> {
+        boundaries.prepare(&self.cloud, &self.list)?;
+        let (mut state, _) = self.cloud.state_and_geometry();
+        boundaries.apply(self.time, &mut state);
+        self.boundaries = boundaries;
+        Ok(self)
+    }
+
+    /// Turns on MOOD order reduction (criterion `none` turns it off).
+    pub fn with_mood(mut self, settings: MoodSettings) -> Result<Self, CloudError> {
+        let mood = Mood::new(settings)?;
+        self.mood = mood.is_active().then_some(mood);
+        Ok(self)
+    }
+
+    /// The boundary conditions.
+    pub fn boundaries(&self) -> &Boundaries<R, D> {
+        &self.boundaries
+    }
+
+    /// What MOOD did since the last call (zeros without MOOD), and resets it.
+    pub fn take_mood_stats(&mut self) -> MoodStats {
+        self.mood
+            .as_mut()
+            .map(|m| m.take_stats())
+            .unwrap_or_default()
+    }
+
+    /// MOOD's current per-particle orders (after the last stage), if MOOD is on.
+    pub fn mood_orders(&self) -> Option<&[u8]> {
+        self.mood.as_ref().map(|m| m.orders())
     }
 
     /// The time stepper.
@@ -73,22 +114,53 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             .stable_dt(&self.cloud, &self.list, &u, cfl, self.backend)
     }
 
-    /// One step of length `dt`.
+    /// One step of length `dt`. An error, naming the particle, if the state holds a non-finite
+    /// value before the step (nothing is changed) or after it (the state is then that of the
+    /// failed step, for inspection).
     pub fn step(&mut self, dt: f64) -> Result<(), CloudError> {
+        if self.steps == 0 {
+            self.check_finite("before")?;
+        }
         let Self {
             cloud,
             list,
             scheme,
             stepper,
+            boundaries,
+            mood,
             backend,
+            time,
             ..
         } = self;
         let (mut state, geometry) = cloud.state_and_geometry();
-        stepper.step(&mut state, dt, *backend, &mut |u, du| {
-            scheme.rhs(&geometry, list, u, du, *backend)
-        })?;
+        let mut op = Operator {
+            scheme,
+            geometry: &geometry,
+            list,
+            boundaries,
+            mood: mood.as_mut(),
+            backend: *backend,
+        };
+        stepper.advance(&mut state, *time, dt, *backend, &mut op)?;
         self.time += dt;
         self.steps += 1;
+        self.check_finite("after")
+    }
+
+    /// The first non-finite state value, as an error.
+    fn check_finite(&self, when: &'static str) -> Result<(), CloudError> {
+        for v in 0..self.cloud.variables() {
+            if let Some(i) = self.cloud.state(v).iter().position(|x| !x.is_finite()) {
+                return Err(CloudError::NonFinite {
+                    variable: v,
+                    id: self.cloud.ids()[i],
+                    position: format!("{:?}", self.cloud.position_of(i)),
+                    when,
+                    step: self.steps,
+                    time: self.time,
+                });
+            }
+        }
         Ok(())
     }
 
@@ -106,5 +178,98 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             }
         }
         Ok(self.steps - start)
+    }
+}
+
+/// One step's view of a simulation as a [`StageOperator`].
+struct Operator<'a, 'g, R: Real, const D: usize, E, L: SlotLayout> {
+    scheme: &'a mut Muscl<R, D, E>,
+    geometry: &'a Geometry<'g, R, D>,
+    list: &'a NeighbourList<L>,
+    boundaries: &'a Boundaries<R, D>,
+    mood: Option<&'a mut Mood<R>>,
+    backend: CpuBackend,
+}
+
+impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> Operator<'_, '_, R, D, E, L> {
+    /// Boundary particles are not evolved.
+    fn zero_boundary_slopes(&self, out: &mut [&mut [R]]) {
+        for i in self.boundaries.indices() {
+            for o in out.iter_mut() {
+                o[i] = R::zero();
+            }
+        }
+    }
+}
+
+impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
+    for Operator<'_, '_, R, D, E, L>
+{
+    fn rhs(&mut self, stage: usize, _t: f64, u: &[&[R]], mut out: Vec<&mut [R]>) {
+        let (geometry, list, backend) = (self.geometry, self.list, self.backend);
+        self.scheme.derivatives_pass(geometry, list, u, backend);
+        match self.mood.as_deref_mut() {
+            Some(mood) => {
+                if stage == 0 {
+                    mood.reset(geometry.orders, self.scheme.order())
+                        .expect("MOOD buffers hold one entry per particle");
+                }
+                mood.begin_stage();
+                let out2: Vec<&mut [R]> = out.iter_mut().map(|o| &mut **o).collect();
+                self.scheme
+                    .flux_pass(geometry, list, u, out2, backend, mood.orders(), None);
+            }
+            None => {
+                let out2: Vec<&mut [R]> = out.iter_mut().map(|o| &mut **o).collect();
+                self.scheme
+                    .flux_pass(geometry, list, u, out2, backend, geometry.orders, None)
+            }
+        }
+        self.zero_boundary_slopes(&mut out);
+    }
+
+    fn constrain(&mut self, t: f64, u: &mut [&mut [R]]) {
+        self.boundaries.apply(t, u);
+    }
+
+    fn revises(&self) -> bool {
+        self.mood.as_ref().is_some_and(|m| m.is_active())
+    }
+
+    fn revise(
+        &mut self,
+        _stage: usize,
+        _t: f64,
+        input: &[&[R]],
+        candidate: &[&[R]],
+        mut slope: Vec<&mut [R]>,
+    ) -> Result<bool, CloudError> {
+        let (geometry, list, backend) = (self.geometry, self.list, self.backend);
+        let Some(mood) = self.mood.as_deref_mut() else {
+            return Ok(false);
+        };
+        let changed = mood.detect_and_reduce(
+            self.scheme.equation(),
+            geometry,
+            list,
+            self.scheme.mls(),
+            input,
+            candidate,
+            backend,
+        )?;
+        if changed {
+            let out: Vec<&mut [R]> = slope.iter_mut().map(|o| &mut **o).collect();
+            self.scheme.flux_pass(
+                geometry,
+                list,
+                input,
+                out,
+                backend,
+                mood.orders(),
+                Some(mood.active()),
+            );
+            self.zero_boundary_slopes(&mut slope);
+        }
+        Ok(changed)
     }
 }

@@ -105,6 +105,11 @@ impl<R: Real, const D: usize> Mls<R, D> {
         &self.basis
     }
 
+    /// The nominal spacing `h` the basis is scaled by (set by [`Mls::compute`]).
+    pub fn spacing(&self) -> f64 {
+        self.spacing
+    }
+
     /// The per-slot coefficients of basis function `k` (a derivative, see the module docs).
     pub fn coefficients(&self, k: usize) -> &[R] {
         self.coefficients[k].as_slice()

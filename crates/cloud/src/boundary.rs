@@ -1,0 +1,297 @@
+//! Boundary conditions, attached per boundary tag.
+//!
+//! Boundary particles (tag != [`INTERIOR`], generated in layers outside non-periodic faces) are
+//! not evolved: after every Runge-Kutta stage, and on the new state, each takes the state its
+//! tag's condition gives it. Interior particles then exchange fluxes with them like with any
+//! neighbour. Periodic axes have no boundary particles (the neighbour search wraps them).
+//!
+//! A condition sees the boundary particle's position, its face's outward normal, its initial
+//! state and the state of its nearest interior neighbour (found once per neighbour search).
+//! Built in: [`Dirichlet`] (keeps the initial state), [`Outflow`] (copies the nearest interior
+//! state), [`SlipWall`] (copies it and reflects the normal momentum), [`Inflow`] (a prescribed
+//! function of position and time); anything else implements [`BoundaryCondition`].
+
+use mote_core::Real;
+
+use crate::cloud::{Cloud, INTERIOR};
+use crate::domain::Shape;
+use crate::error::CloudError;
+use crate::search::{NeighbourList, SlotLayout};
+
+/// What a boundary particle's state is, given what it can see.
+pub trait BoundaryCondition<R: Real, const D: usize>: Send + Sync {
+    /// A short name for messages.
+    fn name(&self) -> &str;
+
+    /// The state of a boundary particle at `x` (outward unit `normal` of its face) at time `t`
+    /// into `out`, from its `initial` state and the state of its nearest `interior` neighbour.
+    fn state(
+        &self,
+        t: f64,
+        x: [f64; D],
+        normal: [f64; D],
+        initial: &[R],
+        interior: &[R],
+        out: &mut [R],
+    );
+}
+
+/// Fixed Dirichlet: the particle keeps its initial state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dirichlet;
+
+impl<R: Real, const D: usize> BoundaryCondition<R, D> for Dirichlet {
+    fn name(&self) -> &str {
+        "dirichlet"
+    }
+    fn state(&self, _: f64, _: [f64; D], _: [f64; D], initial: &[R], _: &[R], out: &mut [R]) {
+        out.copy_from_slice(initial);
+    }
+}
+
+/// Outflow (zero gradient): the state of the nearest interior neighbour.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Outflow;
+
+impl<R: Real, const D: usize> BoundaryCondition<R, D> for Outflow {
+    fn name(&self) -> &str {
+        "outflow"
+    }
+    fn state(&self, _: f64, _: [f64; D], _: [f64; D], _: &[R], interior: &[R], out: &mut [R]) {
+        out.copy_from_slice(interior);
+    }
+}
+
+/// Slip wall for a system whose momentum components are variables `first_momentum ..
+/// first_momentum + D` (1 for Euler): the nearest interior state with the normal momentum
+/// reversed, so that the flux through the wall carries no mass.
+#[derive(Clone, Copy, Debug)]
+pub struct SlipWall {
+    /// Index of the first momentum component.
+    pub first_momentum: usize,
+}
+
+impl Default for SlipWall {
+    /// Euler's layout `(rho, rho u, E)`.
+    fn default() -> Self {
+        Self { first_momentum: 1 }
+    }
+}
+
+impl<R: Real, const D: usize> BoundaryCondition<R, D> for SlipWall {
+    fn name(&self) -> &str {
+        "slip_wall"
+    }
+    fn state(&self, _: f64, _: [f64; D], normal: [f64; D], _: &[R], interior: &[R], out: &mut [R]) {
+        out.copy_from_slice(interior);
+        let k = self.first_momentum;
+        let mut mn = R::zero();
+        for d in 0..D {
+            mn += interior[k + d] * R::cast(normal[d]);
+        }
+        for d in 0..D {
+            out[k + d] = interior[k + d] - R::cast(2.0) * mn * R::cast(normal[d]);
+        }
+    }
+}
+
+/// Time-dependent inflow: `f(t, x, out)` writes the state.
+pub struct Inflow<F>(pub F);
+
+impl<R: Real, const D: usize, F> BoundaryCondition<R, D> for Inflow<F>
+where
+    F: Fn(f64, [f64; D], &mut [R]) + Send + Sync,
+{
+    fn name(&self) -> &str {
+        "inflow"
+    }
+    fn state(&self, t: f64, x: [f64; D], _: [f64; D], _: &[R], _: &[R], out: &mut [R]) {
+        (self.0)(t, x, out)
+    }
+}
+
+/// The conditions of a run, per tag, and what they need per boundary particle.
+pub struct Boundaries<R: Real, const D: usize> {
+    conditions: Vec<(u32, Box<dyn BoundaryCondition<R, D>>)>,
+    /// Per boundary particle: its index, the index of its condition, its nearest interior
+    /// neighbour, its outward normal, its position.
+    particles: Vec<BoundaryParticle<D>>,
+    /// Initial states, `m` per boundary particle.
+    initial: Vec<R>,
+    variables: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct BoundaryParticle<const D: usize> {
+    index: usize,
+    condition: usize,
+    interior: usize,
+    normal: [f64; D],
+    position: [f64; D],
+}
+
+impl<R: Real, const D: usize> Default for Boundaries<R, D> {
+    fn default() -> Self {
+        Self {
+            conditions: Vec::new(),
+            particles: Vec::new(),
+            initial: Vec::new(),
+            variables: 0,
+        }
+    }
+}
+
+impl<R: Real, const D: usize> Boundaries<R, D> {
+    /// No conditions (a fully periodic domain).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Attaches `condition` to the particles tagged `tag` (for a box face: see
+    /// [`Cloud::face_tag`]). A later condition for the same tag replaces the earlier one.
+    pub fn with(mut self, tag: u32, condition: impl BoundaryCondition<R, D> + 'static) -> Self {
+        self.conditions.retain(|(t, _)| *t != tag);
+        self.conditions.push((tag, Box::new(condition)));
+        self
+    }
+
+    /// Attaches `condition` to both faces of `axis` (a box).
+    pub fn with_axis(
+        self,
+        axis: usize,
+        condition: impl BoundaryCondition<R, D> + Clone + 'static,
+    ) -> Self {
+        self.with(Cloud::<R, D>::face_tag(axis, false), condition.clone())
+            .with(Cloud::<R, D>::face_tag(axis, true), condition)
+    }
+
+    /// Whether any boundary particle exists.
+    pub fn is_empty(&self) -> bool {
+        self.particles.is_empty()
+    }
+
+    /// Number of boundary particles.
+    pub fn len(&self) -> usize {
+        self.particles.len()
+    }
+
+    /// Finds every boundary particle's condition, nearest interior neighbour and normal, and
+    /// records the initial states. An error names a tag without a condition, or a boundary
+    /// particle with no interior particle within the search radius.
+    pub fn prepare<L: SlotLayout>(
+        &mut self,
+        cloud: &Cloud<R, D>,
+        list: &NeighbourList<L>,
+    ) -> Result<(), CloudError> {
+        let m = cloud.variables();
+        self.variables = m;
+        self.particles.clear();
+        self.initial.clear();
+        let tags = cloud.tags();
+        let domain = cloud.domain();
+        for (i, &tag) in tags.iter().enumerate() {
+            if tag == INTERIOR {
+                continue;
+            }
+            let condition = self
+                .conditions
+                .iter()
+                .position(|(t, _)| *t == tag)
+                .ok_or_else(|| {
+                    CloudError::invalid(
+                        "boundary conditions",
+                        format!("none for tag {tag} ({})", describe_tag::<D>(tag)),
+                        "a condition for every boundary tag of the cloud",
+                    )
+                })?;
+            let xi = cloud.position_of(i);
+            let mut best: Option<(f64, usize)> = None;
+            for j in list.neighbours(i) {
+                let j = j as usize;
+                if tags[j] != INTERIOR {
+                    continue;
+                }
+                let r2 = domain.distance_squared(xi, cloud.position_of(j));
+                if best.is_none_or(|(b, _)| r2 < b) {
+                    best = Some((r2, j));
+                }
+            }
+            let (_, interior) = best.ok_or_else(|| {
+                CloudError::invalid(
+                    "boundary particle",
+                    format!("{i} at {xi:?} (tag {tag})"),
+                    "an interior particle within the search radius: widen the radius or use \
+                     fewer boundary layers",
+                )
+            })?;
+            let normal = match domain.shape() {
+                Shape::Box { .. } => {
+                    let axis = ((tag - 1) / 2) as usize;
+                    let mut e = [0.0; D];
+                    e[axis.min(D - 1)] = if (tag - 1) % 2 == 1 { 1.0 } else { -1.0 };
+                    e
+                }
+                Shape::Sphere { centre, .. } => {
+                    let r: [f64; D] = std::array::from_fn(|d| xi[d] - centre[d]);
+                    let len = r
+                        .iter()
+                        .map(|x| x * x)
+                        .sum::<f64>()
+                        .sqrt()
+                        .max(f64::MIN_POSITIVE);
+                    r.map(|x| x / len)
+                }
+            };
+            self.particles.push(BoundaryParticle {
+                index: i,
+                condition,
+                interior,
+                normal,
+                position: xi,
+            });
+            self.initial.extend((0..m).map(|v| cloud.state(v)[i]));
+        }
+        Ok(())
+    }
+
+    /// Sets every boundary particle's state at time `t` (interior particles are read, never
+    /// written).
+    pub fn apply(&self, t: f64, u: &mut [&mut [R]]) {
+        let m = self.variables;
+        let mut interior = [R::zero(); crate::cloud::MAX_VARIABLES];
+        let mut out = [R::zero(); crate::cloud::MAX_VARIABLES];
+        for (k, p) in self.particles.iter().enumerate() {
+            for v in 0..m {
+                interior[v] = u[v][p.interior];
+            }
+            let initial = &self.initial[k * m..(k + 1) * m];
+            self.conditions[p.condition].1.state(
+                t,
+                p.position,
+                p.normal,
+                initial,
+                &interior[..m],
+                &mut out[..m],
+            );
+            for v in 0..m {
+                u[v][p.index] = out[v];
+            }
+        }
+    }
+
+    /// The indices of the boundary particles.
+    pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.particles.iter().map(|p| p.index)
+    }
+}
+
+/// "x low face" etc. for a box face tag.
+fn describe_tag<const D: usize>(tag: u32) -> String {
+    let axis = ((tag.max(1) - 1) / 2) as usize;
+    if axis < D {
+        let side = if (tag - 1) % 2 == 1 { "high" } else { "low" };
+        format!("{} {side} face", ["x", "y", "z"][axis])
+    } else {
+        "unknown face".into()
+    }
+}

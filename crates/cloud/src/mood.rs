@@ -1,0 +1,561 @@
+//! MOOD: a-posteriori order reduction.
+//!
+//! After each Runge-Kutta stage the candidate state (the next stage's state, or the new state)
+//! is checked particle by particle. Where it fails, the particle's reconstruction order drops by
+//! one (never below 1) and the stage's slope is recomputed for the particles whose interfaces
+//! changed: those whose order changed and their neighbours (the interface order of a pair is
+//! the smaller of the two). The check and the recomputation repeat until nothing fails, nothing
+//! more can be reduced, or [`MoodSettings::max_iterations`] is reached (counted in
+//! [`MoodStats::capped_stages`]). Orders are reset to each particle's maximum at the first stage
+//! of every step.
+//!
+//! **Criteria** ([`Criterion`]): `none` (MOOD off), `always` (every particle fails: a test of
+//! the machinery), `u1` (relaxed discrete maximum principle: the candidate must lie within the
+//! range of the particle's and its neighbours' values at the stage's input, widened by
+//! `delta * max(1, |u_min|, |u_max|)`; skipped where the range is below `delta^3`) and `u2` (`u1`,
+//! but a violation is accepted as a smooth extremum when, along every axis, the second
+//! derivatives of the particle and its neighbours have one sign and differ by at most a factor
+//! of two). Physical admissibility ([`Equation::admissible`]: finite values; positive density
+//! and pressure for Euler) is checked under every criterion but `none`.
+//!
+//! **Halo strategies** ([`HaloStrategy`]): `epd0` (only failing particles drop), `epd1` /
+//! `epd2` (particles within one / two neighbour rings of a failing particle are also capped at its
+//! new order), `strict` (failing particles and all their neighbours drop by one).
+//!
+//! Every step is a pull-form pass over particles, so the result does not depend on the thread
+//! count or the launch order.
+//!
+//! **delta** scales with the precision: by default `max(1e-6, 1000 eps)`, i.e. 1e-6 in `f64`
+//! and 1.2e-4 in `f32`, where a fixed 1e-6 would sit at round-off level and trigger spurious
+//! reductions on smooth solutions.
+
+use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, SplitOutputs};
+
+use crate::cloud::{Geometry, INTERIOR, MAX_VARIABLES};
+use crate::equations::Equation;
+use crate::error::CloudError;
+use crate::mls::Mls;
+use crate::search::{NeighbourList, SlotLayout};
+
+/// What makes a candidate fail.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Criterion {
+    /// MOOD off.
+    #[default]
+    None,
+    /// Every particle fails (tests the reduction machinery: ends at order 1 everywhere).
+    Always,
+    /// Relaxed discrete maximum principle.
+    U1,
+    /// `u1` with smooth extrema accepted.
+    U2,
+}
+
+/// Which particles besides the failing ones are reduced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HaloStrategy {
+    /// Only the failing particles.
+    Epd0,
+    /// Also capped: particles within one neighbour ring of a failing particle.
+    #[default]
+    Epd1,
+    /// Also capped: particles within two neighbour rings.
+    Epd2,
+    /// Failing particles and every neighbour drop by one.
+    Strict,
+}
+
+/// MOOD settings.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MoodSettings {
+    /// The detection criterion.
+    pub criterion: Criterion,
+    /// The halo strategy.
+    pub strategy: HaloStrategy,
+    /// The relaxation `delta`; `None`: `max(1e-6, 1000 eps)` of the run's precision.
+    pub delta: Option<f64>,
+    /// Detect-and-recompute rounds per stage at most.
+    pub max_iterations: usize,
+}
+
+impl Default for MoodSettings {
+    fn default() -> Self {
+        Self {
+            criterion: Criterion::None,
+            strategy: HaloStrategy::Epd1,
+            delta: None,
+            max_iterations: 20,
+        }
+    }
+}
+
+impl MoodSettings {
+    /// `criterion` with `strategy` and the defaults otherwise.
+    pub fn new(criterion: Criterion, strategy: HaloStrategy) -> Self {
+        Self {
+            criterion,
+            strategy,
+            ..Self::default()
+        }
+    }
+
+    /// By names: `none|always|u1|u2` and `epd0|epd1|epd2|strict`.
+    pub fn by_name(criterion: &str, strategy: &str) -> Result<Self, CloudError> {
+        let criterion = match criterion {
+            "none" => Criterion::None,
+            "always" => Criterion::Always,
+            "u1" => Criterion::U1,
+            "u2" => Criterion::U2,
+            _ => {
+                return Err(CloudError::invalid(
+                    "MOOD criterion",
+                    criterion,
+                    "none, always, u1 or u2",
+                ));
+            }
+        };
+        let strategy = match strategy {
+            "epd0" => HaloStrategy::Epd0,
+            "epd1" => HaloStrategy::Epd1,
+            "epd2" => HaloStrategy::Epd2,
+            "strict" => HaloStrategy::Strict,
+            _ => {
+                return Err(CloudError::invalid(
+                    "MOOD strategy",
+                    strategy,
+                    "epd0, epd1, epd2 or strict",
+                ));
+            }
+        };
+        Ok(Self::new(criterion, strategy))
+    }
+
+    /// The relaxation delta in precision `R`.
+    pub fn delta_for<R: Real>(&self) -> f64 {
+        self.delta
+            .unwrap_or_else(|| (1000.0 * R::epsilon().as_f64()).max(1e-6))
+    }
+
+    fn validate(&self) -> Result<(), CloudError> {
+        if let Some(d) = self.delta
+            && !(d.is_finite() && d > 0.0)
+        {
+            return Err(CloudError::invalid("MOOD delta", d, "a positive number"));
+        }
+        if self.max_iterations == 0 {
+            return Err(CloudError::invalid("MOOD max_iterations", 0, "at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// What MOOD did since the last [`Mood::take_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MoodStats {
+    /// Stages checked.
+    pub stages: u64,
+    /// Detect-and-recompute rounds that reduced something.
+    pub iterations: u64,
+    /// Order reductions, summed over particles (a particle dropping two orders counts two).
+    pub reductions: u64,
+    /// Particles that failed the criterion (summed over rounds).
+    pub failures: u64,
+    /// Of those, failures of physical admissibility.
+    pub inadmissible: u64,
+    /// Stages that reached the iteration limit.
+    pub capped_stages: u64,
+    /// Failing particles left when nothing more could be reduced (already at order 1).
+    pub unresolved: u64,
+}
+
+/// MOOD's working state: the current orders and per-particle flags.
+pub struct Mood<R: Real> {
+    settings: MoodSettings,
+    orders: Buffer<u8>,
+    next: Buffer<u8>,
+    cap: Buffer<u8>,
+    fail: Buffer<u8>,
+    active: Buffer<u8>,
+    /// `curvature[(i m + v) D + d]`: second derivative of variable `v` along axis `d`.
+    curvature: Buffer<R>,
+    curvature_ready: bool,
+    round: usize,
+    stats: MoodStats,
+}
+
+/// Fail codes.
+const PASS: u8 = 0;
+const FAIL: u8 = 1;
+const INADMISSIBLE: u8 = 2;
+const NO_CAP: u8 = u8::MAX;
+
+impl<R: Real> Mood<R> {
+    /// MOOD with `settings` (an error for a non-positive delta or zero iterations).
+    pub fn new(settings: MoodSettings) -> Result<Self, CloudError> {
+        settings.validate()?;
+        let b = |name| Buffer::new(name, Scaling::PerParticle(1));
+        Ok(Self {
+            settings,
+            orders: b("mood_order"),
+            next: b("mood_next_order"),
+            cap: b("mood_cap"),
+            fail: b("mood_fail"),
+            active: b("mood_active"),
+            curvature: Buffer::new("mood_curvature", Scaling::PerParticle(1)),
+            curvature_ready: false,
+            round: 0,
+            stats: MoodStats::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &MoodSettings {
+        &self.settings
+    }
+
+    /// Whether MOOD checks anything.
+    pub fn is_active(&self) -> bool {
+        self.settings.criterion != Criterion::None
+    }
+
+    /// The current per-particle orders.
+    pub fn orders(&self) -> &[u8] {
+        self.orders.as_slice()
+    }
+
+    /// Which particles the last reduction asks to recompute.
+    pub fn active(&self) -> &[u8] {
+        self.active.as_slice()
+    }
+
+    /// The statistics so far, and resets them.
+    pub fn take_stats(&mut self) -> MoodStats {
+        std::mem::take(&mut self.stats)
+    }
+
+    /// The statistics so far.
+    pub fn stats(&self) -> MoodStats {
+        self.stats
+    }
+
+    /// Orders back to each particle's maximum, `min(max_orders[i], order)`: the first stage of
+    /// every step.
+    pub fn reset(&mut self, max_orders: &[u8], order: usize) -> Result<(), CloudError> {
+        let n = max_orders.len();
+        for b in [
+            &mut self.orders,
+            &mut self.next,
+            &mut self.cap,
+            &mut self.fail,
+            &mut self.active,
+        ] {
+            b.resize(n, 0)?;
+        }
+        let cap = order.min(u8::MAX as usize) as u8;
+        for (o, &m) in self.orders.as_mut_slice().iter_mut().zip(max_orders) {
+            *o = m.clamp(1, cap.max(1));
+        }
+        Ok(())
+    }
+
+    /// Starts checking a stage: every particle is checked in the first round.
+    pub fn begin_stage(&mut self) {
+        self.active.as_mut_slice().fill(1);
+        self.curvature_ready = false;
+        self.round = 0;
+        self.stats.stages += 1;
+    }
+
+    /// Checks `candidate` against `input` for the particles marked active, reduces orders
+    /// where it fails, and marks the particles to recompute. `true` when some order changed
+    /// (the caller then recomputes the slope of the active particles).
+    #[allow(clippy::too_many_arguments)]
+    pub fn detect_and_reduce<const D: usize, E: Equation<R, D>, L: SlotLayout>(
+        &mut self,
+        equation: &E,
+        geometry: &Geometry<'_, R, D>,
+        list: &NeighbourList<L>,
+        mls: &Mls<R, D>,
+        input: &[&[R]],
+        candidate: &[&[R]],
+        backend: CpuBackend,
+    ) -> Result<bool, CloudError> {
+        if !self.is_active() {
+            return Ok(false);
+        }
+        let m = input.len();
+        let delta = self.settings.delta_for::<R>();
+        let criterion = self.settings.criterion;
+        let idx = list.indices();
+        let tags = geometry.tags;
+        // 1. Detection (u1 and admissibility).
+        {
+            let active = self.active.as_slice();
+            backend.for_each_block(self.fail.as_mut_slice(), 1024, |first, out| {
+                for k in 0..SplitOutputs::len(&out) {
+                    let i = first + k;
+                    out[k] = if active[i] == 0 || tags[i] != INTERIOR {
+                        PASS
+                    } else {
+                        detect(equation, criterion, delta, list, idx, input, candidate, i)
+                    };
+                }
+            });
+        }
+        let failures = self.fail.as_slice().iter().filter(|&&f| f != PASS).count();
+        if failures == 0 {
+            return Ok(false);
+        }
+        // 2. u2: accept smooth extrema (never inadmissible states).
+        if criterion == Criterion::U2
+            && self.curvature_ready_or_compute(mls, list, input, backend)?
+        {
+            let curvature = self.curvature.as_slice();
+            let h = mls.spacing();
+            let h2 = R::cast(h * h);
+            backend.for_each_block(self.fail.as_mut_slice(), 1024, |first, out| {
+                for k in 0..SplitOutputs::len(&out) {
+                    let i = first + k;
+                    if out[k] == FAIL && smooth_extremum(list, idx, curvature, m, D, i, delta, h2) {
+                        out[k] = PASS;
+                    }
+                }
+            });
+        }
+        let fail = self.fail.as_slice();
+        let failures = fail.iter().filter(|&&f| f != PASS).count() as u64;
+        self.stats.failures += failures;
+        self.stats.inadmissible += fail.iter().filter(|&&f| f == INADMISSIBLE).count() as u64;
+        if failures == 0 {
+            return Ok(false);
+        }
+        if self.round >= self.settings.max_iterations {
+            self.stats.capped_stages += 1;
+            return Ok(false);
+        }
+        // 3. New orders, in the pull form.
+        let strategy = self.settings.strategy;
+        let orders = self.orders.as_slice();
+        let lower = |j: usize| orders[j].saturating_sub(1).max(1);
+        if strategy == HaloStrategy::Epd2 {
+            backend.for_each_block(self.cap.as_mut_slice(), 1024, |first, out| {
+                for k in 0..SplitOutputs::len(&out) {
+                    let i = first + k;
+                    let mut c = if fail[i] != PASS { lower(i) } else { NO_CAP };
+                    for s in list.slots(i) {
+                        let j = idx[s] as usize;
+                        if fail[j] != PASS {
+                            c = c.min(lower(j));
+                        }
+                    }
+                    out[k] = c;
+                }
+            });
+        }
+        let cap = self.cap.as_slice();
+        backend.for_each_block(self.next.as_mut_slice(), 1024, |first, out| {
+            for k in 0..SplitOutputs::len(&out) {
+                let i = first + k;
+                let own = if fail[i] != PASS { lower(i) } else { orders[i] };
+                let neighbours = list.slots(i).map(|s| idx[s] as usize);
+                out[k] = match strategy {
+                    HaloStrategy::Epd0 => own,
+                    HaloStrategy::Strict => {
+                        if fail[i] != PASS || neighbours.clone().any(|j| fail[j] != PASS) {
+                            lower(i)
+                        } else {
+                            orders[i]
+                        }
+                    }
+                    HaloStrategy::Epd1 => neighbours
+                        .filter(|&j| fail[j] != PASS)
+                        .fold(own, |o, j| o.min(lower(j))),
+                    HaloStrategy::Epd2 => neighbours.fold(own.min(cap[i]), |o, j| o.min(cap[j])),
+                };
+            }
+        });
+        let next = self.next.as_slice();
+        let reductions: u64 = orders
+            .iter()
+            .zip(next)
+            .map(|(&a, &b)| u64::from(a - b.min(a)))
+            .sum();
+        if reductions == 0 {
+            self.stats.unresolved += failures;
+            return Ok(false);
+        }
+        backend.for_each_block(self.active.as_mut_slice(), 1024, |first, out| {
+            for k in 0..SplitOutputs::len(&out) {
+                let i = first + k;
+                let changed = |j: usize| next[j] != orders[j];
+                out[k] = u8::from(changed(i) || list.slots(i).any(|s| changed(idx[s] as usize)));
+            }
+        });
+        std::mem::swap(&mut self.orders, &mut self.next);
+        self.round += 1;
+        self.stats.iterations += 1;
+        self.stats.reductions += reductions;
+        Ok(true)
+    }
+
+    /// Computes the per-axis second derivatives of `input` once per stage (u2). `false` when the
+    /// MLS fit has no second-degree terms (order-1 schemes: nothing to reduce anyway).
+    fn curvature_ready_or_compute<const D: usize, L: SlotLayout>(
+        &mut self,
+        mls: &Mls<R, D>,
+        list: &NeighbourList<L>,
+        input: &[&[R]],
+        backend: CpuBackend,
+    ) -> Result<bool, CloudError> {
+        let basis = mls.basis();
+        let terms: Option<Vec<usize>> = (0..D)
+            .map(|d| {
+                let mut e = [0u8; D];
+                e[d] = 2;
+                basis.index_of(e)
+            })
+            .collect();
+        let Some(terms) = terms else {
+            return Ok(false);
+        };
+        if self.curvature_ready {
+            return Ok(true);
+        }
+        let m = input.len();
+        let n = input.first().map_or(0, |x| x.len());
+        self.curvature.resize(n * m * D, R::zero())?;
+        let idx = list.indices();
+        let coeffs: Vec<&[R]> = terms.iter().map(|&a| mls.coefficients(a)).collect();
+        backend.for_each_block(
+            mote_core::Chunks::new(self.curvature.as_mut_slice(), m * D),
+            256,
+            |first, mut out| {
+                for k in 0..SplitOutputs::len(&out) {
+                    let i = first + k;
+                    let rec = out.chunk_mut(k);
+                    for v in 0..m {
+                        for d in 0..D {
+                            let mut c = R::zero();
+                            for s in list.slots(i) {
+                                c += coeffs[d][s] * (input[v][idx[s] as usize] - input[v][i]);
+                            }
+                            rec[v * D + d] = c;
+                        }
+                    }
+                }
+            },
+        );
+        self.curvature_ready = true;
+        Ok(true)
+    }
+}
+
+/// The fail code of particle `i`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn detect<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout>(
+    equation: &E,
+    criterion: Criterion,
+    delta: f64,
+    list: &NeighbourList<L>,
+    idx: &[u32],
+    input: &[&[R]],
+    candidate: &[&[R]],
+    i: usize,
+) -> u8 {
+    let m = input.len();
+    let mut c = [R::zero(); MAX_VARIABLES];
+    for v in 0..m {
+        c[v] = candidate[v][i];
+    }
+    if !equation.admissible(&c[..m]) {
+        return INADMISSIBLE;
+    }
+    match criterion {
+        Criterion::None => PASS,
+        Criterion::Always => FAIL,
+        Criterion::U1 | Criterion::U2 => {
+            let delta_r = R::cast(delta);
+            let tiny = R::cast(delta * delta * delta);
+            for v in 0..m {
+                let (mut lo, mut hi) = (input[v][i], input[v][i]);
+                for s in list.slots(i) {
+                    let x = input[v][idx[s] as usize];
+                    lo = lo.min(x);
+                    hi = hi.max(x);
+                }
+                if hi - lo < tiny {
+                    continue;
+                }
+                let tol = delta_r * R::one().max(lo.abs()).max(hi.abs());
+                if c[v] < lo - tol || c[v] > hi + tol {
+                    return FAIL;
+                }
+            }
+            PASS
+        }
+    }
+}
+
+/// u2: whether every variable's curvature along every axis has one sign over `i` and its
+/// neighbours, with magnitudes within a factor of two (or negligible: below `delta` after
+/// scaling by `h^2`).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn smooth_extremum<R: Real, L: SlotLayout>(
+    list: &NeighbourList<L>,
+    idx: &[u32],
+    curvature: &[R],
+    m: usize,
+    dims: usize,
+    i: usize,
+    delta: f64,
+    h2: R,
+) -> bool {
+    let delta = R::cast(delta);
+    for v in 0..m {
+        for d in 0..dims {
+            let at = |j: usize| curvature[(j * m + v) * dims + d];
+            let (mut lo, mut hi) = (at(i), at(i));
+            for s in list.slots(i) {
+                let x = at(idx[s] as usize);
+                lo = lo.min(x);
+                hi = hi.max(x);
+            }
+            let big = lo.abs().max(hi.abs());
+            if big * h2 < delta {
+                continue;
+            }
+            let small = lo.abs().min(hi.abs());
+            if lo * hi <= R::zero() || small < R::cast(0.5) * big {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+impl<R: Real> Budgeted for Mood<R> {
+    fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        vec![
+            &self.orders,
+            &self.next,
+            &self.cap,
+            &self.fail,
+            &self.active,
+            &self.curvature,
+        ]
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        vec![
+            &mut self.orders,
+            &mut self.next,
+            &mut self.cap,
+            &mut self.fail,
+            &mut self.active,
+            &mut self.curvature,
+        ]
+    }
+}
