@@ -6,8 +6,10 @@ use std::time::Instant;
 
 use clap::Args;
 use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
+use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
-use mote_cloud::scheme::{Formulation, Muscl};
+use mote_cloud::mood::MoodSettings;
+use mote_cloud::scheme::{Formulation, Limiter, Muscl};
 use mote_cloud::time::Tableau;
 use mote_cloud::{
     Cloud, Domain, LatticeOptions, MeshlessSimulation, RowMajor, SlotLayout, SlotMajor, Weight,
@@ -48,6 +50,21 @@ pub struct CloudArgs {
     /// Time stepper: euler, rk2, rk3 or rk4.
     #[arg(long, default_value = "rk3")]
     stepper: String,
+    /// Numerical flux: rusanov, upwind (scalar equations) or hllc (euler).
+    #[arg(long, default_value = "rusanov")]
+    flux: String,
+    /// Slope limiter: none, bj, vk, minmod or superbee (the last two in 1-D).
+    #[arg(long, default_value = "none")]
+    limiter: String,
+    /// Limiter mode: soft (gradient only) or hard (every derivative).
+    #[arg(long, default_value = "soft")]
+    limiter_mode: String,
+    /// MOOD criterion: none, u1, u2 or always.
+    #[arg(long, default_value = "none")]
+    mood: String,
+    /// MOOD halo strategy: epd0, epd1, epd2 or strict.
+    #[arg(long, default_value = "epd1")]
+    mood_strategy: String,
     /// Timed steps (after one warm-up step).
     #[arg(long, default_value_t = 5)]
     repeats: usize,
@@ -76,6 +93,15 @@ pub(crate) struct CloudReport {
     pub stages: usize,
     pub equation: String,
     pub variables: usize,
+    pub flux: String,
+    pub limiter: String,
+    pub limiter_mode: String,
+    pub mood: String,
+    pub mood_strategy: String,
+    /// MOOD order reductions per timed step.
+    pub mood_reductions_per_step: f64,
+    /// Positivity floor events (Euler) during the timed steps.
+    pub floor_events: u64,
     pub neighbours_mean: f64,
     pub search_seconds: f64,
     pub mls_seconds: f64,
@@ -92,8 +118,13 @@ pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "cloud {} {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
+            "cloud {} ({} flux, limiter {} {}, MOOD {} {}) {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
             report.equation,
+            report.flux,
+            report.limiter,
+            report.limiter_mode,
+            report.mood,
+            report.mood_strategy,
             report.dim,
             report.order,
             report.precision,
@@ -133,6 +164,11 @@ impl CloudArgs {
             variables: 1,
             equation: "advection".into(),
             stepper: "rk3".into(),
+            flux: "rusanov".into(),
+            limiter: "none".into(),
+            limiter_mode: "soft".into(),
+            mood: "none".into(),
+            mood_strategy: "epd1".into(),
             repeats,
             json: false,
         }
@@ -151,6 +187,9 @@ pub(crate) fn measure(args: &CloudArgs, threads: usize) -> Result<CloudReport, B
         return Err(format!("--layout `{}`: expected row or slot", args.layout).into());
     }
     Tableau::by_name(&args.stepper)?;
+    FluxKind::by_name(&args.flux)?;
+    Limiter::by_name(&args.limiter, &args.limiter_mode)?;
+    MoodSettings::by_name(&args.mood, &args.mood_strategy)?;
     args.precision.dispatch(CloudBench {
         args,
         backend: CpuBackend::threads(threads),
@@ -257,7 +296,9 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         args.order,
         Formulation::MlsDivergence,
         Weight::default(),
-    )?;
+    )?
+    .with_flux(FluxKind::by_name(&args.flux)?)?
+    .with_limiter(Limiter::by_name(&args.limiter, &args.limiter_mode)?)?;
     let radius = args
         .radius
         .unwrap_or_else(|| default_radius_factor::<D>(args.order))
@@ -275,12 +316,15 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         scheme,
         Tableau::by_name(&args.stepper)?,
         backend,
-    )?;
+    )?
+    .with_mood(MoodSettings::by_name(&args.mood, &args.mood_strategy)?)?;
     let mls_seconds = (clock.elapsed().as_secs_f64() - search_seconds).max(0.0);
     let dt = sim.stable_dt(0.4);
     sim.step(dt)?; // warm-up
     sim.scheme.take_seconds();
     sim.stepper_mut().take_seconds();
+    sim.take_mood_stats();
+    let floors_before = sim.scheme.equation().floor_events();
     let mut times = Vec::with_capacity(args.repeats);
     for _ in 0..args.repeats {
         let t = Instant::now();
@@ -288,6 +332,8 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         times.push(t.elapsed().as_secs_f64());
     }
     let pass = sim.scheme.take_seconds();
+    let mood = sim.take_mood_stats();
+    let floor_events = sim.scheme.equation().floor_events() - floors_before;
     let rk = sim.stepper_mut().take_seconds();
     let reps = args.repeats as f64;
     let n = sim.cloud.len() as f64;
@@ -327,6 +373,16 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     };
     add("derivatives", pass.derivatives, deriv_bytes, deriv_flops);
     add("fluxes", pass.fluxes, flux_bytes, flux_flops);
+    if pass.limiter > 0.0 {
+        // Per slot: the neighbour's state per variable, the offset; per particle its record.
+        let limiter_bytes = s * (slots * (4.0 + m * r + dd * r) + n * 2.0 * m * mr * r);
+        add(
+            "limiter",
+            pass.limiter,
+            limiter_bytes,
+            s * slots * m * (3.0 * dd + 2.0 * mr + 4.0),
+        );
+    }
     add(
         "rk_stages",
         rk[0],
@@ -347,6 +403,13 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         stages,
         variables,
         equation: args.equation.clone(),
+        flux: args.flux.clone(),
+        limiter: args.limiter.clone(),
+        limiter_mode: args.limiter_mode.clone(),
+        mood: args.mood.clone(),
+        mood_strategy: args.mood_strategy.clone(),
+        mood_reductions_per_step: mood.reductions as f64 / reps,
+        floor_events,
         neighbours_mean: sim.list.mean(),
         search_seconds,
         mls_seconds,

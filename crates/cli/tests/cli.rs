@@ -367,6 +367,48 @@ fn bench_cloud_json_has_every_pass() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["equation"], "euler");
     assert_eq!(v["variables"], 4);
+    // The scheme options, reported back.
+    let out = mote(&[
+        "bench",
+        "cloud",
+        "--particles",
+        "400",
+        "--equation",
+        "euler",
+        "--order",
+        "2",
+        "--flux",
+        "hllc",
+        "--limiter",
+        "vk",
+        "--limiter-mode",
+        "hard",
+        "--mood",
+        "u1",
+        "--mood-strategy",
+        "strict",
+        "--repeats",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["flux"], "hllc");
+    assert_eq!(v["limiter"], "vk");
+    assert_eq!(v["mood_strategy"], "strict");
+    assert!(v["passes"]["limiter"]["seconds"].as_f64().unwrap() > 0.0);
+    // HLLC is Euler's: refused for advection, before any work.
+    let out = mote(&["bench", "cloud", "--particles", "400", "--flux", "hllc"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("flux"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = mote(&["bench", "cloud", "--particles", "400", "--equation", "mhd"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--equation `mhd`"));
 }

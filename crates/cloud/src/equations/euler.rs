@@ -234,6 +234,10 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         })
     }
 
+    fn floor_events(&self) -> u64 {
+        Euler::floor_events(self)
+    }
+
     fn supports_flux(&self, kind: FluxKind) -> bool {
         matches!(kind, FluxKind::Rusanov | FluxKind::Hllc)
     }

@@ -112,6 +112,12 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
         u.iter().all(|x| x.is_finite())
     }
 
+    /// How many times positivity floors acted so far (Euler counts them; 0 for equations
+    /// without floors).
+    fn floor_events(&self) -> u64 {
+        0
+    }
+
     /// Conservative to primitive variables (identity unless overridden).
     fn to_primitive(&self, u: &[R], out: &mut [R]) {
         out.copy_from_slice(u);
