@@ -15,8 +15,8 @@ use serde::Serialize;
 pub enum BenchCommand {
     /// Direct-summation gravity: seconds per force evaluation and interactions per second.
     Gravity(GravityArgs),
-    /// Meshless linear advection: seconds per time step, split by pass.
-    Cloud(crate::bench_cloud::CloudArgs),
+    /// Meshless conservation laws: seconds per time step, split by pass.
+    Cloud(Box<crate::bench_cloud::CloudArgs>),
     /// The machine's ceilings: memory bandwidth and arithmetic throughput.
     Roofline(crate::roofline::RooflineArgs),
 }
