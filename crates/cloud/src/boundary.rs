@@ -206,21 +206,32 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
                 })?;
             let xi = cloud.position_of(i);
             let mut best: Option<(f64, usize)> = None;
-            for j in list.neighbours(i) {
-                let j = j as usize;
-                if tags[j] != INTERIOR {
-                    continue;
+            let consider = |best: &mut Option<(f64, usize)>, j: usize| {
+                if tags[j] == INTERIOR {
+                    let r2 = domain.distance_squared(xi, cloud.position_of(j));
+                    // Ties: the smaller index (deterministic).
+                    if best.is_none_or(|(b, k)| r2 < b || (r2 == b && j < k)) {
+                        *best = Some((r2, j));
+                    }
                 }
-                let r2 = domain.distance_squared(xi, cloud.position_of(j));
-                if best.is_none_or(|(b, _)| r2 < b) {
-                    best = Some((r2, j));
+            };
+            for j in list.neighbours(i) {
+                consider(&mut best, j as usize);
+            }
+            if best.is_none() {
+                // Corners of the boundary layers can lie beyond the radius from every interior
+                // particle: look two neighbour hops away.
+                for j in list.neighbours(i) {
+                    for k in list.neighbours(j as usize) {
+                        consider(&mut best, k as usize);
+                    }
                 }
             }
             let (_, interior) = best.ok_or_else(|| {
                 CloudError::invalid(
                     "boundary particle",
                     format!("{i} at {xi:?} (tag {tag})"),
-                    "an interior particle within the search radius: widen the radius or use \
+                    "an interior particle within two neighbour hops: widen the radius or use \
                      fewer boundary layers",
                 )
             })?;

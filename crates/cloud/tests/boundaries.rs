@@ -177,13 +177,13 @@ fn missing_conditions_and_unreachable_interiors_are_clear_errors() {
         "{msg}"
     );
 
-    // Four layers with a 2.5 dx radius: the outer layers see no interior particle.
+    // Six layers with a 2.5 dx radius: the outer layers are more than two hops from the interior.
     let domain = Domain::new_box([0.0], [1.0], [false]).unwrap();
     let lattice = LatticeOptions {
         spacing: 0.05,
         jitter: 0.0,
         seed: 1,
-        boundary_layers: 4,
+        boundary_layers: 6,
     };
     let cloud = Cloud::<f64, 1>::lattice(domain, lattice, 3).unwrap();
     let eq = Euler::<1>::new(1.4).unwrap();
