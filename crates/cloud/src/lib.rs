@@ -9,9 +9,11 @@
 //! - [`search`]: the deterministic counting-sort neighbour search and the two slot layouts
 //!   (row-major for CPU caches, slot-major for GPU coalescing);
 //! - [`mls`]: moving-least-squares derivative operators on a Taylor basis of degree 1 to 5;
-//! - [`equations`] (linear advection so far), [`flux`] (Rusanov), [`scheme`] (MUSCL of orders
-//!   1-5 in two flux-divergence formulations), [`time`] (explicit Runge-Kutta by tableau),
-//!   [`exact`] (exact solutions, error norms and totals).
+//! - [`equations`] (linear advection, Burgers, Euler; a user equation is one trait impl),
+//!   [`flux`] (Rusanov, upwind, HLLC), [`scheme`] (MUSCL of orders 1-5 in two flux-divergence
+//!   formulations, slope limiters), [`mood`] (a-posteriori order reduction), [`boundary`]
+//!   (conditions per boundary tag), [`time`] (explicit Runge-Kutta by tableau, driven by a stage
+//!   operator), [`exact`] (exact solutions, error norms and totals).
 //!
 //! Everything is generic over the precision `R: Real` and the dimension `D` (1, 2 or 3, a
 //! compile-time constant).
