@@ -50,7 +50,7 @@ pub struct CloudArgs {
     /// Time stepper: euler, rk2, rk3 or rk4.
     #[arg(long, default_value = "rk3")]
     stepper: String,
-    /// Numerical flux: rusanov, upwind (scalar equations) or hllc (euler).
+    /// Numerical flux: rusanov, upwind (scalar equations), hllc (euler) or central.
     #[arg(long, default_value = "rusanov")]
     flux: String,
     /// Slope limiter: none, bj, vk, minmod or superbee (the last two in 1-D).

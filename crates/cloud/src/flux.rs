@@ -18,6 +18,11 @@ pub enum FluxKind {
     Upwind,
     /// HLLC: the Euler equations only.
     Hllc,
+    /// Central, `(F(u_L) + F(u_R)) . n / 2`, no dissipation: with first-order reconstruction
+    /// the scheme is the central MLS divergence `-sum_j b_ij . (F(u_j) - F(u_i))`. Every
+    /// equation; stable only with a time stepper whose region covers the imaginary axis (RK4,
+    /// SSP-RK3) and for smooth solutions.
+    Central,
 }
 
 impl FluxKind {
@@ -27,7 +32,12 @@ impl FluxKind {
             "rusanov" => Ok(Self::Rusanov),
             "upwind" => Ok(Self::Upwind),
             "hllc" => Ok(Self::Hllc),
-            _ => Err(CloudError::invalid("flux", name, "rusanov, upwind or hllc")),
+            "central" => Ok(Self::Central),
+            _ => Err(CloudError::invalid(
+                "flux",
+                name,
+                "rusanov, upwind, hllc or central",
+            )),
         }
     }
 
@@ -37,6 +47,7 @@ impl FluxKind {
             Self::Rusanov => "rusanov",
             Self::Upwind => "upwind",
             Self::Hllc => "hllc",
+            Self::Central => "central",
         }
     }
 }
@@ -106,6 +117,28 @@ pub fn rusanov_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize,
         for l in 0..W {
             let s = sl[l].max(sr[l]);
             out[v][l] = half * (fl[v][l] + fr[v][l]) - half * s * (ur[v][l] - ul[v][l]);
+        }
+    }
+}
+
+/// The central flux `(F(u_L) + F(u_R)) . n / 2` for `W` pairs in lane layout.
+#[inline(always)]
+pub fn central_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize, const W: usize>(
+    eq: &E,
+    m: usize,
+    ul: &[[R; W]; M],
+    ur: &[[R; W]; M],
+    n: &[[R; W]; D],
+    out: &mut [[R; W]; M],
+) {
+    let mut fl = [[R::zero(); W]; M];
+    let mut fr = [[R::zero(); W]; M];
+    eq.flux_lanes(m, ul, n, &mut fl);
+    eq.flux_lanes(m, ur, n, &mut fr);
+    let half = R::cast(0.5);
+    for v in 0..m {
+        for l in 0..W {
+            out[v][l] = half * (fl[v][l] + fr[v][l]);
         }
     }
 }

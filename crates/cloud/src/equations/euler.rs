@@ -7,7 +7,7 @@ use mote_core::Real;
 
 use super::Equation;
 use crate::error::CloudError;
-use crate::flux::{FluxKind, hllc_lanes, rusanov_lanes};
+use crate::flux::{FluxKind, central_lanes, hllc_lanes, rusanov_lanes};
 
 /// The Euler equations with ratio of specific heats `gamma`.
 ///
@@ -239,7 +239,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
     }
 
     fn supports_flux(&self, kind: FluxKind) -> bool {
-        matches!(kind, FluxKind::Rusanov | FluxKind::Hllc)
+        matches!(kind, FluxKind::Rusanov | FluxKind::Hllc | FluxKind::Central)
     }
 
     #[inline(always)]
@@ -254,6 +254,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
     ) {
         match kind {
             FluxKind::Hllc => hllc_lanes::<R, D, M, W>(self, ul, ur, n, out),
+            FluxKind::Central => central_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
             _ => rusanov_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
         }
     }

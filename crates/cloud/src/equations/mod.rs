@@ -15,7 +15,7 @@ pub use euler::Euler;
 
 use mote_core::Real;
 
-use crate::flux::{FluxKind, rusanov_lanes, upwind_lanes};
+use crate::flux::{FluxKind, central_lanes, rusanov_lanes, upwind_lanes};
 
 /// A hyperbolic system in `D` dimensions with a run-time number of variables.
 pub trait Equation<R: Real, const D: usize>: Send + Sync {
@@ -74,11 +74,11 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
     }
 
     /// Whether [`numerical_flux_lanes`](Self::numerical_flux_lanes) implements `kind` for this
-    /// equation: Rusanov always, upwind for one variable; an equation with its own Riemann
+    /// equation: Rusanov and central always, upwind for one variable; an equation with its own Riemann
     /// solver (Euler: HLLC) overrides this. Schemes refuse an unsupported flux when built.
     fn supports_flux(&self, kind: FluxKind) -> bool {
         match kind {
-            FluxKind::Rusanov => true,
+            FluxKind::Rusanov | FluxKind::Central => true,
             FluxKind::Upwind => self.variables() == 1,
             FluxKind::Hllc => false,
         }
@@ -101,6 +101,7 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
     {
         match kind {
             FluxKind::Upwind if m == 1 => upwind_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
+            FluxKind::Central => central_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
             _ => rusanov_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
         }
     }

@@ -83,6 +83,10 @@ pub struct Mls<R: Real, const D: usize> {
     weight: Weight,
     spacing: f64,
     coefficients: Vec<Buffer<R>>,
+    /// `Some((axis, side))`: a one-sided fit over the neighbours with `side * d[axis] >= 0`.
+    stencil: Option<(usize, f64)>,
+    /// One-sided fits: 1 where the fit exists (enough neighbours on that side), else 0.
+    valid: Buffer<u8>,
 }
 
 impl<R: Real, const D: usize> Mls<R, D> {
@@ -97,7 +101,41 @@ impl<R: Real, const D: usize> Mls<R, D> {
             weight,
             spacing: 1.0,
             coefficients,
+            stencil: None,
+            valid: Buffer::new("mls_valid", Scaling::PerParticle(1)),
         })
+    }
+
+    /// A one-sided operator: fits over the neighbours on the `high` (or low) side of `axis` only
+    /// (`d[axis] >= 0`, resp. `<= 0`). Where a side holds too few neighbours for the basis, or
+    /// they do not span it, the fit is marked invalid ([`Mls::valid`]) instead of failing:
+    /// WENO-type schemes then leave that stencil out.
+    pub fn one_sided(
+        degree: usize,
+        weight: Weight,
+        axis: usize,
+        high: bool,
+    ) -> Result<Self, CloudError> {
+        let mut mls = Self::new(degree, weight)?;
+        if axis >= D {
+            return Err(CloudError::invalid(
+                "stencil axis",
+                axis,
+                format!("below {D}"),
+            ));
+        }
+        mls.stencil = Some((axis, if high { 1.0 } else { -1.0 }));
+        Ok(mls)
+    }
+
+    /// Per particle, whether the fit exists (always 1 for full stencils).
+    pub fn valid(&self) -> &[u8] {
+        self.valid.as_slice()
+    }
+
+    /// The weight function.
+    pub fn weight(&self) -> Weight {
+        self.weight
     }
 
     /// The basis.
@@ -131,7 +169,12 @@ impl<R: Real, const D: usize> Mls<R, D> {
         let n = cloud.len();
         let underdetermined = |i: usize| (list.counts()[i] as usize) < m;
         let tags = cloud.tags();
-        if let Some(i) = (0..n).find(|&i| underdetermined(i) && tags[i] == crate::cloud::INTERIOR) {
+        let stencil = self.stencil;
+        self.valid.resize(n, 1)?;
+        if stencil.is_none()
+            && let Some(i) =
+                (0..n).find(|&i| underdetermined(i) && tags[i] == crate::cloud::INTERIOR)
+        {
             return Err(CloudError::invalid(
                 "neighbour count",
                 format!("{} at particle id {}", list.counts()[i], cloud.ids()[i]),
@@ -166,7 +209,8 @@ impl<R: Real, const D: usize> Mls<R, D> {
             .map(|b| list.layout().writer(b.as_mut_slice()))
             .collect();
         let failed = std::sync::atomic::AtomicUsize::new(usize::MAX);
-        backend.for_each_block(writers, 64, |first, mut out| {
+        let valid = self.valid.as_mut_slice();
+        backend.for_each_block((writers, valid), 64, |first, (mut out, valid)| {
             // `out` holds one writer per basis function; the block's particle count is theirs.
             let block = SplitOutputs::len(&out);
             // Scratch for one block, reused by every particle in it.
@@ -182,12 +226,17 @@ impl<R: Real, const D: usize> Mls<R, D> {
                 let i = first + k;
                 let slots = list.slots(i);
                 let count = slots.len();
-                if underdetermined(i) {
-                    for (s_k, _) in slots.enumerate() {
+                let zero = |out: &mut Vec<L::Writer<'_, R>>| {
+                    for s_k in 0..count {
                         for o in out.iter_mut() {
                             o.set_slot(k, s_k, R::zero());
                         }
                     }
+                };
+                valid[k] = 1;
+                if underdetermined(i) {
+                    zero(&mut out);
+                    valid[k] = 0;
                     continue;
                 }
                 for (s_k, s) in slots.enumerate() {
@@ -207,7 +256,17 @@ impl<R: Real, const D: usize> Mls<R, D> {
                         q[a] = d / h;
                     }
                     w[s_k] = weight.at(r2.sqrt(), cutoff, h);
+                    if let Some((axis, side)) = stencil
+                        && side * q[axis] < 0.0
+                    {
+                        w[s_k] = 0.0;
+                    }
                     basis.eval(q, &mut phi[s_k * m..(s_k + 1) * m]);
+                }
+                if stencil.is_some() && w[..count].iter().filter(|&&x| x > 0.0).count() < m {
+                    zero(&mut out);
+                    valid[k] = 0;
+                    continue;
                 }
                 // M = sum_j w_j phi_j phi_j^T (lower triangle).
                 mat.fill(0.0);
@@ -233,7 +292,11 @@ impl<R: Real, const D: usize> Mls<R, D> {
                     mat[r * m + r] += 1e-15;
                 }
                 if !cholesky(&mut mat, m) {
-                    failed.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
+                    zero(&mut out);
+                    valid[k] = 0;
+                    if stencil.is_none() {
+                        failed.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
+                    }
                     continue;
                 }
                 // g_j = w_j S (S M S)^-1 S phi_j, per slot.
@@ -324,15 +387,21 @@ fn cholesky_solve(l: &[f64], m: usize, b: &mut [f64]) {
 
 impl<R: Real, const D: usize> Budgeted for Mls<R, D> {
     fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
-        self.coefficients
+        let mut v: Vec<&dyn BudgetedBuffer> = self
+            .coefficients
             .iter()
             .map(|b| b as &dyn BudgetedBuffer)
-            .collect()
+            .collect();
+        v.push(&self.valid);
+        v
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
-        self.coefficients
+        let mut v: Vec<&mut dyn BudgetedBuffer> = self
+            .coefficients
             .iter_mut()
             .map(|b| b as &mut dyn BudgetedBuffer)
-            .collect()
+            .collect();
+        v.push(&mut self.valid);
+        v
     }
 }

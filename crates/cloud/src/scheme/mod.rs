@@ -18,6 +18,7 @@
 
 mod flux_pass;
 mod limiter;
+mod weno;
 
 pub use limiter::{Limiter, LimiterKind, LimiterMode};
 
@@ -54,6 +55,8 @@ pub struct Muscl<R: Real, const D: usize, E> {
     formulation: Formulation,
     flux: FluxKind,
     limiter: Limiter,
+    /// WENO-type reconstruction: the one-sided fits and the central fit's linear weight.
+    weno: Option<(Vec<Mls<R, D>>, f64)>,
     /// The cloud's nominal spacing (the smallest axis), set by `prepare`.
     spacing: f64,
     mls: Mls<R, D>,
@@ -114,6 +117,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             formulation,
             flux: FluxKind::Rusanov,
             limiter: Limiter::none(),
+            weno: None,
             spacing: 0.0,
             mls,
             reconstruction,
@@ -133,8 +137,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 "flux",
                 kind,
                 format!(
-                    "one that {} with {} variables provides (rusanov always, upwind for one \
-                     variable, hllc for euler)",
+                    "one that {} with {} variables provides (rusanov and central always, \
+                     upwind for one variable, hllc for euler)",
                     self.equation.name(),
                     self.equation.variables()
                 ),
@@ -149,6 +153,38 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         limiter.validate::<D>()?;
         self.limiter = limiter;
         Ok(self)
+    }
+
+    /// A WENO-type MLS reconstruction (see the `weno` module): the derivatives are a
+    /// smoothness-weighted mix of the central fit (linear weight `central_weight`, e.g. 1000)
+    /// and `2 D` one-sided fits of the reconstruction degree. Needs order >= 2.
+    pub fn with_weno(mut self, central_weight: f64) -> Result<Self, CloudError> {
+        if self.order < 2 {
+            return Err(CloudError::invalid(
+                "WENO reconstruction",
+                format!("order {}", self.order),
+                "order 2 or more (order 1 has no derivatives to weight)",
+            ));
+        }
+        if !(central_weight.is_finite() && central_weight >= 1.0) {
+            return Err(CloudError::invalid(
+                "WENO central weight",
+                central_weight,
+                "a finite number >= 1",
+            ));
+        }
+        let degree = self.reconstruction.degree();
+        let weight = self.mls.weight();
+        let stencils = (0..2 * D)
+            .map(|k| Mls::one_sided(degree, weight, k / 2, k % 2 == 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.weno = Some((stencils, central_weight));
+        Ok(self)
+    }
+
+    /// Whether the WENO-type reconstruction is on.
+    pub fn is_weno(&self) -> bool {
+        self.weno.is_some()
     }
 
     /// The numerical flux.
@@ -223,6 +259,11 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         backend: CpuBackend,
     ) -> Result<(), CloudError> {
         self.mls.compute(cloud, list, backend)?;
+        if let Some((stencils, _)) = &mut self.weno {
+            for st in stencils {
+                st.compute(cloud, list, backend)?;
+            }
+        }
         self.spacing = cloud.spacing().into_iter().fold(f64::INFINITY, f64::min);
         let n = cloud.len();
         let width = self.equation.variables() * self.reconstruction_terms();
@@ -288,6 +329,21 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 coeffs: &coeffs,
             };
             pass.run(list, self.derivatives.as_mut_slice(), backend, self.simd);
+            if let Some((stencils, central_weight)) = &self.weno {
+                let h = self.mls.spacing();
+                let scale: Vec<R> = self.reconstruction.exponents()[..mr]
+                    .iter()
+                    .map(|e| R::cast(h.powi(e.iter().map(|&k| k as i32).sum())))
+                    .collect();
+                weno::WenoPass {
+                    u,
+                    idx,
+                    stencils,
+                    scale: &scale,
+                    central_weight: *central_weight,
+                }
+                .run(list, self.derivatives.as_mut_slice(), backend);
+            }
         }
         self.seconds.derivatives += clock.elapsed().as_secs_f64();
         if mr > 0 && self.limiter.is_active() {
@@ -408,12 +464,22 @@ impl<R: Real, const D: usize, E> Budgeted for Muscl<R, D, E> {
         let mut v = self.mls.buffers();
         v.push(&self.derivatives);
         v.push(&self.reverse);
+        if let Some((stencils, _)) = &self.weno {
+            for st in stencils {
+                v.extend(st.buffers());
+            }
+        }
         v
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
         let mut v = self.mls.buffers_mut();
         v.push(&mut self.derivatives);
         v.push(&mut self.reverse);
+        if let Some((stencils, _)) = &mut self.weno {
+            for st in stencils {
+                v.extend(st.buffers_mut());
+            }
+        }
         v
     }
 }
