@@ -112,6 +112,7 @@ fn quadrant_riemann_problem_runs_with_positive_density_and_pressure() {
         sim.steps()
     );
     assert!(finite && rho_min > 0.0 && p_min > 0.0);
+    assert_eq!(floors, 0, "positivity floors acted");
     // The four shocks sweep a large part of the box: the mean density change is substantial.
     let change = initial
         .iter()
@@ -211,6 +212,7 @@ fn double_mach_reflection_runs_with_positive_density_and_pressure() {
         sim.steps()
     );
     assert!(finite && rho_min > 0.0 && p_min > 0.0);
+    assert_eq!(floors, 0, "positivity floors acted");
     // The reflection compresses the gas beyond the incident shock's density of 8.
     assert!(rho_max > 8.0, "no reflection: max density {rho_max}");
 }

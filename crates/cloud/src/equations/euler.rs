@@ -238,6 +238,10 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         Euler::floor_events(self)
     }
 
+    fn checks_reconstruction(&self) -> bool {
+        true
+    }
+
     fn supports_flux(&self, kind: FluxKind) -> bool {
         matches!(kind, FluxKind::Rusanov | FluxKind::Hllc | FluxKind::Central)
     }

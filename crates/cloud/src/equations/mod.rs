@@ -113,6 +113,14 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
         u.iter().all(|x| x.is_finite())
     }
 
+    /// Whether the flux pass checks each reconstructed pair of states with
+    /// [`admissible`](Self::admissible) and falls back to the particle values (first order for
+    /// that pair) when either is not: Euler does (a negative reconstructed density or pressure
+    /// would otherwise reach a flux through the floors); scalar equations need not.
+    fn checks_reconstruction(&self) -> bool {
+        false
+    }
+
     /// How many times positivity floors acted so far (Euler counts them; 0 for equations
     /// without floors).
     fn floor_events(&self) -> u64 {

@@ -110,6 +110,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         let half = R::cast(0.5);
         let two = R::cast(2.0);
         let conservative = formulation == Formulation::Conservative;
+        let checks = eq.checks_reconstruction();
         // Reconstruction terms per interface order; functions of degree <= 2 come first in the
         // basis order (D linear, then D (D + 1) / 2 quadratic) and have a closed form.
         let terms_for_order: [usize; MAX_ORDER + 1] = std::array::from_fn(|k| {
@@ -269,6 +270,8 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                             }
                         }
                     }
+                    // The particle values, kept for the admissibility fallback.
+                    let (ul0, ur0) = (ul, ur);
                     for v in 0..m {
                         let ri = &di[v * mr..v * mr + tmax];
                         for a in 0..tmax {
@@ -280,6 +283,20 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                                     unsafe { *derivs.get_unchecked(j_l[l] * width + v * mr + a) };
                                 ul[v][l] += ri[a] * phi[a][l];
                                 ur[v][l] += rj * (phi[a][l] * pa);
+                            }
+                        }
+                    }
+                    // A reconstruction outside the admissible states (negative density or
+                    // pressure) falls back to first order for that pair, before any floor.
+                    if checks {
+                        for l in 0..W {
+                            let a: [R; M] = std::array::from_fn(|v| ul[v][l]);
+                            let b: [R; M] = std::array::from_fn(|v| ur[v][l]);
+                            if !(eq.admissible(&a[..m]) && eq.admissible(&b[..m])) {
+                                for v in 0..m {
+                                    ul[v][l] = ul0[v][l];
+                                    ur[v][l] = ur0[v][l];
+                                }
                             }
                         }
                     }
