@@ -59,6 +59,9 @@ pub struct CloudArgs {
     /// Limiter mode: soft (gradient only) or hard (every derivative).
     #[arg(long, default_value = "soft")]
     limiter_mode: String,
+    /// WENO-type MLS reconstruction (central fit mixed with one-sided fits).
+    #[arg(long)]
+    weno: bool,
     /// MOOD criterion: none, u1, u2 or always.
     #[arg(long, default_value = "none")]
     mood: String,
@@ -96,6 +99,7 @@ pub(crate) struct CloudReport {
     pub flux: String,
     pub limiter: String,
     pub limiter_mode: String,
+    pub weno: bool,
     pub mood: String,
     pub mood_strategy: String,
     /// MOOD order reductions per timed step.
@@ -167,6 +171,7 @@ impl CloudArgs {
             flux: "rusanov".into(),
             limiter: "none".into(),
             limiter_mode: "soft".into(),
+            weno: false,
             mood: "none".into(),
             mood_strategy: "epd1".into(),
             repeats,
@@ -299,6 +304,11 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     )?
     .with_flux(FluxKind::by_name(&args.flux)?)?
     .with_limiter(Limiter::by_name(&args.limiter, &args.limiter_mode)?)?;
+    let scheme = if args.weno {
+        scheme.with_weno(1000.0)?
+    } else {
+        scheme
+    };
     let radius = args
         .radius
         .unwrap_or_else(|| default_radius_factor::<D>(args.order))
@@ -406,6 +416,7 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         flux: args.flux.clone(),
         limiter: args.limiter.clone(),
         limiter_mode: args.limiter_mode.clone(),
+        weno: args.weno,
         mood: args.mood.clone(),
         mood_strategy: args.mood_strategy.clone(),
         mood_reductions_per_step: mood.reductions as f64 / reps,
