@@ -103,6 +103,73 @@ pub fn burgers_smooth(u0: impl Fn(f64) -> f64, du0: impl Fn(f64) -> f64, x: f64,
     u0(x0)
 }
 
+/// 1-D Burgers from the top-hat `u = 1` on `[a, b)`, 0 elsewhere (on the real line), at
+/// `(x, t)`: a rarefaction `u = (x - a) / t` from `a` and a shock from `b` at speed 1/2 until
+/// the fan's head catches the shock at `t* = 2 (b - a)` ([`burgers_interaction_time`]);
+/// afterwards the shock sits at `a + sqrt(2 (b - a) t)`, with the fan behind it.
+pub fn burgers_top_hat(a: f64, b: f64, x: f64, t: f64) -> f64 {
+    if t <= 0.0 {
+        return if (a..b).contains(&x) { 1.0 } else { 0.0 };
+    }
+    let shock = if t <= burgers_interaction_time(a, b) {
+        b + 0.5 * t
+    } else {
+        a + (2.0 * (b - a) * t).sqrt()
+    };
+    if x <= a || x >= shock {
+        0.0
+    } else {
+        ((x - a) / t).min(1.0)
+    }
+}
+
+/// 1-D Burgers from the well `u = 0` on `[a, b)`, 1 elsewhere (on the real line), at `(x, t)`:
+/// a shock from `a` at speed 1/2 and a rarefaction `u = (x - b) / t` from `b`, until the shock
+/// reaches the fan's tail at `t* = 2 (b - a)`; afterwards the shock runs into the fan, at
+/// `b + t - sqrt(t* t)`.
+pub fn burgers_well(a: f64, b: f64, x: f64, t: f64) -> f64 {
+    if t <= 0.0 {
+        return if (a..b).contains(&x) { 0.0 } else { 1.0 };
+    }
+    let star = burgers_interaction_time(a, b);
+    let shock = if t <= star {
+        a + 0.5 * t
+    } else {
+        b + t - (star * t).sqrt()
+    };
+    if x < shock {
+        1.0
+    } else {
+        ((x - b) / t).clamp(0.0, 1.0)
+    }
+}
+
+/// When the fan and the shock of a Burgers top-hat or well of width `b - a` (jump 1) meet:
+/// `2 (b - a)`.
+pub fn burgers_interaction_time(a: f64, b: f64) -> f64 {
+    2.0 * (b - a)
+}
+
+/// 1-D Burgers from the smoothed Riemann data `u0 = ul + (ur - ul) (1 + tanh(x / w)) / 2` at
+/// `(x, t)`, by characteristics: exact for every `t` when `ul <= ur`, and before the shock forms
+/// (`t < 2 w / (ul - ur)`) when `ul > ur`. The foot `x0` of the characteristic through `x`
+/// solves `x0 + u0(x0) t = x`, increasing in `x0` in both cases, by bisection (Newton's method
+/// fails on steep data).
+pub fn burgers_smoothed_riemann(ul: f64, ur: f64, width: f64, x: f64, t: f64) -> f64 {
+    let u0 = |x: f64| ul + 0.5 * (ur - ul) * (1.0 + (x / width).tanh());
+    let reach = ul.abs().max(ur.abs()) * t.abs() + 1.0;
+    let (mut lo, mut hi) = (x - reach, x + reach);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid + u0(mid) * t < x {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    u0(0.5 * (lo + hi))
+}
+
 /// A 1-D gas state in primitive variables.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct GasState {

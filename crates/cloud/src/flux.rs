@@ -94,6 +94,22 @@ pub fn rusanov_n<R: Real, const D: usize, E: Equation<R, D>, const M: usize>(
     }
 }
 
+/// The physical fluxes `F(u_L) . n` and `F(u_R) . n` of `W` pairs in lane layout.
+#[inline(always)]
+fn side_fluxes<R: Real, const D: usize, E: Equation<R, D>, const M: usize, const W: usize>(
+    eq: &E,
+    m: usize,
+    ul: &[[R; W]; M],
+    ur: &[[R; W]; M],
+    n: &[[R; W]; D],
+) -> ([[R; W]; M], [[R; W]; M]) {
+    let mut fl = [[R::zero(); W]; M];
+    let mut fr = [[R::zero(); W]; M];
+    eq.flux_lanes(m, ul, n, &mut fl);
+    eq.flux_lanes(m, ur, n, &mut fr);
+    (fl, fr)
+}
+
 /// [`rusanov_n`] for `W` pairs at once, in the lane layout of
 /// [`Equation::flux_lanes`]: `out[v][lane]` for the first `m` variables. Per lane, the same
 /// operations in the same order as [`rusanov_n`].
@@ -106,10 +122,7 @@ pub fn rusanov_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize,
     n: &[[R; W]; D],
     out: &mut [[R; W]; M],
 ) {
-    let mut fl = [[R::zero(); W]; M];
-    let mut fr = [[R::zero(); W]; M];
-    eq.flux_lanes(m, ul, n, &mut fl);
-    eq.flux_lanes(m, ur, n, &mut fr);
+    let (fl, fr) = side_fluxes::<R, D, E, M, W>(eq, m, ul, ur, n);
     let sl = eq.max_wave_speed_lanes(m, ul, n);
     let sr = eq.max_wave_speed_lanes(m, ur, n);
     let half = R::cast(0.5);
@@ -131,10 +144,7 @@ pub fn central_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize,
     n: &[[R; W]; D],
     out: &mut [[R; W]; M],
 ) {
-    let mut fl = [[R::zero(); W]; M];
-    let mut fr = [[R::zero(); W]; M];
-    eq.flux_lanes(m, ul, n, &mut fl);
-    eq.flux_lanes(m, ur, n, &mut fr);
+    let (fl, fr) = side_fluxes::<R, D, E, M, W>(eq, m, ul, ur, n);
     let half = R::cast(0.5);
     for v in 0..m {
         for l in 0..W {
@@ -157,10 +167,7 @@ pub fn upwind_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize, 
     n: &[[R; W]; D],
     out: &mut [[R; W]; M],
 ) {
-    let mut fl = [[R::zero(); W]; M];
-    let mut fr = [[R::zero(); W]; M];
-    eq.flux_lanes(m, ul, n, &mut fl);
-    eq.flux_lanes(m, ur, n, &mut fr);
+    let (fl, fr) = side_fluxes::<R, D, E, M, W>(eq, m, ul, ur, n);
     for v in 0..m {
         for l in 0..W {
             let (du, df) = (ur[v][l] - ul[v][l], fr[v][l] - fl[v][l]);

@@ -2,7 +2,10 @@
 //! tube on a jittered cloud against the exact solution.
 
 use mote_cloud::equations::{Burgers, Equation, Euler};
-use mote_cloud::exact::{EulerRiemann, GasState, burgers_riemann, burgers_smooth, errors};
+use mote_cloud::exact::{
+    EulerRiemann, GasState, burgers_interaction_time, burgers_riemann, burgers_smooth,
+    burgers_smoothed_riemann, burgers_top_hat, burgers_well, errors,
+};
 use mote_cloud::flux::{hllc, rusanov};
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::scheme::{Formulation, Muscl};
@@ -104,6 +107,51 @@ fn euler_fluxes_are_consistent_and_hllc_is_antisymmetric_and_upwind() {
     let speed: f64 = eq.max_wave_speed(&bad, [1.0, 0.0]);
     assert!(speed.is_finite() && speed > 0.0);
     assert_eq!(eq.floor_events(), before + 1);
+}
+
+/// The top-hat and well solutions conserve the integral of `u` (the shock speeds are right)
+/// and are continuous at the interaction time; the smoothed Riemann solution tends to the
+/// Riemann solution as the width shrinks.
+#[test]
+fn burgers_top_hat_well_and_smoothed_riemann() {
+    let (a, b) = (0.2, 0.4);
+    let star = burgers_interaction_time(a, b);
+    assert!((star - 0.4).abs() < 1e-15);
+    // Midpoint-rule integrals on [-1, 3] (the mass of the hat is 0.2; the well's deficit is 0.2).
+    let integral = |f: &dyn Fn(f64) -> f64| {
+        let n = 400_000;
+        let h = 4.0 / n as f64;
+        (0..n)
+            .map(|k| f(-1.0 + (k as f64 + 0.5) * h) * h)
+            .sum::<f64>()
+    };
+    for t in [0.1, 0.3, star, 0.6, 1.5] {
+        let hat = integral(&|x| burgers_top_hat(a, b, x, t));
+        let well = integral(&|x| 1.0 - burgers_well(a, b, x, t));
+        assert!((hat - 0.2).abs() < 1e-4, "top-hat mass {hat} at t = {t}");
+        assert!((well - 0.2).abs() < 1e-4, "well deficit {well} at t = {t}");
+    }
+    // Continuity in time across the interaction.
+    for x in [0.25, 0.45, 0.55, 0.75] {
+        let (before, after) = (
+            burgers_top_hat(a, b, x, star - 1e-9),
+            burgers_top_hat(a, b, x, star + 1e-9),
+        );
+        assert!((before - after).abs() < 1e-6, "top-hat at x = {x}");
+        let (before, after) = (
+            burgers_well(a, b, x, star - 1e-9),
+            burgers_well(a, b, x, star + 1e-9),
+        );
+        assert!((before - after).abs() < 1e-6, "well at x = {x}");
+    }
+    // A rarefaction from smoothed data approaches the fan.
+    for x in [-0.5, -0.1, 0.2, 0.7] {
+        let u = burgers_smoothed_riemann(-1.0, 1.0, 1e-3, x, 0.5);
+        assert!(
+            (u - burgers_riemann(-1.0, 1.0, x / 0.5)).abs() < 1e-2,
+            "x = {x}: {u}"
+        );
+    }
 }
 
 #[test]

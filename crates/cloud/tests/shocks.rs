@@ -5,7 +5,7 @@
 
 use mote_cloud::boundary::{Boundaries, Outflow};
 use mote_cloud::equations::{Burgers, Euler, LinearAdvection};
-use mote_cloud::exact::{EulerRiemann, GasState, burgers_riemann, errors, total};
+use mote_cloud::exact::{EulerRiemann, GasState, burgers_top_hat, errors, total};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
@@ -222,15 +222,7 @@ fn top_hat(mood: MoodSettings, limiter: Limiter) -> (f64, f64, f64, MoodStats) {
     let lo = u.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = u.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     // Rarefaction from x = 0.2, shock from x = 0.4 at speed 1/2.
-    let exact = |x: [f64; 1]| {
-        let x = x[0];
-        if x < 0.3 {
-            burgers_riemann(0.0, 1.0, (x - 0.2) / end)
-        } else {
-            burgers_riemann(1.0, 0.0, (x - 0.4) / end)
-        }
-    };
-    let l1 = errors(&sim.cloud, 0, exact).l1;
+    let l1 = errors(&sim.cloud, 0, |x| burgers_top_hat(0.2, 0.4, x[0], end)).l1;
     (lo, hi, l1, sim.take_mood_stats())
 }
 
