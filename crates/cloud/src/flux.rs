@@ -94,6 +94,33 @@ pub fn rusanov_n<R: Real, const D: usize, E: Equation<R, D>, const M: usize>(
     }
 }
 
+/// The fluxes every equation has, for `W` pairs in lane layout: Rusanov, central, and upwind
+/// for one variable; any other `kind` gives Rusanov. [`Equation::numerical_flux_lanes`] calls
+/// this, and an equation with its own Riemann solver (Euler: HLLC) handles that kind first.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn standard_flux_lanes<
+    R: Real,
+    const D: usize,
+    E: Equation<R, D>,
+    const M: usize,
+    const W: usize,
+>(
+    eq: &E,
+    kind: FluxKind,
+    m: usize,
+    ul: &[[R; W]; M],
+    ur: &[[R; W]; M],
+    n: &[[R; W]; D],
+    out: &mut [[R; W]; M],
+) {
+    match kind {
+        FluxKind::Upwind if m == 1 => upwind_lanes::<R, D, E, M, W>(eq, m, ul, ur, n, out),
+        FluxKind::Central => central_lanes::<R, D, E, M, W>(eq, m, ul, ur, n, out),
+        _ => rusanov_lanes::<R, D, E, M, W>(eq, m, ul, ur, n, out),
+    }
+}
+
 /// The physical fluxes `F(u_L) . n` and `F(u_R) . n` of `W` pairs in lane layout.
 #[inline(always)]
 fn side_fluxes<R: Real, const D: usize, E: Equation<R, D>, const M: usize, const W: usize>(

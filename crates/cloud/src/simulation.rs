@@ -208,23 +208,20 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
     fn rhs(&mut self, stage: usize, _t: f64, u: &[&[R]], mut out: Vec<&mut [R]>) {
         let (geometry, list, backend) = (self.geometry, self.list, self.backend);
         self.scheme.derivatives_pass(geometry, list, u, backend);
-        match self.mood.as_deref_mut() {
+        let orders = match self.mood.as_deref_mut() {
             Some(mood) => {
                 if stage == 0 {
                     mood.reset(geometry.orders, self.scheme.order())
                         .expect("MOOD buffers hold one entry per particle");
                 }
                 mood.begin_stage();
-                let out2: Vec<&mut [R]> = out.iter_mut().map(|o| &mut **o).collect();
-                self.scheme
-                    .flux_pass(geometry, list, u, out2, backend, mood.orders(), None);
+                mood.orders()
             }
-            None => {
-                let out2: Vec<&mut [R]> = out.iter_mut().map(|o| &mut **o).collect();
-                self.scheme
-                    .flux_pass(geometry, list, u, out2, backend, geometry.orders, None)
-            }
-        }
+            None => geometry.orders,
+        };
+        let out2: Vec<&mut [R]> = out.iter_mut().map(|o| &mut **o).collect();
+        self.scheme
+            .flux_pass(geometry, list, u, out2, backend, orders, None);
         self.zero_boundary_slopes(&mut out);
     }
 

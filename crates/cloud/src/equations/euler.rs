@@ -7,7 +7,7 @@ use mote_core::Real;
 
 use super::Equation;
 use crate::error::CloudError;
-use crate::flux::{FluxKind, central_lanes, hllc_lanes, rusanov_lanes};
+use crate::flux::{FluxKind, hllc_lanes, standard_flux_lanes};
 
 /// The Euler equations with ratio of specific heats `gamma`.
 ///
@@ -258,8 +258,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
     ) {
         match kind {
             FluxKind::Hllc => hllc_lanes::<R, D, M, W>(self, ul, ur, n, out),
-            FluxKind::Central => central_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
-            _ => rusanov_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
+            _ => standard_flux_lanes::<R, D, Self, M, W>(self, kind, m, ul, ur, n, out),
         }
     }
 

@@ -15,7 +15,7 @@ pub use euler::Euler;
 
 use mote_core::Real;
 
-use crate::flux::{FluxKind, central_lanes, rusanov_lanes, upwind_lanes};
+use crate::flux::{FluxKind, standard_flux_lanes};
 
 /// A hyperbolic system in `D` dimensions with a run-time number of variables.
 pub trait Equation<R: Real, const D: usize>: Send + Sync {
@@ -99,11 +99,7 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
     ) where
         Self: Sized,
     {
-        match kind {
-            FluxKind::Upwind if m == 1 => upwind_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
-            FluxKind::Central => central_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
-            _ => rusanov_lanes::<R, D, Self, M, W>(self, m, ul, ur, n, out),
-        }
+        standard_flux_lanes::<R, D, Self, M, W>(self, kind, m, ul, ur, n, out)
     }
 
     /// Whether a state is physically admissible: every variable finite, by default; Euler also
