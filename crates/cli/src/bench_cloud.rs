@@ -332,7 +332,7 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     let dt = sim.stable_dt(0.4);
     sim.step(dt)?; // warm-up
     sim.scheme.take_seconds();
-    sim.stepper_mut().take_seconds();
+    sim.take_stepper_seconds();
     sim.take_mood_stats();
     let floors_before = sim.scheme.equation().floor_events();
     let mut times = Vec::with_capacity(args.repeats);
@@ -344,7 +344,7 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     let pass = sim.scheme.take_seconds();
     let mood = sim.take_mood_stats();
     let floor_events = sim.scheme.equation().floor_events() - floors_before;
-    let rk = sim.stepper_mut().take_seconds();
+    let rk = sim.take_stepper_seconds();
     let reps = args.repeats as f64;
     let n = sim.cloud.len() as f64;
     let slots = sim.list.total() as f64;

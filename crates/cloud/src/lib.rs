@@ -34,6 +34,7 @@ pub mod mood;
 pub mod scheme;
 pub mod search;
 pub mod simulation;
+pub mod source;
 pub mod time;
 
 pub use cloud::{Cloud, Geometry, LatticeOptions};

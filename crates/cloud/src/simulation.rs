@@ -1,5 +1,5 @@
 //! A meshless simulation: a cloud, its neighbour lists, a scheme, boundary conditions, MOOD,
-//! a Runge-Kutta stepper and a clock.
+//! a time stepper (explicit Runge-Kutta, or IMEX with a source term) and a clock.
 
 use mote_core::{CpuBackend, Real};
 
@@ -10,7 +10,15 @@ use crate::error::CloudError;
 use crate::mood::{Mood, MoodSettings, MoodStats};
 use crate::scheme::Muscl;
 use crate::search::{NeighbourList, NeighbourSearch, SlotLayout};
-use crate::time::{RungeKutta, StageOperator, Tableau};
+use crate::source::Source;
+use crate::time::{Imex, ImexTableau, RungeKutta, StageOperator, Tableau};
+
+/// The time stepper: explicit Runge-Kutta, or IMEX with its source term (one dynamic call per
+/// stage, none per particle).
+enum Stepper<R: Real> {
+    Explicit(RungeKutta<R>),
+    Imex(Imex<R>, Box<dyn Source<R>>),
+}
 
 /// A conservation law advanced on a fixed cloud (the neighbour search runs once).
 pub struct MeshlessSimulation<R: Real, const D: usize, E, L: SlotLayout> {
@@ -20,7 +28,7 @@ pub struct MeshlessSimulation<R: Real, const D: usize, E, L: SlotLayout> {
     pub list: NeighbourList<L>,
     /// The spatial scheme.
     pub scheme: Muscl<R, D, E>,
-    stepper: RungeKutta<R>,
+    stepper: Stepper<R>,
     boundaries: Boundaries<R, D>,
     mood: Option<Mood<R>>,
     backend: CpuBackend,
@@ -41,7 +49,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let mut list = NeighbourList::<L>::default();
         search.build(&cloud, backend, &mut list)?;
         scheme.prepare(&cloud, &list, backend)?;
-        let stepper = RungeKutta::new(tableau, cloud.variables());
+        let stepper = Stepper::Explicit(RungeKutta::new(tableau, cloud.variables()));
         Ok(Self {
             cloud,
             list,
@@ -65,10 +73,38 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         Ok(self)
     }
 
-    /// Turns on MOOD order reduction (criterion `none` turns it off).
+    /// Turns on MOOD order reduction (criterion `none` turns it off). Not available with an
+    /// IMEX stepper.
     pub fn with_mood(mut self, settings: MoodSettings) -> Result<Self, CloudError> {
         let mood = Mood::new(settings)?;
+        if let (true, Stepper::Imex(imex, _)) = (mood.is_active(), &self.stepper) {
+            return Err(imex_without_mood(imex.tableau()));
+        }
         self.mood = mood.is_active().then_some(mood);
+        Ok(self)
+    }
+
+    /// Adds the source term `source` and replaces the explicit stepper by the IMEX pair
+    /// `tableau`: the scheme's transport explicit, the source's implicit part implicit (solved
+    /// per particle by the source), its explicit part with the transport. Refused with MOOD
+    /// (an IMEX stage is not revised) and when the source's variables are not the cloud's.
+    pub fn with_source(
+        mut self,
+        tableau: ImexTableau,
+        source: impl Source<R> + 'static,
+    ) -> Result<Self, CloudError> {
+        if self.mood.is_some() {
+            return Err(imex_without_mood(&tableau));
+        }
+        if source.variables() != self.cloud.variables() {
+            return Err(CloudError::invalid(
+                "source variables",
+                format!("{} ({})", source.variables(), source.name()),
+                format!("the cloud's variable count, {}", self.cloud.variables()),
+            ));
+        }
+        let imex = Imex::new(tableau, self.cloud.variables())?;
+        self.stepper = Stepper::Imex(imex, Box::new(source));
         Ok(self)
     }
 
@@ -90,9 +126,21 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         self.mood.as_ref().map(|m| m.orders())
     }
 
-    /// The time stepper.
-    pub fn stepper_mut(&mut self) -> &mut RungeKutta<R> {
-        &mut self.stepper
+    /// Seconds the stepper spent in its own passes since the last call (stage combinations and
+    /// final update; for IMEX, stage combinations and source solves), and resets them.
+    pub fn take_stepper_seconds(&mut self) -> [f64; 2] {
+        match &mut self.stepper {
+            Stepper::Explicit(rk) => rk.take_seconds(),
+            Stepper::Imex(imex, _) => imex.take_seconds(),
+        }
+    }
+
+    /// The name of the time stepper's tableau (or IMEX pair).
+    pub fn stepper_name(&self) -> &'static str {
+        match &self.stepper {
+            Stepper::Explicit(rk) => rk.tableau().name,
+            Stepper::Imex(imex, _) => imex.tableau().name,
+        }
     }
 
     /// Simulated time.
@@ -141,7 +189,12 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             mood: mood.as_mut(),
             backend: *backend,
         };
-        stepper.advance(&mut state, *time, dt, *backend, &mut op)?;
+        match stepper {
+            Stepper::Explicit(rk) => rk.advance(&mut state, *time, dt, *backend, &mut op)?,
+            Stepper::Imex(imex, source) => {
+                imex.advance(&mut state, *time, dt, *backend, &mut op, source.as_ref())?
+            }
+        }
         self.time += dt;
         self.steps += 1;
         self.check_finite("after")
@@ -179,6 +232,15 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         }
         Ok(self.steps - start)
     }
+}
+
+/// The error for MOOD combined with an IMEX stepper.
+fn imex_without_mood(tableau: &ImexTableau) -> CloudError {
+    CloudError::invalid(
+        "MOOD with an IMEX stepper",
+        tableau.name,
+        "an explicit Runge-Kutta stepper (IMEX stages are not revised a posteriori)",
+    )
 }
 
 /// One step's view of a simulation as a [`StageOperator`].

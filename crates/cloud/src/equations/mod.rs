@@ -8,10 +8,12 @@
 mod advection;
 mod burgers;
 mod euler;
+mod kinetic;
 
 pub use advection::LinearAdvection;
 pub use burgers::Burgers;
 pub use euler::Euler;
+pub use kinetic::KineticTransport;
 
 use mote_core::Real;
 

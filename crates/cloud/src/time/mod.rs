@@ -1,4 +1,9 @@
-//! Explicit Runge-Kutta time stepping driven by a Butcher tableau.
+//! Explicit Runge-Kutta time stepping driven by a Butcher tableau, and IMEX stepping ([`imex`])
+//! driven by a pair of them.
+
+pub mod imex;
+
+pub use imex::{Imex, ImexTableau};
 
 use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, SplitOutputs};
 

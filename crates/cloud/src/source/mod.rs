@@ -1,0 +1,150 @@
+//! Source terms `du/dt = ... + S(u)` for the IMEX steppers ([`crate::time::imex`]): an explicit
+//! part added to the transport slope and an implicit part that solves its own stage equation.
+//!
+//! A source is usually written per particle ([`PointSource`]: a particle's variables in, its
+//! source out), and the blanket implementation runs it over the whole state on the chosen
+//! backend, with the particle's variables gathered into a stack array (no allocation, no dynamic
+//! dispatch per particle: the stepper calls [`Source`] once per stage).
+
+pub mod relaxation;
+
+pub use relaxation::KineticRelaxation;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use mote_core::{CpuBackend, Real, SplitOutputs};
+
+use crate::error::CloudError;
+
+/// The most variables a [`PointSource`] handles per particle (the size of the stack array a
+/// particle's state is gathered into).
+pub const MAX_POINT_VARIABLES: usize = crate::cloud::MAX_VARIABLES;
+
+/// A source term over the whole state (one slice per variable).
+pub trait Source<R: Real>: Send + Sync {
+    /// A short name, for messages.
+    fn name(&self) -> &'static str;
+
+    /// Number of variables it acts on (the state's).
+    fn variables(&self) -> usize;
+
+    /// Adds the explicit part of the source at time `t` to `out` (by default there is none).
+    fn add_explicit(&self, _t: f64, _u: &[&[R]], _out: Vec<&mut [R]>, _backend: CpuBackend) {}
+
+    /// The implicit part `S_I(u)` at time `t` into `out`. The IMEX stepper calls it only for a
+    /// stage whose implicit coefficient is 0 (it takes the slope of a solved stage from the
+    /// solve).
+    fn implicit(&self, t: f64, u: &[&[R]], out: Vec<&mut [R]>, backend: CpuBackend);
+
+    /// Solves `x - h S_I(x) = rhs` at time `t` for every particle: `u` holds `rhs` on entry and
+    /// `x` on return. An error names the first particle (by index) whose solve failed.
+    fn solve(&self, t: f64, h: R, u: Vec<&mut [R]>, backend: CpuBackend) -> Result<(), CloudError>;
+}
+
+/// A source term written for one particle: its `M` variables in, its source out.
+pub trait PointSource<R: Real>: Send + Sync {
+    /// A short name, for messages.
+    fn name(&self) -> &'static str;
+
+    /// Number of variables `M` (at most [`MAX_POINT_VARIABLES`]).
+    fn variables(&self) -> usize;
+
+    /// Whether [`explicit_at`](Self::explicit_at) adds anything.
+    fn has_explicit(&self) -> bool {
+        false
+    }
+
+    /// The explicit part at `u` and time `t` into `out` (both of length `M`).
+    fn explicit_at(&self, _t: f64, _u: &[R], out: &mut [R]) {
+        out.fill(R::zero());
+    }
+
+    /// The implicit part at `u` and time `t` into `out`.
+    fn implicit_at(&self, t: f64, u: &[R], out: &mut [R]);
+
+    /// Solves `x - h S_I(x) = u` in place (closed form or iteration). `false` when the solve
+    /// failed (no convergence, no admissible solution).
+    fn solve_at(&self, t: f64, h: R, u: &mut [R]) -> bool;
+}
+
+impl<R: Real, P: PointSource<R>> Source<R> for P {
+    fn name(&self) -> &'static str {
+        PointSource::name(self)
+    }
+
+    fn variables(&self) -> usize {
+        PointSource::variables(self)
+    }
+
+    fn add_explicit(&self, t: f64, u: &[&[R]], out: Vec<&mut [R]>, backend: CpuBackend) {
+        if !self.has_explicit() {
+            return;
+        }
+        let m = u.len();
+        backend.for_each_block(out, 256, |first, mut blk| {
+            let mut x = [R::zero(); MAX_POINT_VARIABLES];
+            let mut s = [R::zero(); MAX_POINT_VARIABLES];
+            for k in 0..SplitOutputs::len(&blk) {
+                for v in 0..m {
+                    x[v] = u[v][first + k];
+                }
+                self.explicit_at(t, &x[..m], &mut s[..m]);
+                for v in 0..m {
+                    blk[v][k] += s[v];
+                }
+            }
+        });
+    }
+
+    fn implicit(&self, t: f64, u: &[&[R]], out: Vec<&mut [R]>, backend: CpuBackend) {
+        let m = u.len();
+        backend.for_each_block(out, 256, |first, mut blk| {
+            let mut x = [R::zero(); MAX_POINT_VARIABLES];
+            let mut s = [R::zero(); MAX_POINT_VARIABLES];
+            for k in 0..SplitOutputs::len(&blk) {
+                for v in 0..m {
+                    x[v] = u[v][first + k];
+                }
+                self.implicit_at(t, &x[..m], &mut s[..m]);
+                for v in 0..m {
+                    blk[v][k] = s[v];
+                }
+            }
+        });
+    }
+
+    fn solve(&self, t: f64, h: R, u: Vec<&mut [R]>, backend: CpuBackend) -> Result<(), CloudError> {
+        let m = u.len();
+        if m > MAX_POINT_VARIABLES {
+            return Err(CloudError::invalid(
+                "source variables",
+                m,
+                format!("at most {MAX_POINT_VARIABLES} for a per-particle source"),
+            ));
+        }
+        // The smallest failing index: the same whatever the thread count.
+        let failed = AtomicUsize::new(usize::MAX);
+        backend.for_each_block(u, 256, |first, mut blk| {
+            let mut x = [R::zero(); MAX_POINT_VARIABLES];
+            for k in 0..SplitOutputs::len(&blk) {
+                for v in 0..m {
+                    x[v] = blk[v][k];
+                }
+                if !self.solve_at(t, h, &mut x[..m]) {
+                    failed.fetch_min(first + k, Ordering::Relaxed);
+                }
+                for v in 0..m {
+                    blk[v][k] = x[v];
+                }
+            }
+        });
+        match failed.into_inner() {
+            usize::MAX => Ok(()),
+            i => Err(CloudError::invalid(
+                "implicit source solve",
+                format!("particle index {i}, source {}", PointSource::name(self)),
+                "a converged, admissible solution",
+            )),
+        }
+    }
+}
