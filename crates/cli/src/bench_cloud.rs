@@ -18,7 +18,7 @@ use mote_core::{CpuBackend, Precision, PrecisionJob, Real};
 use serde::Serialize;
 
 /// Options of `mote bench cloud`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct CloudArgs {
     /// Number of particles (rounded to a full lattice: n^dim).
     #[arg(long, default_value_t = 250_000)]
@@ -68,6 +68,16 @@ pub struct CloudArgs {
     /// MOOD halo strategy: epd0, epd1, epd2 or strict.
     #[arg(long, default_value = "epd1")]
     mood_strategy: String,
+    /// Move the cloud (neighbour search and MLS moments at every stage, ALE fluxes); the
+    /// report then also gives the fixed cloud's step time for comparison.
+    #[arg(long)]
+    moving: bool,
+    /// The motion of --moving: rotation (counter-rotating periodic cells) or shear.
+    #[arg(long, default_value = "rotation")]
+    motion: String,
+    /// Peak particle speed of --moving.
+    #[arg(long, default_value_t = 0.2)]
+    motion_speed: f64,
     /// Timed steps (after one warm-up step).
     #[arg(long, default_value_t = 5)]
     repeats: usize,
@@ -102,6 +112,12 @@ pub(crate) struct CloudReport {
     pub weno: bool,
     pub mood: String,
     pub mood_strategy: String,
+    /// The motion of a moving cloud ("none" for a fixed one).
+    pub motion: String,
+    /// A moving run's median step time on the same cloud kept fixed.
+    pub fixed_seconds_median: Option<f64>,
+    /// Morton reorderings of a moving cloud during the timed steps.
+    pub reorders: u64,
     /// MOOD order reductions per timed step.
     pub mood_reductions_per_step: f64,
     /// Positivity floor events (Euler) during the timed steps.
@@ -117,7 +133,14 @@ pub(crate) struct CloudReport {
 
 /// Runs the benchmark.
 pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
-    let report = measure(args, threads)?;
+    let mut report = measure(args, threads)?;
+    if args.moving {
+        let fixed = CloudArgs {
+            moving: false,
+            ..args.clone()
+        };
+        report.fixed_seconds_median = Some(measure(&fixed, threads)?.seconds_median);
+    }
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -143,6 +166,15 @@ pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
             report.search_seconds,
             report.mls_seconds
         );
+        if let Some(fixed) = report.fixed_seconds_median {
+            println!(
+                "  moving ({}, {} reorderings): {:.2} x the fixed cloud's step ({:.4e} s)",
+                report.motion,
+                report.reorders,
+                report.seconds_median / fixed,
+                fixed
+            );
+        }
         for (name, p) in &report.passes {
             println!(
                 "  {name:<12} {:.4e} s per step  {:7.2} GB/s  {:7.2} GFLOP/s",
@@ -174,6 +206,9 @@ impl CloudArgs {
             weno: false,
             mood: "none".into(),
             mood_strategy: "epd1".into(),
+            moving: false,
+            motion: "rotation".into(),
+            motion_speed: 0.2,
             repeats,
             json: false,
         }
@@ -195,6 +230,7 @@ pub(crate) fn measure(args: &CloudArgs, threads: usize) -> Result<CloudReport, B
     FluxKind::by_name(&args.flux)?;
     Limiter::by_name(&args.limiter, &args.limiter_mode)?;
     MoodSettings::by_name(&args.mood, &args.mood_strategy)?;
+    mote_cloud::motion::builtin::<2>(&args.motion, args.motion_speed, [0.0; 2], [1.0; 2])?;
     args.precision.dispatch(CloudBench {
         args,
         backend: CpuBackend::threads(threads),
@@ -329,10 +365,17 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     )?
     .with_mood(MoodSettings::by_name(&args.mood, &args.mood_strategy)?)?;
     let mls_seconds = (clock.elapsed().as_secs_f64() - search_seconds).max(0.0);
+    if args.moving {
+        let motion =
+            mote_cloud::motion::builtin::<D>(&args.motion, args.motion_speed, [0.0; D], [1.0; D])?;
+        sim = sim.with_motion(motion, 1.0)?;
+    }
     let dt = sim.stable_dt(0.4);
     sim.step(dt)?; // warm-up
     sim.scheme.take_seconds();
     sim.take_stepper_seconds();
+    sim.take_motion_seconds();
+    let reorders_before = sim.reorders();
     sim.take_mood_stats();
     let floors_before = sim.scheme.equation().floor_events();
     let mut times = Vec::with_capacity(args.repeats);
@@ -345,6 +388,7 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     let mood = sim.take_mood_stats();
     let floor_events = sim.scheme.equation().floor_events() - floors_before;
     let rk = sim.take_stepper_seconds();
+    let geometry = sim.take_motion_seconds();
     let reps = args.repeats as f64;
     let n = sim.cloud.len() as f64;
     let slots = sim.list.total() as f64;
@@ -400,6 +444,24 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         stage_bytes / (3.0 * r) * 2.0,
     );
     add("rk_update", rk[1], update_bytes, n * m * 2.0 * s);
+    if args.moving {
+        // Per stage: the search reads positions and writes the slots; the moments read the
+        // offsets of every slot and write one coefficient per basis term and slot.
+        let basis = sim.scheme.mls().basis().len() as f64;
+        add(
+            "search",
+            geometry.search,
+            s * (n * dd * r + slots * 4.0),
+            0.0,
+        );
+        add(
+            "moments",
+            geometry.moments,
+            s * (slots * (4.0 + dd * r) + slots * basis * r),
+            s * slots * basis * basis * 2.0,
+        );
+        add("motion", geometry.motion, s * n * dd * r * (3.0 + dd), 0.0);
+    }
     let seconds_median = median(&mut times);
     Ok(CloudReport {
         family: "cloud",
@@ -419,6 +481,13 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         weno: args.weno,
         mood: args.mood.clone(),
         mood_strategy: args.mood_strategy.clone(),
+        motion: if args.moving {
+            args.motion.clone()
+        } else {
+            "none".into()
+        },
+        fixed_seconds_median: None,
+        reorders: sim.reorders() - reorders_before,
         mood_reductions_per_step: mood.reductions as f64 / reps,
         floor_events,
         neighbours_mean: sim.list.mean(),

@@ -31,6 +31,7 @@ pub mod exact;
 pub mod flux;
 pub mod mls;
 pub mod mood;
+pub mod motion;
 pub mod scheme;
 pub mod search;
 pub mod simulation;

@@ -1,14 +1,16 @@
 //! A meshless simulation: a cloud, its neighbour lists, a scheme, boundary conditions, MOOD,
-//! a time stepper (explicit Runge-Kutta, or IMEX with a source term) and a clock.
+//! a time stepper (explicit Runge-Kutta, or IMEX with a source term), optionally a motion of
+//! the cloud, and a clock.
 
-use mote_core::{CpuBackend, Real};
+use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling};
 
 use crate::boundary::Boundaries;
-use crate::cloud::{Cloud, Geometry};
+use crate::cloud::{Cloud, Geometry, INTERIOR};
 use crate::equations::Equation;
 use crate::error::CloudError;
 use crate::mood::{Mood, MoodSettings, MoodStats};
-use crate::scheme::Muscl;
+use crate::motion::Motion;
+use crate::scheme::{Muscl, Velocities};
 use crate::search::{NeighbourList, NeighbourSearch, SlotLayout};
 use crate::source::Source;
 use crate::time::{Imex, ImexTableau, RungeKutta, StageOperator, Tableau};
@@ -20,7 +22,38 @@ enum Stepper<R: Real> {
     Imex(Imex<R>, Box<dyn Source<R>>),
 }
 
-/// A conservation law advanced on a fixed cloud (the neighbour search runs once).
+/// Wall seconds a moving cloud spends on its geometry, accumulated (for benchmarks).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MotionSeconds {
+    /// Neighbour searches.
+    pub search: f64,
+    /// MLS moment matrices and coefficients.
+    pub moments: f64,
+    /// Velocities, position wrapping and copies between the cloud and the stepper.
+    pub motion: f64,
+}
+
+/// What a moving cloud adds: the motion, the search it redoes at every stage, the stepped
+/// copy of state and positions, the particle velocities, and the reordering bookkeeping.
+struct Moving<R: Real, const D: usize> {
+    motion: Box<dyn Motion<R, D>>,
+    /// State (`M` arrays) then positions (`D` arrays): what the Runge-Kutta stages advance.
+    work: Vec<Buffer<R>>,
+    velocity: [Buffer<R>; D],
+    /// `dw_a/dx_b` at `a * D + b`.
+    gradient: Vec<Buffer<R>>,
+    /// Whether the lists and MLS coefficients belong to the cloud's current positions.
+    current: bool,
+    /// Largest displacement summed over the steps since the last Morton reordering.
+    since_reorder: f64,
+    /// Reorder when `since_reorder` exceeds this distance.
+    reorder_distance: f64,
+    reorders: u64,
+    seconds: MotionSeconds,
+}
+
+/// A conservation law advanced on a cloud: fixed (the neighbour search runs once) or moving
+/// (with a [`Motion`]: search and MLS fits at every stage).
 pub struct MeshlessSimulation<R: Real, const D: usize, E, L: SlotLayout> {
     /// The particles and their state.
     pub cloud: Cloud<R, D>,
@@ -28,6 +61,8 @@ pub struct MeshlessSimulation<R: Real, const D: usize, E, L: SlotLayout> {
     pub list: NeighbourList<L>,
     /// The spatial scheme.
     pub scheme: Muscl<R, D, E>,
+    search: NeighbourSearch,
+    moving: Option<Moving<R, D>>,
     stepper: Stepper<R>,
     boundaries: Boundaries<R, D>,
     mood: Option<Mood<R>>,
@@ -54,6 +89,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             cloud,
             list,
             scheme,
+            search,
+            moving: None,
             stepper,
             boundaries: Boundaries::new(),
             mood: None,
@@ -61,6 +98,84 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             time: 0.0,
             steps: 0,
         })
+    }
+
+    /// Moves the particles with `motion`: each Runge-Kutta stage moves them with its own
+    /// velocities, searches neighbours and fits the MLS moments again at the new positions, and
+    /// exchanges ALE fluxes, so that the state is the one following the particles. The cloud is
+    /// reordered along the Morton curve when the particles have moved `reorder_distance`
+    /// nominal spacings in total since the last reordering (`f64::INFINITY`: never).
+    ///
+    /// Needs an explicit Runge-Kutta stepper, the MLS-divergence formulation and a periodic
+    /// cloud without boundary particles, and no MOOD (none of these is available on moving
+    /// clouds yet: each is refused with a message). Particle volumes are kept (exact for a
+    /// divergence-free motion; the MLS-divergence form does not use them).
+    pub fn with_motion(
+        mut self,
+        motion: impl Motion<R, D> + 'static,
+        reorder_distance: f64,
+    ) -> Result<Self, CloudError> {
+        let refuse = |what: &str| Err(CloudError::invalid("moving cloud", motion.name(), what));
+        if reorder_distance.is_nan() || reorder_distance <= 0.0 {
+            return refuse("a positive reordering distance");
+        }
+        let tableau = match &self.stepper {
+            Stepper::Explicit(rk) => rk.tableau().clone(),
+            Stepper::Imex(..) => return refuse("an explicit Runge-Kutta stepper (not IMEX)"),
+        };
+        if self.scheme.formulation() != crate::scheme::Formulation::MlsDivergence {
+            return refuse(
+                "the MLS-divergence formulation (the conservative one needs evolving volumes)",
+            );
+        }
+        if self.mood.is_some() {
+            return refuse("no MOOD (not available on moving clouds yet)");
+        }
+        if self.cloud.tags().iter().any(|&t| t != INTERIOR) {
+            return refuse(
+                "a periodic cloud without boundary particles (boundary conditions on moving clouds are not available yet)",
+            );
+        }
+        let m = self.cloud.variables();
+        let work = (0..m + D)
+            .map(|_| Buffer::new("moving_stage_input", Scaling::PerParticle(1)))
+            .collect();
+        self.stepper = Stepper::Explicit(RungeKutta::new(tableau, m + D));
+        self.moving = Some(Moving {
+            motion: Box::new(motion),
+            work,
+            velocity: std::array::from_fn(|_| {
+                Buffer::new("particle_velocity", Scaling::PerParticle(1))
+            }),
+            gradient: (0..D * D)
+                .map(|_| Buffer::new("velocity_gradient", Scaling::PerParticle(1)))
+                .collect(),
+            current: true,
+            since_reorder: 0.0,
+            reorder_distance,
+            reorders: 0,
+            seconds: MotionSeconds::default(),
+        });
+        Ok(self)
+    }
+
+    /// Whether the cloud moves.
+    pub fn is_moving(&self) -> bool {
+        self.moving.is_some()
+    }
+
+    /// Morton reorderings of a moving cloud so far.
+    pub fn reorders(&self) -> u64 {
+        self.moving.as_ref().map_or(0, |m| m.reorders)
+    }
+
+    /// Seconds a moving cloud spent on its geometry since the last call (zeros on a fixed
+    /// cloud), and resets them.
+    pub fn take_motion_seconds(&mut self) -> MotionSeconds {
+        self.moving
+            .as_mut()
+            .map(|m| std::mem::take(&mut m.seconds))
+            .unwrap_or_default()
     }
 
     /// Attaches boundary conditions (one for every boundary tag of the cloud) and imposes them
@@ -80,6 +195,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         if let (true, Stepper::Imex(imex, _)) = (mood.is_active(), &self.stepper) {
             return Err(imex_without_mood(imex.tableau()));
         }
+        if mood.is_active() && self.moving.is_some() {
+            return Err(CloudError::invalid(
+                "MOOD",
+                "on a moving cloud",
+                "a fixed cloud (MOOD on moving clouds is not available yet)",
+            ));
+        }
         self.mood = mood.is_active().then_some(mood);
         Ok(self)
     }
@@ -95,6 +217,16 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     ) -> Result<Self, CloudError> {
         if self.mood.is_some() {
             return Err(imex_without_mood(&tableau));
+        }
+        if let Some(m) = &self.moving {
+            return Err(CloudError::invalid(
+                "IMEX stepper",
+                tableau.name,
+                format!(
+                    "a fixed cloud (this one moves with {}; moving IMEX runs are not available yet)",
+                    m.motion.name()
+                ),
+            ));
         }
         if source.variables() != self.cloud.variables() {
             return Err(CloudError::invalid(
@@ -154,12 +286,62 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     }
 
     /// The largest stable step for `cfl` at the current state.
-    pub fn stable_dt(&self, cfl: f64) -> f64 {
+    ///
+    /// On a moving cloud the particle speed adds to the wave speeds: `cfl / (r_i + r_w)`, with
+    /// `r_w = 2 max_i sum_j |w_i . b_ij|` at the current velocities.
+    pub fn stable_dt(&mut self, cfl: f64) -> f64 {
         let u: Vec<&[R]> = (0..self.cloud.variables())
             .map(|v| self.cloud.state(v))
             .collect();
-        self.scheme
-            .stable_dt(&self.cloud, &self.list, &u, cfl, self.backend)
+        let dt = self
+            .scheme
+            .stable_dt(&self.cloud, &self.list, &u, cfl, self.backend);
+        let Some(moving) = self.moving.as_mut() else {
+            return dt;
+        };
+        let n = self.cloud.len();
+        for b in &mut moving.velocity {
+            b.resize(n, R::zero())
+                .expect("velocity buffers follow the particle count");
+        }
+        moving.motion.velocities(
+            self.time,
+            self.cloud.positions(),
+            &u,
+            moving.velocity.each_mut().map(|b| b.as_mut_slice()),
+            self.backend,
+        );
+        let w: [&[R]; D] = std::array::from_fn(|d| moving.velocity[d].as_slice());
+        let grad: [&[R]; D] = std::array::from_fn(|d| self.scheme.mls().coefficients(d));
+        let list = &self.list;
+        let rate = self
+            .backend
+            .map_reduce(
+                n,
+                1024,
+                |r| {
+                    let mut worst = 0.0f64;
+                    for i in r {
+                        let mut sum = 0.0;
+                        for s in list.slots(i) {
+                            let mut p = 0.0;
+                            for d in 0..D {
+                                p += w[d][i].as_f64() * grad[d][s].as_f64();
+                            }
+                            sum += p.abs();
+                        }
+                        worst = worst.max(2.0 * sum);
+                    }
+                    worst
+                },
+                f64::max,
+            )
+            .unwrap_or(0.0);
+        if rate == 0.0 {
+            dt
+        } else {
+            cfl / (cfl / dt + rate)
+        }
     }
 
     /// One step of length `dt`. An error, naming the particle, if the state holds a non-finite
@@ -168,6 +350,12 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     pub fn step(&mut self, dt: f64) -> Result<(), CloudError> {
         if self.steps == 0 {
             self.check_finite("before")?;
+        }
+        if self.moving.is_some() {
+            self.moving_step(dt)?;
+            self.time += dt;
+            self.steps += 1;
+            return self.check_finite("after");
         }
         let Self {
             cloud,
@@ -198,6 +386,109 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         self.time += dt;
         self.steps += 1;
         self.check_finite("after")
+    }
+
+    /// One step of a moving cloud: the stages advance a copy of the state and the positions;
+    /// each stage's operator moves the cloud to its positions. On success the new state and
+    /// the wrapped new positions are written back and the geometry is rebuilt there (the next
+    /// step's first stage uses it); on an error the cloud keeps its state and positions.
+    fn moving_step(&mut self, dt: f64) -> Result<(), CloudError> {
+        let Self {
+            cloud,
+            list,
+            scheme,
+            search,
+            moving,
+            stepper,
+            backend,
+            time,
+            ..
+        } = self;
+        let moving = moving.as_mut().expect("a moving cloud");
+        let Stepper::Explicit(rk) = stepper else {
+            unreachable!("with_motion and with_source refuse each other")
+        };
+        let backend = *backend;
+        let m = cloud.variables();
+        let n = cloud.len();
+        let clock = std::time::Instant::now();
+        for (k, b) in moving.work.iter_mut().enumerate() {
+            b.resize(n, R::zero())?;
+            let src = if k < m {
+                cloud.state(k)
+            } else {
+                cloud.positions()[k - m]
+            };
+            b.as_mut_slice().copy_from_slice(src);
+        }
+        for b in moving.velocity.iter_mut().chain(moving.gradient.iter_mut()) {
+            b.resize(n, R::zero())?;
+        }
+        moving.seconds.motion += clock.elapsed().as_secs_f64();
+        let result = {
+            let Moving {
+                motion,
+                work,
+                velocity,
+                gradient,
+                current,
+                seconds,
+                ..
+            } = &mut *moving;
+            let mut op = MovingOperator {
+                cloud: &mut *cloud,
+                list: &mut *list,
+                scheme: &mut *scheme,
+                search: &mut *search,
+                motion: motion.as_ref(),
+                velocity,
+                gradient,
+                current,
+                seconds,
+                backend,
+            };
+            let mut u: Vec<&mut [R]> = work.iter_mut().map(|b| b.as_mut_slice()).collect();
+            rk.advance(&mut u, *time, dt, backend, &mut op)
+        };
+        let clock = std::time::Instant::now();
+        // Write back the new state (or, after an error, the old positions).
+        let ok = result.is_ok();
+        let domain = *cloud.domain();
+        let mut moved = 0.0f64;
+        {
+            let (mut state, _) = cloud.state_and_geometry();
+            if ok {
+                for (v, s) in state.iter_mut().enumerate() {
+                    s.copy_from_slice(moving.work[v].as_slice());
+                }
+            }
+        }
+        let periodic = domain.periodic();
+        let (lo, hi) = domain.bounds();
+        for d in 0..D {
+            let new = moving.work[m + d].as_slice();
+            let pos = &mut cloud.positions_mut()[d];
+            if ok {
+                for (p, &x) in pos.iter_mut().zip(new) {
+                    moved = moved.max((x - *p).abs().as_f64());
+                }
+            }
+            // After an error `work` still holds the positions at the start of the step.
+            wrap_axis(pos, new, periodic[d], lo[d], hi[d], backend);
+        }
+        moving.seconds.motion += clock.elapsed().as_secs_f64();
+        result?;
+        moving.since_reorder += moved;
+        let spacing = cloud.spacing().into_iter().fold(f64::INFINITY, f64::min);
+        if moving.since_reorder > moving.reorder_distance * spacing {
+            cloud.reorder_morton();
+            moving.since_reorder = 0.0;
+            moving.reorders += 1;
+        }
+        // The geometry at the new positions, for the next step's first stage and for stable_dt.
+        rebuild(cloud, list, scheme, search, &mut moving.seconds, backend)?;
+        moving.current = true;
+        Ok(())
     }
 
     /// The first non-finite state value, as an error.
@@ -234,6 +525,164 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     }
 }
 
+/// `pos[i] = x[i]` wrapped into `[lo, hi)` on a periodic axis.
+fn wrap_axis<R: Real>(
+    pos: &mut [R],
+    x: &[R],
+    periodic: bool,
+    lo: f64,
+    hi: f64,
+    backend: CpuBackend,
+) {
+    let (lo_r, len) = (R::cast(lo), R::cast(hi - lo));
+    backend.for_each_block(pos, 4096, |first, blk| {
+        for (k, p) in blk.iter_mut().enumerate() {
+            let v = x[first + k];
+            *p = if periodic {
+                let r = v - lo_r;
+                let mut w = lo_r + (r - len * (r / len).floor());
+                // rem_euclid can round up to exactly the length.
+                if w >= lo_r + len {
+                    w = lo_r;
+                }
+                w
+            } else {
+                v
+            };
+        }
+    });
+}
+
+/// Searches neighbours and fits the MLS moments at the cloud's current positions.
+fn rebuild<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout>(
+    cloud: &Cloud<R, D>,
+    list: &mut NeighbourList<L>,
+    scheme: &mut Muscl<R, D, E>,
+    search: &mut NeighbourSearch,
+    seconds: &mut MotionSeconds,
+    backend: CpuBackend,
+) -> Result<(), CloudError> {
+    let clock = std::time::Instant::now();
+    search.build(cloud, backend, list)?;
+    seconds.search += clock.elapsed().as_secs_f64();
+    let clock = std::time::Instant::now();
+    scheme.prepare(cloud, list, backend)?;
+    seconds.moments += clock.elapsed().as_secs_f64();
+    Ok(())
+}
+
+/// One step's view of a moving simulation: every stage moves the cloud to the stage's
+/// positions, rebuilds its geometry, and returns the state's rate of change following the
+/// particles together with the particles' velocities (the positions' rate of change).
+struct MovingOperator<'a, R: Real, const D: usize, E, L: SlotLayout> {
+    cloud: &'a mut Cloud<R, D>,
+    list: &'a mut NeighbourList<L>,
+    scheme: &'a mut Muscl<R, D, E>,
+    search: &'a mut NeighbourSearch,
+    motion: &'a dyn Motion<R, D>,
+    velocity: &'a mut [Buffer<R>; D],
+    gradient: &'a mut Vec<Buffer<R>>,
+    current: &'a mut bool,
+    seconds: &'a mut MotionSeconds,
+    backend: CpuBackend,
+}
+
+impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
+    for MovingOperator<'_, R, D, E, L>
+{
+    fn rhs(
+        &mut self,
+        _stage: usize,
+        t: f64,
+        u: &[&[R]],
+        mut out: Vec<&mut [R]>,
+    ) -> Result<(), CloudError> {
+        let backend = self.backend;
+        let m = u.len() - D;
+        let (state, x) = u.split_at(m);
+        if !*self.current {
+            let clock = std::time::Instant::now();
+            let domain = *self.cloud.domain();
+            let (lo, hi) = domain.bounds();
+            let periodic = domain.periodic();
+            for (d, pos) in self.cloud.positions_mut().into_iter().enumerate() {
+                wrap_axis(pos, x[d], periodic[d], lo[d], hi[d], backend);
+            }
+            self.seconds.motion += clock.elapsed().as_secs_f64();
+            rebuild(
+                self.cloud,
+                self.list,
+                self.scheme,
+                self.search,
+                self.seconds,
+                backend,
+            )?;
+        }
+        // The next stage has other positions.
+        *self.current = false;
+        let clock = std::time::Instant::now();
+        let geometry = self.cloud.geometry();
+        self.motion.velocities(
+            t,
+            geometry.positions,
+            state,
+            self.velocity.each_mut().map(|b| b.as_mut_slice()),
+            backend,
+        );
+        let list = &*self.list;
+        let w: [&[R]; D] = std::array::from_fn(|d| self.velocity[d].as_slice());
+        self.scheme.velocity_gradients(
+            list,
+            w,
+            self.gradient.iter_mut().map(|b| b.as_mut_slice()).collect(),
+            backend,
+        );
+        self.seconds.motion += clock.elapsed().as_secs_f64();
+        self.scheme
+            .derivatives_pass(&geometry, list, state, backend);
+        let (du, dx) = out.split_at_mut(m);
+        let du: Vec<&mut [R]> = du.iter_mut().map(|o| &mut **o).collect();
+        let g = &*self.gradient;
+        let velocities = Velocities {
+            w,
+            grad: std::array::from_fn(|a| std::array::from_fn(|b| g[a * D + b].as_slice())),
+        };
+        self.scheme.moving_flux_pass(
+            &geometry,
+            list,
+            state,
+            du,
+            backend,
+            geometry.orders,
+            None,
+            Some(velocities),
+        );
+        for (o, w) in dx.iter_mut().zip(self.velocity.iter()) {
+            o.copy_from_slice(w.as_slice());
+        }
+        Ok(())
+    }
+}
+
+impl<R: Real, const D: usize> Budgeted for Moving<R, D> {
+    fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        self.work
+            .iter()
+            .chain(self.velocity.iter())
+            .chain(self.gradient.iter())
+            .map(|b| b as &dyn BudgetedBuffer)
+            .collect()
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        self.work
+            .iter_mut()
+            .chain(self.velocity.iter_mut())
+            .chain(self.gradient.iter_mut())
+            .map(|b| b as &mut dyn BudgetedBuffer)
+            .collect()
+    }
+}
+
 /// The error for MOOD combined with an IMEX stepper.
 fn imex_without_mood(tableau: &ImexTableau) -> CloudError {
     CloudError::invalid(
@@ -267,7 +716,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> Operator<'_, '_,
 impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
     for Operator<'_, '_, R, D, E, L>
 {
-    fn rhs(&mut self, stage: usize, _t: f64, u: &[&[R]], mut out: Vec<&mut [R]>) {
+    fn rhs(
+        &mut self,
+        stage: usize,
+        _t: f64,
+        u: &[&[R]],
+        mut out: Vec<&mut [R]>,
+    ) -> Result<(), CloudError> {
         let (geometry, list, backend) = (self.geometry, self.list, self.backend);
         self.scheme.derivatives_pass(geometry, list, u, backend);
         let orders = match self.mood.as_deref_mut() {
@@ -285,6 +740,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
         self.scheme
             .flux_pass(geometry, list, u, out2, backend, orders, None);
         self.zero_boundary_slopes(&mut out);
+        Ok(())
     }
 
     fn constrain(&mut self, t: f64, u: &mut [&mut [R]]) {

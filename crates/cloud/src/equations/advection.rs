@@ -171,6 +171,18 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
         best
     }
 
+    fn wave_speed_bounds(&self, u: &[R], n: [R; D]) -> (R, R) {
+        if let Some(a) = self.velocity {
+            let mut s = R::zero();
+            for d in 0..D {
+                s += n[d] * R::cast(a[d]);
+            }
+            return (s, s);
+        }
+        let s = self.max_wave_speed(u, n);
+        (-s, s)
+    }
+
     #[inline(always)]
     fn max_wave_speed(&self, _u: &[R], n: [R; D]) -> R {
         if let Some(a) = self.velocity {

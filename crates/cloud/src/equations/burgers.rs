@@ -28,6 +28,11 @@ impl<R: Real, const D: usize> Equation<R, D> for Burgers<D> {
         (u[0] * sum(n)).abs()
     }
 
+    fn wave_speed_bounds(&self, u: &[R], n: [R; D]) -> (R, R) {
+        let s = u[0] * sum(n);
+        (s, s)
+    }
+
     #[inline(always)]
     fn flux_lanes<const M: usize, const W: usize>(
         &self,

@@ -184,6 +184,17 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
     }
 
     #[inline(always)]
+    fn wave_speed_bounds(&self, u: &[R], n: [R; D]) -> (R, R) {
+        let (rho, v, p) = self.primitive(u);
+        let (mut vn, mut nn) = (R::zero(), R::zero());
+        for d in 0..D {
+            vn += v[d] * n[d];
+            nn += n[d] * n[d];
+        }
+        let c = self.sound_speed(rho, p) * nn.sqrt();
+        (vn - c, vn + c)
+    }
+
     fn max_wave_speed(&self, u: &[R], n: [R; D]) -> R {
         let (rho, v, p) = self.primitive(u);
         let (mut vn, mut nn) = (R::zero(), R::zero());

@@ -33,6 +33,16 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
     /// The largest `|lambda|` of `sum_d n_d dF_d/du` at `u`.
     fn max_wave_speed(&self, u: &[R], n: [R; D]) -> R;
 
+    /// The smallest and the largest eigenvalue of `sum_d n_d dF_d/du` at `u` (bounds suffice).
+    /// The default is `-+` [`max_wave_speed`](Self::max_wave_speed); equations that know their
+    /// wave speeds override it. A moving cloud's Rusanov flux needs them: its dissipation is the
+    /// largest speed relative to the moving interface, `max |lambda - w . n|`, which vanishes
+    /// for a particle moving with the flow of a linear equation.
+    fn wave_speed_bounds(&self, u: &[R], n: [R; D]) -> (R, R) {
+        let s = self.max_wave_speed(u, n);
+        (-s, s)
+    }
+
     /// [`flux`](Self::flux) for `W` states at once, in lane layout: `u[v][lane]`, `n[d][lane]`,
     /// `out[v][lane]`, the first `m` variables. The batched flux pass calls this; the default
     /// passes each lane through `flux`, and an equation overrides it with lane-wise loops that

@@ -20,6 +20,7 @@ mod flux_pass;
 mod limiter;
 mod weno;
 
+pub use flux_pass::Velocities;
 pub use limiter::{Limiter, LimiterKind, LimiterMode};
 
 use mote_core::{
@@ -377,6 +378,60 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         orders: &[u8],
         active: Option<&[u8]>,
     ) {
+        self.moving_flux_pass(geometry, list, u, du, backend, orders, active, None);
+    }
+
+    /// The MLS gradients of the particle velocities `w` (`D` arrays) into `grad[a * D + b]`
+    /// (`dw_a/dx_b`), for [`moving_flux_pass`](Self::moving_flux_pass).
+    pub fn velocity_gradients<L: SlotLayout>(
+        &self,
+        list: &NeighbourList<L>,
+        w: [&[R]; D],
+        grad: Vec<&mut [R]>,
+        backend: CpuBackend,
+    ) {
+        let coeffs: [&[R]; D] = std::array::from_fn(|b| self.mls.coefficients(b));
+        let idx = list.indices();
+        backend.for_each_block(grad, 256, |first, mut out| {
+            for k in 0..SplitOutputs::len(&out) {
+                let i = first + k;
+                for a in 0..D {
+                    let wi = w[a][i];
+                    for b in 0..D {
+                        let mut sum = R::zero();
+                        for s in list.slots(i) {
+                            sum += coeffs[b][s] * (w[a][idx[s] as usize] - wi);
+                        }
+                        out[a * D + b][k] = sum;
+                    }
+                }
+            }
+        });
+    }
+
+    /// [`flux_pass`](Self::flux_pass) on a moving cloud whose particles move with `velocity`
+    /// (`None`: at rest): the pairs exchange ALE fluxes `F - u w`, and `du` is the
+    /// rate of change following each particle. Only the MLS-divergence formulation supports
+    /// motion (the conservative one would need evolving volumes).
+    ///
+    /// # Panics
+    /// With a velocity and the conservative formulation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn moving_flux_pass<L: SlotLayout>(
+        &mut self,
+        geometry: &Geometry<'_, R, D>,
+        list: &NeighbourList<L>,
+        u: &[&[R]],
+        du: Vec<&mut [R]>,
+        backend: CpuBackend,
+        orders: &[u8],
+        active: Option<&[u8]>,
+        velocity: Option<Velocities<'_, R, D>>,
+    ) {
+        assert!(
+            velocity.is_none() || self.formulation == Formulation::MlsDivergence,
+            "moving clouds need the MLS-divergence formulation"
+        );
         let m = self.equation.variables();
         assert_eq!(u.len(), m, "one state slice per variable");
         let mr = self.reconstruction_terms();
@@ -400,6 +455,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             flux: self.flux,
             orders,
             active,
+            velocity,
         };
         let level = self.simd;
         match m {

@@ -439,7 +439,7 @@ impl<R: Real> Imex<R> {
                     t + ec[i] * dt,
                     &stage,
                     out.iter_mut().map(|o| &mut **o).collect(),
-                );
+                )?;
                 source.add_explicit(t + ec[i] * dt, &stage, out, backend);
             }
         }
@@ -527,10 +527,17 @@ mod tests {
     struct Transport;
 
     impl StageOperator<f64> for Transport {
-        fn rhs(&mut self, _stage: usize, t: f64, u: &[&[f64]], mut out: Vec<&mut [f64]>) {
+        fn rhs(
+            &mut self,
+            _stage: usize,
+            t: f64,
+            u: &[&[f64]],
+            mut out: Vec<&mut [f64]>,
+        ) -> Result<(), CloudError> {
             for i in 0..u[0].len() {
                 out[0][i] = -u[0][i] * u[0][i] * u[0][i] + 2.0 * (2.0 * t).sin();
             }
+            Ok(())
         }
     }
 

@@ -97,8 +97,16 @@ pub type RhsFn<'a, R> = dyn FnMut(&[&[R]], Vec<&mut [R]>) + 'a;
 /// What a Runge-Kutta step drives: the time derivative, and optionally constraints on every
 /// stage state (boundary conditions) and an a-posteriori revision of each stage (MOOD).
 pub trait StageOperator<R: Real> {
-    /// `du/dt` of `u` at time `t` into `out`; `stage` is the stage's index in the tableau.
-    fn rhs(&mut self, stage: usize, t: f64, u: &[&[R]], out: Vec<&mut [R]>);
+    /// `du/dt` of `u` at time `t` into `out`; `stage` is the stage's index in the tableau. An
+    /// error (a full budgeted buffer when a moving cloud's neighbour search is redone) ends the
+    /// step.
+    fn rhs(
+        &mut self,
+        stage: usize,
+        t: f64,
+        u: &[&[R]],
+        out: Vec<&mut [R]>,
+    ) -> Result<(), CloudError>;
 
     /// Imposes constraints on a state at time `t` (boundary conditions): called on every stage
     /// state and on the new state.
@@ -130,8 +138,15 @@ pub trait StageOperator<R: Real> {
 struct Closure<'r, 'a, R>(&'r mut RhsFn<'a, R>);
 
 impl<R: Real> StageOperator<R> for Closure<'_, '_, R> {
-    fn rhs(&mut self, _stage: usize, _t: f64, u: &[&[R]], out: Vec<&mut [R]>) {
-        (self.0)(u, out)
+    fn rhs(
+        &mut self,
+        _stage: usize,
+        _t: f64,
+        u: &[&[R]],
+        out: Vec<&mut [R]>,
+    ) -> Result<(), CloudError> {
+        (self.0)(u, out);
+        Ok(())
     }
 }
 
@@ -225,7 +240,7 @@ impl<R: Real> RungeKutta<R> {
                     None => u.iter().map(|x| &**x).collect(),
                     Some(k) => self.stage[k].iter().map(|b| b.as_slice()).collect(),
                 };
-                op.rhs(s, t_s, &state, out);
+                op.rhs(s, t_s, &state, out)?;
             }
             let last = s + 1 == stages;
             if last && !revises {
