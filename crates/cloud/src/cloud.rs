@@ -333,6 +333,11 @@ impl<R: Real, const D: usize> Cloud<R, D> {
         self.volume.as_slice()
     }
 
+    /// Particle volumes, writable (adaptivity moves volume between particles).
+    pub fn volumes_mut(&mut self) -> &mut [R] {
+        self.volume.as_mut_slice()
+    }
+
     /// Tags: 0 interior, otherwise the boundary face.
     pub fn tags(&self) -> &[u32] {
         self.tag.as_slice()

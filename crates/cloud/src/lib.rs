@@ -22,6 +22,7 @@
 // Loops over the axes index several per-axis arrays at once; iterator chains would obscure them.
 #![allow(clippy::needless_range_loop)]
 
+pub mod adapt;
 pub mod boundary;
 pub mod cloud;
 pub mod domain;

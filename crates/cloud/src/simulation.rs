@@ -4,6 +4,7 @@
 
 use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling};
 
+use crate::adapt::{AdaptStats, Adaptivity};
 use crate::boundary::Boundaries;
 use crate::cloud::{Cloud, Geometry, INTERIOR};
 use crate::equations::Equation;
@@ -50,6 +51,9 @@ struct Moving<R: Real, const D: usize> {
     reorder_distance: f64,
     reorders: u64,
     seconds: MotionSeconds,
+    /// Adaptivity and how many steps apart it runs.
+    adapt: Option<(Adaptivity, u64)>,
+    adapted: AdaptStats,
 }
 
 /// A conservation law advanced on a cloud: fixed (the neighbour search runs once) or moving
@@ -155,8 +159,41 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             reorder_distance,
             reorders: 0,
             seconds: MotionSeconds::default(),
+            adapt: None,
+            adapted: AdaptStats::default(),
         });
         Ok(self)
+    }
+
+    /// Adapts a moving cloud every `every` steps (after the step, before its geometry is
+    /// rebuilt): particles inserted into holes, close pairs merged, particles that left the
+    /// domain removed (see [`crate::adapt`]). Needs [`with_motion`](Self::with_motion) first.
+    pub fn with_adaptivity(mut self, adapt: Adaptivity, every: u64) -> Result<Self, CloudError> {
+        adapt.validate()?;
+        if every == 0 {
+            return Err(CloudError::invalid(
+                "adaptivity interval",
+                every,
+                "at least 1 step",
+            ));
+        }
+        let Some(moving) = self.moving.as_mut() else {
+            return Err(CloudError::invalid(
+                "adaptivity",
+                "on a fixed cloud",
+                "a moving cloud (call with_motion first)",
+            ));
+        };
+        moving.adapt = Some((adapt, every));
+        Ok(self)
+    }
+
+    /// What adaptivity did so far (sums over its applications; zeros without it).
+    pub fn adapt_stats(&self) -> AdaptStats {
+        self.moving
+            .as_ref()
+            .map(|m| m.adapted.clone())
+            .unwrap_or_default()
     }
 
     /// Whether the cloud moves.
@@ -478,6 +515,26 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         }
         moving.seconds.motion += clock.elapsed().as_secs_f64();
         result?;
+        if let Some((adapt, every)) = moving.adapt
+            && (self.steps + 1).is_multiple_of(every)
+        {
+            let stats = adapt.apply(cloud)?;
+            if stats.inserted + stats.merged + stats.removed > 0 {
+                // Inserted particles sit at the end of the arrays: restore locality.
+                cloud.reorder_morton();
+                moving.since_reorder = -moved;
+                moving.reorders += 1;
+            }
+            let total = &mut moving.adapted;
+            total.inserted += stats.inserted;
+            total.unfilled += stats.unfilled;
+            total.merged += stats.merged;
+            total.removed += stats.removed;
+            total.removed_totals.resize(stats.removed_totals.len(), 0.0);
+            for (t, r) in total.removed_totals.iter_mut().zip(&stats.removed_totals) {
+                *t += r;
+            }
+        }
         moving.since_reorder += moved;
         let spacing = cloud.spacing().into_iter().fold(f64::INFINITY, f64::min);
         if moving.since_reorder > moving.reorder_distance * spacing {

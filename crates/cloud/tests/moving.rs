@@ -2,6 +2,7 @@
 //! convergence on a cloud in motion, the Lagrangian mover, determinism across thread counts,
 //! and the refusals.
 
+use mote_cloud::adapt::Adaptivity;
 use mote_cloud::equations::{Euler, LinearAdvection};
 use mote_cloud::exact::errors;
 use mote_cloud::flux::FluxKind;
@@ -272,4 +273,81 @@ fn unsupported_moving_combinations_are_refused() {
         ..Default::default()
     };
     assert!(moving.with_mood(mood).is_err());
+    // Adaptivity needs a moving cloud and a positive interval.
+    assert!(
+        make(Formulation::MlsDivergence)
+            .with_adaptivity(Adaptivity::default(), 1)
+            .is_err()
+    );
+    assert!(
+        make(Formulation::MlsDivergence)
+            .with_motion(motion(), 1.0)
+            .unwrap()
+            .with_adaptivity(Adaptivity::default(), 0)
+            .is_err()
+    );
+}
+
+/// Unlimited MUSCL3 on a cloud turning in cells at peak speed 0.5 (48^2 particles): without
+/// adaptivity a local instability grows where the cells stretch the cloud; inserting particles
+/// into the holes every step keeps the run bounded. Measured at t = 0.3: maximum error 1.5e6
+/// without, 4.7e-2 with (L1 2.2e-3; 384 insertions, no merge: the compressed direction stays
+/// above the merge distance of 0.25 dx).
+#[test]
+fn adaptivity_keeps_a_strongly_stretched_moving_cloud_stable() {
+    let run = |adapt: bool| {
+        let per_side = 48;
+        let order = 3;
+        let a = [1.0, 0.5];
+        let profile = move |x: [f64; 2]| {
+            (TAU * x[0]).sin() * (TAU * x[1]).cos() + 0.5 * (TAU * (x[0] + x[1])).cos()
+        };
+        let mut cloud = square(per_side, 1, order);
+        for i in 0..cloud.len() {
+            cloud.state_var_mut(0)[i] = profile(cloud.position_of(i));
+        }
+        let spacing = 1.0 / per_side as f64;
+        let scheme = Muscl::new(
+            LinearAdvection::scalar(a, 1),
+            order,
+            Formulation::MlsDivergence,
+            Weight::default(),
+        )
+        .unwrap();
+        let mut sim = MeshlessSimulation::<f64, 2, _, RowMajor>::new(
+            cloud,
+            default_radius_factor::<2>(order) * spacing,
+            scheme,
+            Tableau::ssp_rk3(),
+            CpuBackend::threads(2),
+        )
+        .unwrap()
+        .with_motion(
+            builtin::<2>("rotation", 0.5, [0.0; 2], [1.0; 2]).unwrap(),
+            1.0,
+        )
+        .unwrap();
+        if adapt {
+            sim = sim.with_adaptivity(Adaptivity::default(), 1).unwrap();
+        }
+        let end = 0.3;
+        let dt = sim.stable_dt(0.4);
+        while sim.time() < end - 1e-12 {
+            if sim.step(dt.min(end - sim.time())).is_err() {
+                return (f64::INFINITY, f64::INFINITY, sim.adapt_stats());
+            }
+        }
+        let exact = move |x: [f64; 2]| profile([x[0] - a[0] * end, x[1] - a[1] * end]);
+        let e = errors(&sim.cloud, 0, exact);
+        (e.l1, e.max, sim.adapt_stats())
+    };
+    let (_, without, _) = run(false);
+    let (l1, with, stats) = run(true);
+    eprintln!(
+        "max error without adaptivity {without:.2e}, with {with:.2e} (L1 {l1:.2e}; {} inserted, {} merged)",
+        stats.inserted, stats.merged
+    );
+    assert!(without > 1.0, "the control must go unstable: {without}");
+    assert!(with < 0.1 && l1 < 5e-3, "{with} {l1}");
+    assert!(stats.inserted > 0);
 }
