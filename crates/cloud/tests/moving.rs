@@ -117,38 +117,51 @@ fn eq_state(eq: &Euler<2>) -> [f64; 4] {
     u
 }
 
-/// Linear advection with velocity `a` of a smooth periodic profile on the unit square to `end`,
-/// `per_side`^2 particles, MUSCL `order`; the cloud moves with `motion` (`None`: fixed) and
-/// `threads` threads. Returns the L1 error and the final state by stable id.
-fn advect(per_side: usize, order: usize, motion: Option<&str>, threads: usize) -> (f64, Vec<f64>) {
-    let a = [1.0, 0.5];
-    let profile = move |x: [f64; 2]| {
-        (TAU * x[0]).sin() * (TAU * x[1]).cos() + 0.5 * (TAU * (x[0] + x[1])).cos()
-    };
+/// The advection velocity of the advection tests.
+const A: [f64; 2] = [1.0, 0.5];
+
+/// The advected profile at `x` after time `t`.
+fn profile(x: [f64; 2], t: f64) -> f64 {
+    let x = [x[0] - A[0] * t, x[1] - A[1] * t];
+    (TAU * x[0]).sin() * (TAU * x[1]).cos() + 0.5 * (TAU * (x[0] + x[1])).cos()
+}
+
+/// Linear advection with velocity `A` of [`profile`] on a fixed cloud of `per_side`^2
+/// particles, MUSCL `order`, SSP-RK3 on `threads` threads.
+fn advection(
+    per_side: usize,
+    order: usize,
+    threads: usize,
+) -> MeshlessSimulation<f64, 2, LinearAdvection<2>, RowMajor> {
     let mut cloud = square(per_side, 1, order);
     for i in 0..cloud.len() {
-        cloud.state_var_mut(0)[i] = profile(cloud.position_of(i));
+        cloud.state_var_mut(0)[i] = profile(cloud.position_of(i), 0.0);
     }
-    let spacing = 1.0 / per_side as f64;
     let scheme = Muscl::new(
-        LinearAdvection::scalar(a, 1),
+        LinearAdvection::scalar(A, 1),
         order,
         Formulation::MlsDivergence,
         Weight::default(),
     )
     .unwrap();
-    let mut sim = MeshlessSimulation::<f64, 2, _, RowMajor>::new(
+    MeshlessSimulation::<f64, 2, _, RowMajor>::new(
         cloud,
-        default_radius_factor::<2>(order) * spacing,
+        default_radius_factor::<2>(order) / per_side as f64,
         scheme,
         Tableau::ssp_rk3(),
         CpuBackend::threads(threads),
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// [`advection`] to t = 0.25 with the cloud moving with `motion` (`None`: fixed). Returns the
+/// L1 error and the final state by stable id.
+fn advect(per_side: usize, order: usize, motion: Option<&str>, threads: usize) -> (f64, Vec<f64>) {
+    let mut sim = advection(per_side, order, threads);
     match motion {
         None => {}
         Some("lagrangian") => {
-            let mover = StateVelocity::new("advection speed", 1.0, move |_u: &[f64]| a).unwrap();
+            let mover = StateVelocity::new("advection speed", 1.0, |_u: &[f64]| A).unwrap();
             sim = sim.with_motion(mover, 1.0).unwrap();
         }
         Some("still") => {
@@ -166,8 +179,7 @@ fn advect(per_side: usize, order: usize, motion: Option<&str>, threads: usize) -
     while sim.time() < end - 1e-12 {
         sim.step(dt.min(end - sim.time())).unwrap();
     }
-    let exact = move |x: [f64; 2]| profile([x[0] - a[0] * end, x[1] - a[1] * end]);
-    let err = errors(&sim.cloud, 0, exact).l1;
+    let err = errors(&sim.cloud, 0, |x| profile(x, end)).l1;
     let mut by_id = vec![0.0; sim.cloud.len()];
     for i in 0..sim.cloud.len() {
         by_id[sim.cloud.ids()[i] as usize] = sim.cloud.state(0)[i];
@@ -296,37 +308,12 @@ fn unsupported_moving_combinations_are_refused() {
 #[test]
 fn adaptivity_keeps_a_strongly_stretched_moving_cloud_stable() {
     let run = |adapt: bool| {
-        let per_side = 48;
-        let order = 3;
-        let a = [1.0, 0.5];
-        let profile = move |x: [f64; 2]| {
-            (TAU * x[0]).sin() * (TAU * x[1]).cos() + 0.5 * (TAU * (x[0] + x[1])).cos()
-        };
-        let mut cloud = square(per_side, 1, order);
-        for i in 0..cloud.len() {
-            cloud.state_var_mut(0)[i] = profile(cloud.position_of(i));
-        }
-        let spacing = 1.0 / per_side as f64;
-        let scheme = Muscl::new(
-            LinearAdvection::scalar(a, 1),
-            order,
-            Formulation::MlsDivergence,
-            Weight::default(),
-        )
-        .unwrap();
-        let mut sim = MeshlessSimulation::<f64, 2, _, RowMajor>::new(
-            cloud,
-            default_radius_factor::<2>(order) * spacing,
-            scheme,
-            Tableau::ssp_rk3(),
-            CpuBackend::threads(2),
-        )
-        .unwrap()
-        .with_motion(
-            builtin::<2>("rotation", 0.5, [0.0; 2], [1.0; 2]).unwrap(),
-            1.0,
-        )
-        .unwrap();
+        let mut sim = advection(48, 3, 2)
+            .with_motion(
+                builtin::<2>("rotation", 0.5, [0.0; 2], [1.0; 2]).unwrap(),
+                1.0,
+            )
+            .unwrap();
         if adapt {
             sim = sim.with_adaptivity(Adaptivity::default(), 1).unwrap();
         }
@@ -337,8 +324,7 @@ fn adaptivity_keeps_a_strongly_stretched_moving_cloud_stable() {
                 return (f64::INFINITY, f64::INFINITY, sim.adapt_stats());
             }
         }
-        let exact = move |x: [f64; 2]| profile([x[0] - a[0] * end, x[1] - a[1] * end]);
-        let e = errors(&sim.cloud, 0, exact);
+        let e = errors(&sim.cloud, 0, |x| profile(x, end));
         (e.l1, e.max, sim.adapt_stats())
     };
     let (_, without, _) = run(false);

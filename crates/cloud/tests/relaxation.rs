@@ -2,7 +2,7 @@
 //! solution, the IMEX pairs keep their order in the non-stiff regime, and the implicit stage is
 //! stable far beyond the relaxation time.
 
-use mote_cloud::equations::Burgers;
+use mote_cloud::equations::{Burgers, Equation};
 use mote_cloud::exact::{burgers_smooth, errors, total};
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{Criterion, MoodSettings};
@@ -43,30 +43,50 @@ fn cloud_with(n: usize, variables: usize, order: usize, jitter: f64) -> Cloud<f6
     cloud
 }
 
+/// `equation` with MUSCL `order` (MLS-divergence form), SSP-RK3, serial, on `cloud` of `n`
+/// particles.
+fn simulation<E: Equation<f64, 1>>(
+    cloud: Cloud<f64, 1>,
+    equation: E,
+    order: usize,
+    n: usize,
+) -> MeshlessSimulation<f64, 1, E, RowMajor> {
+    let scheme = Muscl::new(
+        equation,
+        order,
+        Formulation::MlsDivergence,
+        Weight::default(),
+    )
+    .unwrap();
+    MeshlessSimulation::new(
+        cloud,
+        default_radius_factor::<1>(order) / n as f64,
+        scheme,
+        Tableau::ssp_rk3(),
+        CpuBackend::Serial,
+    )
+    .unwrap()
+}
+
+/// Steps of `dt` to `end`, the last one shortened.
+fn advance<E: Equation<f64, 1>>(
+    sim: &mut MeshlessSimulation<f64, 1, E, RowMajor>,
+    end: f64,
+    dt: f64,
+) {
+    while sim.time() < end - 1e-12 {
+        sim.step(dt.min(end - sim.time())).unwrap();
+    }
+}
+
 /// Direct Burgers with MUSCL `order` and SSP-RK3 to `end` with step `dt`: the state.
 fn direct(n: usize, order: usize, end: f64, dt: f64) -> (Vec<f64>, f64) {
     let mut c = cloud(n, 1, order);
     for i in 0..c.len() {
         c.state_var_mut(0)[i] = u0(c.position_of(i)[0]);
     }
-    let scheme = Muscl::new(
-        Burgers::<1>,
-        order,
-        Formulation::MlsDivergence,
-        Weight::default(),
-    )
-    .unwrap();
-    let mut sim = MeshlessSimulation::<f64, 1, _, RowMajor>::new(
-        c,
-        default_radius_factor::<1>(order) / n as f64,
-        scheme,
-        Tableau::ssp_rk3(),
-        CpuBackend::Serial,
-    )
-    .unwrap();
-    while sim.time() < end - 1e-12 {
-        sim.step(dt.min(end - sim.time())).unwrap();
-    }
+    let mut sim = simulation(c, Burgers::<1>, order, n);
+    advance(&mut sim, end, dt);
     let err = errors(&sim.cloud, 0, |x| burgers_smooth(u0, du0, x[0], end)).l1;
     (sim.cloud.state(0).to_vec(), err)
 }
@@ -91,26 +111,10 @@ fn relaxed(
             c.state_var_mut(k)[i] = *x;
         }
     }
-    let scheme = Muscl::new(
-        relax.transport(),
-        order,
-        Formulation::MlsDivergence,
-        Weight::default(),
-    )
-    .unwrap();
-    let mut sim = MeshlessSimulation::<f64, 1, _, RowMajor>::new(
-        c,
-        default_radius_factor::<1>(order) / n as f64,
-        scheme,
-        Tableau::ssp_rk3(),
-        CpuBackend::Serial,
-    )
-    .unwrap()
-    .with_source(tableau, relax.clone())
-    .unwrap();
-    while sim.time() < end - 1e-12 {
-        sim.step(dt.min(end - sim.time())).unwrap();
-    }
+    let mut sim = simulation(c, relax.transport(), order, n)
+        .with_source(tableau, relax.clone())
+        .unwrap();
+    advance(&mut sim, end, dt);
     let u: Vec<f64> = (0..sim.cloud.len())
         .map(|i| sim.cloud.state(0)[i] + sim.cloud.state(1)[i])
         .collect();

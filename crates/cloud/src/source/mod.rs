@@ -77,40 +77,13 @@ impl<R: Real, P: PointSource<R>> Source<R> for P {
     }
 
     fn add_explicit(&self, t: f64, u: &[&[R]], out: Vec<&mut [R]>, backend: CpuBackend) {
-        if !self.has_explicit() {
-            return;
+        if self.has_explicit() {
+            per_particle(u, out, backend, true, |x, s| self.explicit_at(t, x, s));
         }
-        let m = u.len();
-        backend.for_each_block(out, 256, |first, mut blk| {
-            let mut x = [R::zero(); MAX_POINT_VARIABLES];
-            let mut s = [R::zero(); MAX_POINT_VARIABLES];
-            for k in 0..SplitOutputs::len(&blk) {
-                for v in 0..m {
-                    x[v] = u[v][first + k];
-                }
-                self.explicit_at(t, &x[..m], &mut s[..m]);
-                for v in 0..m {
-                    blk[v][k] += s[v];
-                }
-            }
-        });
     }
 
     fn implicit(&self, t: f64, u: &[&[R]], out: Vec<&mut [R]>, backend: CpuBackend) {
-        let m = u.len();
-        backend.for_each_block(out, 256, |first, mut blk| {
-            let mut x = [R::zero(); MAX_POINT_VARIABLES];
-            let mut s = [R::zero(); MAX_POINT_VARIABLES];
-            for k in 0..SplitOutputs::len(&blk) {
-                for v in 0..m {
-                    x[v] = u[v][first + k];
-                }
-                self.implicit_at(t, &x[..m], &mut s[..m]);
-                for v in 0..m {
-                    blk[v][k] = s[v];
-                }
-            }
-        });
+        per_particle(u, out, backend, false, |x, s| self.implicit_at(t, x, s));
     }
 
     fn solve(&self, t: f64, h: R, u: Vec<&mut [R]>, backend: CpuBackend) -> Result<(), CloudError> {
@@ -147,4 +120,29 @@ impl<R: Real, P: PointSource<R>> Source<R> for P {
             )),
         }
     }
+}
+
+/// Runs `f(state, source)` for every particle, its variables gathered from `u` into a stack
+/// array, and writes (or, with `add`, adds) the source into `out`.
+fn per_particle<R: Real>(
+    u: &[&[R]],
+    out: Vec<&mut [R]>,
+    backend: CpuBackend,
+    add: bool,
+    f: impl Fn(&[R], &mut [R]) + Sync,
+) {
+    let m = u.len();
+    backend.for_each_block(out, 256, |first, mut blk| {
+        let mut x = [R::zero(); MAX_POINT_VARIABLES];
+        let mut s = [R::zero(); MAX_POINT_VARIABLES];
+        for k in 0..SplitOutputs::len(&blk) {
+            for v in 0..m {
+                x[v] = u[v][first + k];
+            }
+            f(&x[..m], &mut s[..m]);
+            for v in 0..m {
+                blk[v][k] = if add { blk[v][k] + s[v] } else { s[v] };
+            }
+        }
+    });
 }
