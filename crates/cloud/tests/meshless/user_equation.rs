@@ -1,8 +1,7 @@
 //! The user-defined equation of `examples/traffic_flow.rs` (one file implementing the
 //! `Equation` trait) runs through the unchanged scheme at design order.
 
-#[path = "../../../examples/traffic_flow.rs"]
-mod traffic_flow;
+use crate::traffic_flow;
 
 #[test]
 fn a_user_defined_equation_converges_at_design_order() {
