@@ -43,5 +43,7 @@ pub use cloud::{Cloud, Geometry, LatticeOptions};
 pub use domain::{Domain, Shape};
 pub use error::CloudError;
 pub use mls::{Basis, Mls, Weight};
-pub use search::{NeighbourList, NeighbourSearch, RowMajor, SlotLayout, SlotMajor, Slots};
+pub use search::{
+    NeighbourList, NeighbourSearch, RowMajor, SearchGrid, SlotLayout, SlotMajor, Slots,
+};
 pub use simulation::MeshlessSimulation;

@@ -4,15 +4,64 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cubecl::cuda::{CudaDevice, CudaRuntime};
 use cubecl::prelude::*;
+use cubecl::server::Handle;
 use cubecl::wgpu::{WgpuDevice, WgpuRuntime};
 use mote_core::{DeviceApi, DeviceSpec, Precision};
 
 use crate::error::GpuError;
 
-/// The CubeCL client of one opened device; every launch dispatches on it once.
+/// The CubeCL client of one opened device; every launch dispatches on it once. Cloning it is
+/// cheap (a shared handle to the same device).
+#[derive(Clone)]
 pub(crate) enum Client {
     Wgpu(ComputeClient<WgpuRuntime>),
     Cuda(ComputeClient<CudaRuntime>),
+}
+
+impl Client {
+    /// A new allocation of `bytes` (contents undefined).
+    pub(crate) fn empty(&self, bytes: usize) -> Handle {
+        match self {
+            Client::Wgpu(c) => c.empty(bytes),
+            Client::Cuda(c) => c.empty(bytes),
+        }
+    }
+
+    /// A new allocation holding `bytes`.
+    pub(crate) fn create_from_slice(&self, bytes: &[u8]) -> Handle {
+        match self {
+            Client::Wgpu(c) => c.create_from_slice(bytes),
+            Client::Cuda(c) => c.create_from_slice(bytes),
+        }
+    }
+
+    /// The contents of `handle` (after the kernels that write it).
+    pub(crate) fn read(&self, handle: Handle) -> Result<Vec<u8>, String> {
+        match self {
+            Client::Wgpu(c) => c.read_one(handle).map(|b| b.to_vec()),
+            Client::Cuda(c) => c.read_one(handle).map(|b| b.to_vec()),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// Copies the first `words` 32-bit words of `src` into `dst`, on the device.
+    pub(crate) fn copy_words(&self, src: &Handle, dst: &Handle, words: usize) {
+        match self {
+            Client::Wgpu(c) => crate::primitives::copy_words(c, src, dst, words),
+            Client::Cuda(c) => crate::primitives::copy_words(c, src, dst, words),
+        }
+    }
+}
+
+/// What a device offers the memory budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceMemory {
+    /// The device's memory in bytes, where the runtime reports it (CUDA does; the wgpu runtime
+    /// does not, so runs there are budgeted against a limit the user gives).
+    pub total: Option<u64>,
+    /// The largest single buffer in bytes (a storage-buffer binding on wgpu, a memory page on
+    /// CUDA).
+    pub max_buffer: u64,
 }
 
 /// An opened device.
@@ -22,6 +71,7 @@ pub struct Gpu {
     name: String,
     f64: bool,
     workgroup: u32,
+    memory: DeviceMemory,
     pub(crate) client: Client,
 }
 
@@ -198,12 +248,27 @@ impl Gpu {
                 .properties()
                 .supports_type(f64::as_type_native_unchecked()),
         };
+        let memory = match &client {
+            // CubeCL's CUDA runtime sets its page size to a quarter of cuDeviceTotalMem.
+            Client::Cuda(c) => {
+                let page = c.properties().memory.max_page_size;
+                DeviceMemory {
+                    total: Some(page.saturating_mul(4)),
+                    max_buffer: page,
+                }
+            }
+            Client::Wgpu(c) => DeviceMemory {
+                total: None,
+                max_buffer: c.properties().memory.max_page_size,
+            },
+        };
         Ok(Self {
             spec,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name,
             f64,
             workgroup: 256,
+            memory,
             client,
         })
     }
@@ -239,6 +304,11 @@ impl Gpu {
                 precision: precision.name(),
             })
         }
+    }
+
+    /// The device's memory as the runtime reports it.
+    pub fn memory(&self) -> DeviceMemory {
+        self.memory
     }
 
     /// Units per workgroup (cube) of the kernels.

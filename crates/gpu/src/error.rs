@@ -1,5 +1,7 @@
 //! What can go wrong on a device.
 
+use mote_cloud::CloudError;
+use mote_core::CapacityError;
 use thiserror::Error;
 
 /// An error of the GPU backend.
@@ -45,6 +47,26 @@ pub enum GpuError {
         /// The expected length.
         expected: usize,
     },
+    /// A device array's contents differ from the host data they should mirror (checked after a
+    /// reservation moved them): the run is refused.
+    #[error(
+        "device array `{array}` does not hold the host data (fingerprint {device:#018x} on the \
+         device, {host:#018x} on the host): refusing to run on it"
+    )]
+    Fingerprint {
+        /// The array's name.
+        array: String,
+        /// The fingerprint of the device contents.
+        device: u64,
+        /// The fingerprint of the host data.
+        host: u64,
+    },
+    /// A device buffer or reservation does not fit (the memory budget).
+    #[error(transparent)]
+    Capacity(#[from] CapacityError),
+    /// An invalid set-up of a meshless pass (search radius, particle count).
+    #[error(transparent)]
+    Cloud(#[from] CloudError),
     /// The device reported a failure (a kernel that did not validate, a lost device, a failed
     /// read).
     #[error("device {device}: {message}")]

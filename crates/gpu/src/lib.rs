@@ -7,6 +7,11 @@
 //! - [`DeviceArray`] is one component array on one device, filled by an explicit upload and read
 //!   back by an explicit download. Each remembers its device: a launch checks that every argument
 //!   lives on the device it runs on and refuses otherwise ([`GpuError::WrongDevice`]).
+//! - Device arrays are budgeted like host buffers: [`Gpu::reserve`] sizes them once against the
+//!   device's memory (or a given limit), and [`Gpu::verify`] compares a fingerprint computed on
+//!   the device with the host data, refusing to run on a mismatch.
+//! - [`GpuNeighbourSearch`] is the meshless neighbour search on the device (counting sort with
+//!   atomics, prefix sums, per-bin sort), producing the CPU's lists exactly in both layouts.
 //! - [`GpuDirectSolver`] is direct-summation gravity on the device (sources tiled through shared
 //!   memory), a [`ForceSolver`](mote_gravity::ForceSolver) like the CPU solvers.
 //!
@@ -18,10 +23,15 @@ mod array;
 mod device;
 mod error;
 pub mod gravity;
+mod memory;
+mod primitives;
+pub mod search;
 
 pub use gravity::{GpuFloat, TransferSeconds};
 
 pub use array::DeviceArray;
-pub use device::{AdapterInfo, Gpu, adapters, cuda_driver_present, require_gpu};
+pub use device::{AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, require_gpu};
 pub use error::GpuError;
 pub use gravity::GpuDirectSolver;
+pub use primitives::host_fingerprint;
+pub use search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};

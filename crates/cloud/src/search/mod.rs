@@ -25,6 +25,7 @@ use mote_core::{
 };
 
 use crate::cloud::Cloud;
+use crate::domain::Domain;
 use crate::error::CloudError;
 
 /// The per-slot positions of one particle's neighbours: `start, start + stride, ...`, `len`
@@ -401,27 +402,103 @@ pub struct NeighbourSearch {
     counts: Buffer<u32>,
 }
 
-/// The geometry of the bins.
-#[derive(Clone, Copy, Debug)]
-struct Grid<const D: usize> {
-    lo: [f64; D],
-    cell: [f64; D],
-    cells: [usize; D],
-    periodic: [bool; D],
-    length: [f64; D],
+/// The bins of a search: cells of edge at least the radius over the particles' bounding box
+/// (non-periodic axes) or the periodic box. Public so that the device search builds exactly the
+/// same bins: a particle's bin is `floor((x - lo) * inv_cell)`, clamped to the grid, evaluated in
+/// the cloud's precision (a subtraction, a multiplication and a floor: correctly rounded on every
+/// device, so the CPU and the GPU agree on every particle's bin).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SearchGrid<const D: usize> {
+    /// Lower corner of the bins.
+    pub lo: [f64; D],
+    /// Reciprocal cell edge per axis.
+    pub inv_cell: [f64; D],
+    /// Number of cells per axis.
+    pub cells: [usize; D],
+    /// Periodic axes.
+    pub periodic: [bool; D],
+    /// Extent per axis (the period on periodic axes).
+    pub length: [f64; D],
 }
 
-impl<const D: usize> Grid<D> {
+impl<const D: usize> SearchGrid<D> {
+    /// The bins for a search of `radius` in `domain`, whose particles span `min..=max` on each
+    /// axis (used on the non-periodic axes). Fails when the radius exceeds half a periodic length
+    /// or the bins would not be countable in 32 bits.
+    pub fn new(
+        radius: f64,
+        domain: &Domain<D>,
+        min: [f64; D],
+        max: [f64; D],
+    ) -> Result<Self, CloudError> {
+        let periodic = domain.periodic();
+        let (dlo, dhi) = domain.bounds();
+        let mut lo = [0.0; D];
+        let mut length = [0.0; D];
+        for a in 0..D {
+            if periodic[a] {
+                lo[a] = dlo[a];
+                length[a] = dhi[a] - dlo[a];
+                if radius > 0.5 * length[a] {
+                    return Err(CloudError::invalid(
+                        "search radius",
+                        radius,
+                        format!("at most half the periodic length {} on axis {a}", length[a]),
+                    ));
+                }
+            } else {
+                lo[a] = min[a];
+                length[a] = (max[a] - min[a]).max(0.0);
+            }
+        }
+        // Cells a little wider than the radius: a bin computed in f32 may be off by one ulp of
+        // the position, which must not move a neighbour at distance `radius` two cells away.
+        let cells: [usize; D] = std::array::from_fn(|a| {
+            ((length[a] / (radius * (1.0 + 1e-6))).floor() as usize).max(1)
+        });
+        let inv_cell: [f64; D] = std::array::from_fn(|a| {
+            if length[a] > 0.0 {
+                cells[a] as f64 / length[a]
+            } else {
+                1.0
+            }
+        });
+        let grid = Self {
+            lo,
+            inv_cell,
+            cells,
+            periodic,
+            length,
+        };
+        if grid.bins() >= u32::MAX as usize {
+            return Err(CloudError::invalid(
+                "search radius",
+                radius,
+                "large enough for fewer than 2^32 bins",
+            ));
+        }
+        Ok(grid)
+    }
+
+    /// Number of bins.
+    pub fn bins(&self) -> usize {
+        self.cells.iter().product()
+    }
+
+    /// The bin coordinates of a position, in the cloud's precision `R`.
     #[inline]
-    fn bin_coord(&self, x: [f64; D]) -> [usize; D] {
+    pub fn bin_coord<R: Real>(&self, x: [R; D]) -> [usize; D] {
         std::array::from_fn(|a| {
-            let b = ((x[a] - self.lo[a]) / self.cell[a]).floor();
+            let b = ((x[a] - R::cast(self.lo[a])) * R::cast(self.inv_cell[a]))
+                .floor()
+                .as_f64();
             (b.max(0.0) as usize).min(self.cells[a] - 1)
         })
     }
 
+    /// The linear bin index of bin coordinates (first axis fastest).
     #[inline]
-    fn linear(&self, b: [usize; D]) -> usize {
+    pub fn linear(&self, b: [usize; D]) -> usize {
         let mut idx = 0;
         for a in (0..D).rev() {
             idx = idx * self.cells[a] + b[a];
@@ -429,27 +506,27 @@ impl<const D: usize> Grid<D> {
         idx
     }
 
-    /// The distinct bins along axis `a` around bin `b`, in a fixed order (lowest first), up to 3.
+    /// The distinct bins along axis `a` around bin `b`, in a fixed order, up to 3: on periodic
+    /// axes `(b - 1 + k) mod cells` for `k < min(cells, 3)`, otherwise the existing ones of
+    /// `b - 1, b, b + 1` in ascending order.
     #[inline]
-    fn axis_bins(&self, a: usize, b: usize) -> ([usize; 3], usize) {
+    pub fn axis_bins(&self, a: usize, b: usize) -> ([usize; 3], usize) {
         let n = self.cells[a];
         let mut out = [0; 3];
-        let mut len = 0;
         if self.periodic[a] {
-            let cand = [(b + n - 1) % n, b, (b + 1) % n];
-            for c in cand {
-                if !out[..len].contains(&c) {
-                    out[len] = c;
-                    len += 1;
-                }
+            let len = n.min(3);
+            for (k, o) in out.iter_mut().enumerate().take(len) {
+                *o = (b + n - 1 + k) % n;
             }
+            (out, len)
         } else {
-            for c in b.saturating_sub(1)..=(b + 1).min(n - 1) {
-                out[len] = c;
-                len += 1;
+            let start = b.saturating_sub(1);
+            let len = (b + 1).min(n - 1) - start + 1;
+            for (k, o) in out.iter_mut().enumerate().take(len) {
+                *o = start + k;
             }
+            (out, len)
         }
-        (out, len)
     }
 }
 
@@ -477,50 +554,23 @@ impl NeighbourSearch {
         self.radius
     }
 
-    fn grid<R: Real, const D: usize>(&self, cloud: &Cloud<R, D>) -> Result<Grid<D>, CloudError> {
-        let domain = cloud.domain();
-        let periodic = domain.periodic();
-        let (dlo, dhi) = domain.bounds();
+    /// The bins of a search of `cloud` (the bounding box of its particles on non-periodic
+    /// axes).
+    pub fn grid<R: Real, const D: usize>(
+        &self,
+        cloud: &Cloud<R, D>,
+    ) -> Result<SearchGrid<D>, CloudError> {
         let pos = cloud.positions();
-        let mut lo = [0.0; D];
-        let mut length = [0.0; D];
+        let mut min = [0.0; D];
+        let mut max = [0.0; D];
         for a in 0..D {
-            if periodic[a] {
-                lo[a] = dlo[a];
-                length[a] = dhi[a] - dlo[a];
-                if self.radius > 0.5 * length[a] {
-                    return Err(CloudError::invalid(
-                        "search radius",
-                        self.radius,
-                        format!("at most half the periodic length {} on axis {a}", length[a]),
-                    ));
-                }
-            } else {
-                let (mn, mx) = pos[a]
-                    .iter()
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(mn, mx), &x| {
-                        (mn.min(x.as_f64()), mx.max(x.as_f64()))
-                    });
-                lo[a] = mn;
-                length[a] = (mx - mn).max(0.0);
-            }
+            (min[a], max[a]) = pos[a]
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(mn, mx), &x| {
+                    (mn.min(x.as_f64()), mx.max(x.as_f64()))
+                });
         }
-        let cells: [usize; D] =
-            std::array::from_fn(|a| ((length[a] / self.radius).floor() as usize).max(1));
-        let cell: [f64; D] = std::array::from_fn(|a| {
-            if length[a] > 0.0 {
-                length[a] / cells[a] as f64
-            } else {
-                1.0
-            }
-        });
-        Ok(Grid {
-            lo,
-            cell,
-            cells,
-            periodic,
-            length,
-        })
+        SearchGrid::new(self.radius, cloud.domain(), min, max)
     }
 
     /// Builds `list` for `cloud` (reusing its buffers; a reserved list that cannot hold the new
@@ -540,16 +590,9 @@ impl NeighbourSearch {
             ));
         }
         let grid = self.grid(cloud)?;
-        let nbins: usize = grid.cells.iter().product();
-        if nbins >= u32::MAX as usize {
-            return Err(CloudError::invalid(
-                "search radius",
-                self.radius,
-                "large enough for fewer than 2^32 bins",
-            ));
-        }
+        let nbins = grid.bins();
         let pos = cloud.positions();
-        let point = |i: usize| -> [f64; D] { std::array::from_fn(|a| pos[a][i].as_f64()) };
+        let point = |i: usize| -> [R; D] { std::array::from_fn(|a| pos[a][i]) };
 
         // 1. Bins by counting sort: stable, so every segment is ascending in particle index.
         self.bin_of.resize(n, 0)?;
@@ -648,7 +691,7 @@ impl NeighbourSearch {
     }
 }
 
-fn unlinear<const D: usize>(grid: &Grid<D>, mut c: usize) -> [usize; D] {
+fn unlinear<const D: usize>(grid: &SearchGrid<D>, mut c: usize) -> [usize; D] {
     let mut b = [0; D];
     for a in 0..D {
         b[a] = c % grid.cells[a];

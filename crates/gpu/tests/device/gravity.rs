@@ -1,28 +1,11 @@
 //! Direct gravity on the device against the CPU reference kernel, and the residency checks.
-//! Runs on whatever adapter exists (Mesa's software Vulkan driver in CI); without one it prints
-//! a skip line, unless `MOTE_REQUIRE_GPU=1` makes that a failure.
 
-use mote_core::{CpuBackend, DeviceSpec, ParticleData, Precision, Real};
-use mote_gpu::{GpuDirectSolver, GpuError, require_gpu};
+use mote_core::{CpuBackend, ParticleData, Precision, Real};
+use mote_gpu::{GpuDirectSolver, GpuError};
+
+use crate::gpu;
 use mote_gravity::initial_conditions::plummer;
 use mote_gravity::{DirectSolver, ForceSolver, Kernel, KernelChoice, Softening};
-
-/// The device under test (`MOTE_TEST_DEVICE`, default the first wgpu adapter), or `None` (with
-/// a skip line) where there is none and none is required.
-fn gpu() -> Option<mote_gpu::Gpu> {
-    let spec: DeviceSpec = std::env::var("MOTE_TEST_DEVICE")
-        .unwrap_or_else(|_| "wgpu:0".into())
-        .parse()
-        .expect("MOTE_TEST_DEVICE: wgpu|cuda[:INDEX]");
-    match mote_gpu::Gpu::open(spec) {
-        Ok(g) => Some(g),
-        Err(e) if !require_gpu() => {
-            eprintln!("SKIPPED: no GPU adapter ({e}); set MOTE_REQUIRE_GPU=1 to make this fail");
-            None
-        }
-        Err(e) => panic!("MOTE_REQUIRE_GPU=1 but no GPU: {e}"),
-    }
-}
 
 /// Accelerations by `solver` for a Plummer sphere of `n`.
 fn accelerations<R: Real>(solver: &mut dyn ForceSolver<R>, n: usize) -> Vec<[f64; 3]> {
@@ -90,7 +73,7 @@ fn arrays_of_another_device_or_length_are_refused() {
         return;
     };
     let mut solver = GpuDirectSolver::new(a, Softening::new(0.0).unwrap(), Precision::F32).unwrap();
-    let here = |name: &str| solver.gpu().upload(name, &[1.0f32, 2.0, 3.0]);
+    let here = |name: &'static str| solver.gpu().upload(name, &[1.0f32, 2.0, 3.0]);
     let (x, y, z, m) = (here("x"), here("y"), here("z"), here("m"));
     let (ax, ay) = (solver.gpu().output("ax", 3), solver.gpu().output("ay", 3));
     let elsewhere: mote_gpu::DeviceArray<f32> = b.output("az", 3);
