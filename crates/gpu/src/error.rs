@@ -61,6 +61,9 @@ pub enum GpuError {
         /// The fingerprint of the host data.
         host: u64,
     },
+    /// A component or option without a device version yet.
+    #[error("not supported on the GPU backend: {0}")]
+    Unsupported(String),
     /// A device buffer or reservation does not fit (the memory budget).
     #[error(transparent)]
     Capacity(#[from] CapacityError),

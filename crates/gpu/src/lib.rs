@@ -24,6 +24,7 @@ mod device;
 mod error;
 pub mod gravity;
 mod memory;
+pub mod mls;
 mod primitives;
 pub mod search;
 
@@ -33,5 +34,6 @@ pub use array::DeviceArray;
 pub use device::{AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, require_gpu};
 pub use error::GpuError;
 pub use gravity::GpuDirectSolver;
+pub use mls::DeviceMls;
 pub use primitives::host_fingerprint;
 pub use search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};

@@ -249,7 +249,9 @@ fn pick_kernel(values: &Array<u32>, at: u32, out: &mut Array<u32>) {
 /// arrays, with the domain they live in.
 pub struct DeviceCloud<R, const D: usize> {
     positions: Vec<DeviceArray<R>>,
+    tags: DeviceArray<u32>,
     domain: Domain<D>,
+    spacing: [f64; D],
 }
 
 impl<R: GpuFloat, const D: usize> DeviceCloud<R, D> {
@@ -266,7 +268,9 @@ impl<R: GpuFloat, const D: usize> DeviceCloud<R, D> {
             .collect();
         Ok(Self {
             positions,
+            tags: gpu.upload("tag", cloud.tags()),
             domain: *cloud.domain(),
+            spacing: cloud.spacing(),
         })
     }
 
@@ -285,28 +289,49 @@ impl<R: GpuFloat, const D: usize> DeviceCloud<R, D> {
         &self.positions
     }
 
-    /// Refuses unless the device positions equal `cloud`'s, by fingerprint (the check after a
+    /// The boundary tag of every particle (0 interior).
+    pub fn tags(&self) -> &DeviceArray<u32> {
+        &self.tags
+    }
+
+    /// The domain.
+    pub fn domain(&self) -> &Domain<D> {
+        &self.domain
+    }
+
+    /// The nominal spacing per axis.
+    pub fn spacing(&self) -> [f64; D] {
+        self.spacing
+    }
+
+    /// Refuses unless the device positions and tags equal `cloud`'s, by fingerprint (the check after a
     /// reservation moved them).
     pub fn verify(&self, gpu: &Gpu, cloud: &Cloud<R, D>) -> Result<(), GpuError> {
         for (d, h) in self.positions.iter().zip(cloud.positions()) {
             gpu.verify(d, h)?;
         }
-        Ok(())
+        gpu.verify(&self.tags, cloud.tags())
     }
 }
 
 impl<R: GpuFloat, const D: usize> Budgeted for DeviceCloud<R, D> {
     fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
-        self.positions
+        let mut v: Vec<&dyn BudgetedBuffer> = self
+            .positions
             .iter()
             .map(|p| p as &dyn BudgetedBuffer)
-            .collect()
+            .collect();
+        v.push(&self.tags);
+        v
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
-        self.positions
+        let mut v: Vec<&mut dyn BudgetedBuffer> = self
+            .positions
             .iter_mut()
             .map(|p| p as &mut dyn BudgetedBuffer)
-            .collect()
+            .collect();
+        v.push(&mut self.tags);
+        v
     }
 }
 

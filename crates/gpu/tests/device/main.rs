@@ -5,6 +5,7 @@
 
 mod gravity;
 mod memory;
+mod mls;
 mod search;
 
 use mote_core::DeviceSpec;

@@ -1,0 +1,695 @@
+//! MLS moment solves on the device: the per-slot derivative coefficients of
+//! [`mote_cloud::mls::Mls`], one unit per particle, in either slot layout.
+//!
+//! Each unit walks its neighbours twice. The first walk accumulates the moment matrix
+//! `M = sum_j w_j phi(d_j) phi(d_j)^T` (lower triangle) in a private array; the matrix is
+//! Jacobi-scaled, regularised and factorised by Cholesky exactly as on the CPU. The second walk
+//! re-evaluates each neighbour's basis vector, solves, and writes `g_j = w_j M^-1 phi(d_j)`,
+//! unscaled to derivatives, into the particle's own slots. Nothing per slot is stored between the
+//! walks, so the scratch is `cap^2 + 2 cap` numbers per unit, `cap` the basis size of the run: the
+//! basis size `m` is a run-time value (a loop bound); only the private arrays' capacity is fixed
+//! per launch, never per particle.
+//!
+//! The fits are computed in f64 where the device supports it (as on the CPU, whatever the run's
+//! precision), else in f32. The weight's `exp` is evaluated by arithmetic (range reduction by
+//! powers of two and a Taylor series): the Vulkan paths' f64 `exp` is wrong. The basis is
+//! evaluated with the CPU's power tables and operation order, so coefficients agree with the CPU
+//! to a few rounding errors amplified by the fit's conditioning.
+
+use cubecl::prelude::*;
+use mote_cloud::mls::{Basis, MAX_DEGREE};
+use mote_cloud::{CloudError, Weight};
+use mote_core::{Budgeted, BudgetedBuffer, Precision, Scaling};
+
+use crate::array::DeviceArray;
+use crate::device::{Client, Gpu};
+use crate::error::GpuError;
+use crate::gravity::GpuFloat;
+use crate::primitives::grid;
+use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+
+/// Index of each constant in the kernel's `consts` array.
+mod c {
+    pub const INV_H: usize = 0;
+    pub const H: usize = 1;
+    pub const CUTOFF: usize = 2;
+    pub const WIDTH: usize = 3;
+    pub const LN2: usize = 4;
+    pub const INV_LN2: usize = 5;
+    pub const POWER: usize = 6;
+    pub const REGULARISATION: usize = 7;
+    pub const TINY: usize = 8;
+    pub const MIN_POSITIVE: usize = 9;
+    /// `2^-(2^b)` for `b = 0..7`.
+    pub const POW2: usize = 10;
+    pub const LEN: usize = 17;
+}
+
+/// `exp(x)` for `x <= 0` by arithmetic only: `x = k ln2 + r` with `|r| <= ln2 / 2`, a Taylor
+/// series of 18 terms for `exp(r)` (below f64 round-off), then `2^k` by binary powers.
+#[cube]
+fn exp_nonpositive<G: Float>(x: G, consts: &Array<G>) -> G {
+    let k = G::floor(x * consts[c::INV_LN2] + G::new(0.5));
+    let r = x - k * consts[c::LN2];
+    let mut term = G::new(1.0);
+    let mut sum = G::new(1.0);
+    #[unroll]
+    for t in 1..19u32 {
+        term = term * r / G::cast_from(t);
+        sum += term;
+    }
+    // Beyond 2^-127 the weight is zero in any precision that matters.
+    let halvings = u32::min(u32::cast_from(G::max(-k, G::new(0.0))), 127u32);
+    #[unroll]
+    for b in 0..7u32 {
+        if (halvings >> b) & 1u32 == 1u32 {
+            sum *= consts[c::POW2 + b as usize];
+        }
+    }
+    sum
+}
+
+/// The offset to neighbour `j` scaled by `1 / h` into `q`, and its weight (0 beyond the cutoff).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn offset_and_weight<F: Float, G: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    i: usize,
+    j: usize,
+    geo: &Array<G>,
+    periodic: &Array<u32>,
+    consts: &Array<G>,
+    weight_kind: u32,
+    q: &mut Array<G>,
+    #[comptime] dim: usize,
+) -> G {
+    let mut r2 = G::new(0.0);
+    #[unroll]
+    for a in 0..dim {
+        let mut d = if a == 0 {
+            G::cast_from(x[j] - x[i])
+        } else if a == 1 {
+            G::cast_from(y[j] - y[i])
+        } else {
+            G::cast_from(z[j] - z[i])
+        };
+        if periodic[a] == 1 {
+            if d > geo[3 + a] {
+                d -= geo[a];
+            } else if d < -geo[3 + a] {
+                d += geo[a];
+            }
+        }
+        r2 += d * d;
+        q[a] = d / consts[c::H];
+    }
+    let r = G::sqrt(r2);
+    let mut w = G::new(0.0);
+    if r <= consts[c::CUTOFF] {
+        if weight_kind == 0 {
+            let t = r / consts[c::WIDTH];
+            w = exp_nonpositive::<G>(-t * t, consts);
+        } else {
+            // (h / max(r, 1e-12 h))^power, integer powers 0 to 127 (checked on the host), by
+            // binary powers.
+            let mut ratio = consts[c::H] / G::max(r, consts[c::TINY] * consts[c::H]);
+            let p = u32::cast_from(consts[c::POWER]);
+            w = G::new(1.0);
+            #[unroll]
+            for b in 0..7u32 {
+                if (p >> b) & 1u32 == 1u32 {
+                    w *= ratio;
+                }
+                ratio *= ratio;
+            }
+        }
+    }
+    w
+}
+
+/// The basis at `q` into `phi` (the CPU's power tables and multiplication order).
+#[cube]
+fn eval_basis<G: Float>(
+    q: &Array<G>,
+    exponents: &Array<u32>,
+    inverse_factorial: &Array<G>,
+    pw: &mut Array<G>,
+    phi: &mut Array<G>,
+    #[comptime] dim: usize,
+    #[comptime] degree: usize,
+    #[comptime] cap: usize,
+) {
+    #[unroll]
+    for a in 0..dim {
+        pw[a * (degree + 1)] = G::new(1.0);
+        #[unroll]
+        for k in 1..degree + 1 {
+            pw[a * (degree + 1) + k] = pw[a * (degree + 1) + k - 1] * q[a];
+        }
+    }
+    #[unroll]
+    for f in 0..cap {
+        let mut v = inverse_factorial[f];
+        #[unroll]
+        for a in 0..dim {
+            v *= pw[a * (degree + 1) + exponents[f * 3 + a] as usize];
+        }
+        phi[f] = v;
+    }
+}
+
+/// One unit per particle: the fit of its neighbourhood (see the module docs). Every loop over
+/// basis functions is unrolled (the basis size `cap`, the dimension and the degree are fixed per
+/// launch: the run's fit, not a particle's order), so that the only loops left are the two walks
+/// over the slots, whose trip count is the same for every unit (the maximum neighbour count,
+/// each unit masking the slots past its own count). Mesa's software driver stops a loop after
+/// 65 535 iterations in total, and loops whose trip counts differ within one SIMD group were cut
+/// short there: both gave wrong coefficients silently before this structure.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn mls_kernel<F: Float, G: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    n: u32,
+    geo: &Array<G>,
+    periodic: &Array<u32>,
+    tags: &Array<u32>,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    exponents: &Array<u32>,
+    inverse_factorial: &Array<G>,
+    unscale: &Array<G>,
+    consts: &Array<G>,
+    weight_kind: u32,
+    slots: u32,
+    max_count: u32,
+    coef: &mut Array<F>,
+    failed: &mut Array<Atomic<u32>>,
+    #[comptime] dim: usize,
+    #[comptime] degree: usize,
+    #[comptime] cap: usize,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let count = counts[i];
+        // (`select`, not a mutable literal reassigned in a branch: CubeCL keeps a variable
+        // initialised from a literal at compile time.)
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, n as usize, 1usize);
+        let slots_u = slots as usize;
+        let mut ok = count >= cap as u32;
+        if !ok && tags[i] == 0 {
+            failed[0].fetch_min(i as u32);
+        }
+        let mut mat = Array::<G>::new(cap * cap);
+        let mut phi = Array::<G>::new(cap);
+        let mut scale = Array::<G>::new(cap);
+        let mut q = Array::<G>::new(3usize);
+        let mut pw = Array::<G>::new(3usize * (MAX_DEGREE + 1));
+        #[unroll]
+        for r in 0..cap * cap {
+            mat[r] = G::new(0.0);
+        }
+        // M = sum_j w_j phi_j phi_j^T (lower triangle).
+        for k in 0..max_count {
+            if ok && k < count {
+                let s = base + k as usize * stride;
+                let j = indices[s] as usize;
+                let w = offset_and_weight::<F, G>(
+                    x,
+                    y,
+                    z,
+                    i,
+                    j,
+                    geo,
+                    periodic,
+                    consts,
+                    weight_kind,
+                    &mut q,
+                    dim,
+                );
+                eval_basis::<G>(
+                    &q,
+                    exponents,
+                    inverse_factorial,
+                    &mut pw,
+                    &mut phi,
+                    dim,
+                    degree,
+                    cap,
+                );
+                #[unroll]
+                for r in 0..cap {
+                    let wr = w * phi[r];
+                    #[unroll]
+                    for cc in 0..r + 1 {
+                        mat[r * cap + cc] += wr * phi[cc];
+                    }
+                }
+            }
+        }
+        // Jacobi scaling, regularisation, Cholesky (as on the CPU).
+        #[unroll]
+        for r in 0..cap {
+            scale[r] = G::new(1.0) / G::sqrt(G::max(mat[r * cap + r], consts[c::MIN_POSITIVE]));
+        }
+        #[unroll]
+        for r in 0..cap {
+            #[unroll]
+            for cc in 0..r + 1 {
+                mat[r * cap + cc] *= scale[r] * scale[cc];
+            }
+            mat[r * cap + r] += consts[c::REGULARISATION];
+        }
+        #[unroll]
+        for jj in 0..cap {
+            let mut d = mat[jj * cap + jj];
+            #[unroll]
+            for k in 0..jj {
+                d -= mat[jj * cap + k] * mat[jj * cap + k];
+            }
+            // Not positive, or NaN (a kernel has no `partial_cmp`: the negated comparison is the
+            // NaN test).
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
+            if !(d > G::new(0.0)) {
+                ok = false;
+            }
+            let root = G::sqrt(d);
+            mat[jj * cap + jj] = root;
+            #[unroll]
+            for ii in jj + 1..cap {
+                let mut s = mat[ii * cap + jj];
+                #[unroll]
+                for k in 0..jj {
+                    s -= mat[ii * cap + k] * mat[jj * cap + k];
+                }
+                mat[ii * cap + jj] = s / root;
+            }
+        }
+        if !ok && count >= cap as u32 {
+            failed[1].fetch_min(i as u32);
+        }
+        // Past its own count a unit writes the slot-major padding (zeros, as on the host) and
+        // nothing in row-major lists.
+        for k in 0..max_count {
+            let s = base + k as usize * stride;
+            if k >= count {
+                if slot_major == 1 {
+                    #[unroll]
+                    for r in 0..cap {
+                        coef[r * slots_u + s] = F::new(0.0);
+                    }
+                }
+            } else if ok {
+                let j = indices[s] as usize;
+                let w = offset_and_weight::<F, G>(
+                    x,
+                    y,
+                    z,
+                    i,
+                    j,
+                    geo,
+                    periodic,
+                    consts,
+                    weight_kind,
+                    &mut q,
+                    dim,
+                );
+                eval_basis::<G>(
+                    &q,
+                    exponents,
+                    inverse_factorial,
+                    &mut pw,
+                    &mut phi,
+                    dim,
+                    degree,
+                    cap,
+                );
+                #[unroll]
+                for r in 0..cap {
+                    phi[r] *= scale[r];
+                }
+                // L L^T p = phi.
+                #[unroll]
+                for r in 0..cap {
+                    let mut t = phi[r];
+                    #[unroll]
+                    for k2 in 0..r {
+                        t -= mat[r * cap + k2] * phi[k2];
+                    }
+                    phi[r] = t / mat[r * cap + r];
+                }
+                #[unroll]
+                for rr in 0..cap {
+                    let r = cap - 1 - rr;
+                    let mut t = phi[r];
+                    #[unroll]
+                    for k2 in r + 1..cap {
+                        t -= mat[k2 * cap + r] * phi[k2];
+                    }
+                    phi[r] = t / mat[r * cap + r];
+                }
+                #[unroll]
+                for r in 0..cap {
+                    coef[r * slots_u + s] = F::cast_from(w * scale[r] * phi[r] * unscale[r]);
+                }
+            } else {
+                #[unroll]
+                for r in 0..cap {
+                    coef[r * slots_u + s] = F::new(0.0);
+                }
+            }
+        }
+    }
+}
+
+/// The MLS derivative coefficients of a device cloud: one per-slot array per basis function,
+/// stored one after the other in a single device buffer (function `k`'s coefficient of slot `s`
+/// at `k * slots + s`, `slots` the list's slot count), the layout of the host's separate arrays.
+pub struct DeviceMls<F> {
+    degree: usize,
+    weight: Weight,
+    size: usize,
+    spacing: f64,
+    coefficients: DeviceArray<F>,
+    failed: DeviceArray<u32>,
+}
+
+impl<F: GpuFloat> DeviceMls<F> {
+    /// Fits of polynomial `degree` in `D` dimensions with `weight`, on `gpu`. An
+    /// inverse-distance weight needs an integer power on the device.
+    pub fn new<const D: usize>(gpu: &Gpu, degree: usize, weight: Weight) -> Result<Self, GpuError> {
+        let basis = Basis::<D>::new(degree)?;
+        if let Weight::InverseDistance { power } = weight
+            && (power.fract() != 0.0 || !(0.0..=127.0).contains(&power))
+        {
+            return Err(GpuError::Unsupported(format!(
+                "inverse-distance MLS weight with power {power} (the device evaluates integer \
+                 powers 0 to 127)"
+            )));
+        }
+        gpu.check_precision(F::PRECISION)?;
+        Ok(Self {
+            degree,
+            weight,
+            size: basis.len(),
+            spacing: 1.0,
+            coefficients: gpu
+                .output("mls_coefficients", 0)
+                .with_scaling(Scaling::PerSlot(basis.len())),
+            failed: gpu
+                .upload::<u32>("mls_failed", &[0, 0])
+                .with_scaling(Scaling::Fixed),
+        })
+    }
+
+    /// Number of basis functions.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The nominal spacing the basis is scaled by (set by [`DeviceMls::compute`]).
+    pub fn spacing(&self) -> f64 {
+        self.spacing
+    }
+
+    /// All coefficients, function after function (see the type's docs).
+    pub fn coefficients(&self) -> &DeviceArray<F> {
+        &self.coefficients
+    }
+
+    /// Computes the coefficients for `cloud` and its neighbour `list` on `gpu`. Fails as the
+    /// CPU fit does: an interior particle with fewer neighbours than basis functions, or a
+    /// singular moment matrix (naming the particle's index); boundary particles with too few
+    /// neighbours get zero coefficients.
+    pub fn compute<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+    ) -> Result<(), GpuError> {
+        let n = cloud.len();
+        for p in cloud.positions() {
+            gpu.check(p, n)?;
+        }
+        gpu.check(cloud.tags(), n)?;
+        gpu.check(list.counts(), n)?;
+        gpu.check(list.starts(), n + 1)?;
+        let slots = list.indices().len();
+        gpu.check(list.indices(), slots)?;
+        let m = self.size;
+        self.coefficients.resize(m * slots)?;
+        let basis = Basis::<D>::new(self.degree)?;
+        let spacing = cloud.spacing();
+        let h = spacing.iter().sum::<f64>() / D as f64;
+        self.spacing = h;
+        if n == 0 {
+            return Ok(());
+        }
+        let (width, kind, power) = match self.weight {
+            Weight::Exponential { shape } => (shape * list.radius(), 0u32, 0.0),
+            Weight::InverseDistance { power } => (1.0, 1u32, power),
+        };
+        let mut consts = [0.0f64; c::LEN];
+        consts[c::INV_H] = 1.0 / h;
+        consts[c::H] = h;
+        consts[c::CUTOFF] = list.radius();
+        consts[c::WIDTH] = width;
+        consts[c::LN2] = std::f64::consts::LN_2;
+        consts[c::INV_LN2] = std::f64::consts::LOG2_E;
+        consts[c::POWER] = power;
+        consts[c::REGULARISATION] = 1e-15;
+        consts[c::TINY] = 1e-12;
+        consts[c::MIN_POSITIVE] = f64::MIN_POSITIVE;
+        for b in 0..7 {
+            consts[c::POW2 + b] = 0.5f64.powi(1 << b);
+        }
+        let lengths = cloud.domain().lengths();
+        let mut geo = [0.0f64; 6];
+        for a in 0..D {
+            geo[a] = lengths[a];
+            geo[3 + a] = 0.5 * lengths[a];
+        }
+        let periodic = cloud.domain().periodic();
+        let mut per = [0u32; 3];
+        for a in 0..D {
+            per[a] = periodic[a] as u32;
+        }
+        let mut exponents = vec![0u32; 3 * m];
+        let mut inverse_factorial = vec![0.0f64; m];
+        let mut unscale = vec![0.0f64; m];
+        let fact = |k: u8| (1..=k as u64).product::<u64>() as f64;
+        for (k, e) in basis.exponents().iter().enumerate() {
+            for a in 0..D {
+                exponents[3 * k + a] = e[a] as u32;
+            }
+            inverse_factorial[k] = 1.0 / e.iter().map(|&p| fact(p)).product::<f64>();
+            unscale[k] = h.powi(-(e.iter().map(|&p| p as i32).sum::<i32>()));
+        }
+        gpu.fill_u32(&self.failed, u32::MAX);
+        let fit_f64 = gpu.supports(Precision::F64);
+        let args = KernelArgs {
+            n,
+            dim: D,
+            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
+            degree: self.degree,
+            kind,
+            slots: slots as u32,
+            max_count: list.max() as u32,
+            cap: m,
+        };
+        let small = Small {
+            periodic: gpu
+                .upload("mls_periodic", &per)
+                .with_scaling(Scaling::Fixed),
+            exponents: gpu
+                .upload("mls_exponents", &exponents)
+                .with_scaling(Scaling::Fixed),
+        };
+        if fit_f64 {
+            let tables = Tables::<f64>::upload(gpu, &geo, &inverse_factorial, &unscale, &consts);
+            self.launch::<f64, D>(gpu, cloud, list, &small, &tables, &args);
+        } else {
+            // The smallest normal number of the fit's own precision guards the scaling.
+            let cast = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+            let mut c32 = cast(&consts);
+            c32[c::MIN_POSITIVE] = f32::MIN_POSITIVE;
+            let tables = Tables::<f32> {
+                geo: gpu.upload("mls_geometry", &cast(&geo)),
+                inverse_factorial: gpu.upload("mls_inverse_factorial", &cast(&inverse_factorial)),
+                unscale: gpu.upload("mls_unscale", &cast(&unscale)),
+                consts: gpu.upload("mls_constants", &c32),
+            };
+            self.launch::<f32, D>(gpu, cloud, list, &small, &tables, &args);
+        }
+        gpu.sync()?;
+        let failed = gpu.download(&self.failed)?;
+        if failed[0] != u32::MAX {
+            let count = gpu.download(list.counts())?[failed[0] as usize];
+            return Err(CloudError::invalid(
+                "neighbour count",
+                format!("{count} at particle index {}", failed[0]),
+                format!("at least the basis size {m} (raise the search radius)"),
+            )
+            .into());
+        }
+        if failed[1] != u32::MAX {
+            return Err(CloudError::invalid(
+                "MLS moment matrix",
+                format!("singular at particle index {}", failed[1]),
+                "a neighbourhood that spans every direction (raise the search radius or lower \
+                 the degree)",
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn launch<G: GpuFloat, const D: usize>(
+        &self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        small: &Small,
+        tables: &Tables<G>,
+        a: &KernelArgs,
+    ) {
+        let (count, dim) = grid(a.n, gpu.workgroup());
+        let pos = cloud.positions();
+        let xyz = [&pos[0], &pos[1.min(D - 1)], &pos[2.min(D - 1)]];
+        #[allow(clippy::too_many_arguments)]
+        fn go<Rt: Runtime, F: GpuFloat, G: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            dim: CubeDim,
+            xyz: [&DeviceArray<F>; 3],
+            tags: &DeviceArray<u32>,
+            list: &DeviceNeighbours,
+            small: &Small,
+            t: &Tables<G>,
+            a: &KernelArgs,
+            coef: &DeviceArray<F>,
+            failed: &DeviceArray<u32>,
+        ) {
+            // SAFETY: every particle reads its own slots (below the list's slot count) and its
+            // neighbours' positions (indices below n), and writes only its own slots of each
+            // function's block (k * slots + s); the private arrays hold `cap = m` numbers.
+            unsafe {
+                mls_kernel::launch_unchecked::<F, G, Rt>(
+                    client,
+                    count,
+                    dim,
+                    xyz[0].arg(),
+                    xyz[1].arg(),
+                    xyz[2].arg(),
+                    a.n as u32,
+                    t.geo.arg(),
+                    small.periodic.arg(),
+                    tags.arg(),
+                    list.counts().arg(),
+                    list.starts().arg(),
+                    list.indices().arg(),
+                    a.slot_major,
+                    small.exponents.arg(),
+                    t.inverse_factorial.arg(),
+                    t.unscale.arg(),
+                    t.consts.arg(),
+                    a.kind,
+                    a.slots,
+                    a.max_count,
+                    coef.arg(),
+                    failed.arg(),
+                    a.dim,
+                    a.degree,
+                    a.cap,
+                )
+            }
+        }
+        let tags = cloud.tags();
+        match &gpu.client {
+            Client::Wgpu(c) => go(
+                c,
+                count,
+                dim,
+                xyz,
+                tags,
+                list,
+                small,
+                tables,
+                a,
+                &self.coefficients,
+                &self.failed,
+            ),
+            Client::Cuda(c) => go(
+                c,
+                count,
+                dim,
+                xyz,
+                tags,
+                list,
+                small,
+                tables,
+                a,
+                &self.coefficients,
+                &self.failed,
+            ),
+        }
+    }
+}
+
+/// Scalar arguments of one MLS launch.
+struct KernelArgs {
+    n: usize,
+    dim: usize,
+    slot_major: u32,
+    degree: usize,
+    kind: u32,
+    slots: u32,
+    max_count: u32,
+    cap: usize,
+}
+
+/// Integer tables of one launch.
+struct Small {
+    periodic: DeviceArray<u32>,
+    exponents: DeviceArray<u32>,
+}
+
+/// Tables in the fit's precision.
+struct Tables<G> {
+    geo: DeviceArray<G>,
+    inverse_factorial: DeviceArray<G>,
+    unscale: DeviceArray<G>,
+    consts: DeviceArray<G>,
+}
+
+impl Tables<f64> {
+    fn upload(
+        gpu: &Gpu,
+        geo: &[f64],
+        inverse_factorial: &[f64],
+        unscale: &[f64],
+        consts: &[f64],
+    ) -> Self {
+        Self {
+            geo: gpu.upload("mls_geometry", geo),
+            inverse_factorial: gpu.upload("mls_inverse_factorial", inverse_factorial),
+            unscale: gpu.upload("mls_unscale", unscale),
+            consts: gpu.upload("mls_constants", consts),
+        }
+    }
+}
+
+impl<F: GpuFloat> Budgeted for DeviceMls<F> {
+    fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        vec![&self.coefficients, &self.failed]
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        vec![&mut self.coefficients, &mut self.failed]
+    }
+}
