@@ -25,6 +25,7 @@ mod error;
 pub mod gravity;
 mod memory;
 pub mod mls;
+pub mod muscl;
 mod primitives;
 pub mod search;
 
@@ -35,5 +36,6 @@ pub use device::{AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, 
 pub use error::GpuError;
 pub use gravity::GpuDirectSolver;
 pub use mls::DeviceMls;
+pub use muscl::{DeviceEquation, DeviceMuscl};
 pub use primitives::host_fingerprint;
 pub use search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};

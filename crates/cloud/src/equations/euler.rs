@@ -71,6 +71,11 @@ impl<const D: usize> Euler<D> {
         self.gamma
     }
 
+    /// The density and pressure floors.
+    pub fn floors(&self) -> (f64, f64) {
+        (self.density_floor, self.pressure_floor)
+    }
+
     /// How many times a floor acted since the last [`Euler::take_floor_events`].
     pub fn floor_events(&self) -> u64 {
         self.floors.load(Ordering::Relaxed)

@@ -6,6 +6,7 @@
 mod gravity;
 mod memory;
 mod mls;
+mod muscl;
 mod search;
 
 use mote_core::DeviceSpec;

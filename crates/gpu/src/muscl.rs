@@ -1,0 +1,716 @@
+//! The MUSCL stage passes on the device: MLS derivatives, then reconstruction and Rusanov fluxes
+//! with the MLS-divergence formulation, for scalar linear advection and the Euler equations,
+//! MUSCL orders 1 and 2, either slot layout; and the Runge-Kutta stage update.
+//!
+//! Device state layout: the `M` conserved variables are the host's `M` component arrays laid end
+//! to end in one buffer (variable `v` of particle `i` at `v * n + i`), so a kernel has a fixed
+//! signature whatever `M` is and still reads each variable contiguously. The derivatives are
+//! kept per particle (`i * M * D + v * D + a`) as on the host.
+//!
+//! The passes are the CPU's ([`mote_cloud::scheme::Muscl`]) operation for operation: the
+//! minimum-image half offsets, the Taylor reconstruction on both sides with the admissibility
+//! fallback to first order for Euler, the Rusanov flux, the consistency term `F(u_i) . b_ij`, and
+//! the sums over slots accumulated in eight lanes by slot position and added in lane order, as
+//! the CPU's batched passes do, so the results agree to a few rounding errors. Each unit writes
+//! only its own particle's entries; every unit runs the same number of slot iterations (the
+//! maximum count) and masks its own, for the software driver's loop limits (see
+//! [`crate::mls`]).
+//!
+//! Not on the device yet (each is refused with "not supported on the GPU backend"): MUSCL orders
+//! above 2, the conservative formulation, HLLC and the other fluxes, limiters, MOOD, boundary
+//! conditions, systems of advection equations.
+
+// Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
+// compile-time `if comptime![..]` stays apart from the run-time test inside it.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
+
+use cubecl::prelude::*;
+use mote_cloud::equations::{Euler, LinearAdvection};
+
+use crate::array::DeviceArray;
+use crate::device::{Client, Gpu};
+use crate::error::GpuError;
+use crate::gravity::GpuFloat;
+use crate::mls::DeviceMls;
+use crate::primitives::grid;
+use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+
+/// Lanes of the CPU's batched sums.
+const LANES: usize = 8;
+
+/// An equation the device passes know, with its parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DeviceEquation {
+    /// Scalar linear advection with a constant velocity.
+    Advection {
+        /// The velocity (unused components 0).
+        velocity: [f64; 3],
+    },
+    /// The Euler equations of gas dynamics.
+    Euler {
+        /// Ratio of specific heats.
+        gamma: f64,
+        /// Density floor.
+        density_floor: f64,
+        /// Pressure floor.
+        pressure_floor: f64,
+    },
+}
+
+impl DeviceEquation {
+    /// The device version of a CPU linear advection equation (scalar only).
+    pub fn advection<const D: usize>(eq: &LinearAdvection<D>) -> Result<Self, GpuError> {
+        let a = eq.velocity().ok_or_else(|| {
+            GpuError::Unsupported("linear advection systems (matrices); scalar only".into())
+        })?;
+        if <LinearAdvection<D> as mote_cloud::equations::Equation<f64, D>>::variables(eq) != 1 {
+            return Err(GpuError::Unsupported(
+                "linear advection of several variables".into(),
+            ));
+        }
+        let mut velocity = [0.0; 3];
+        velocity[..D].copy_from_slice(&a);
+        Ok(Self::Advection { velocity })
+    }
+
+    /// The device version of a CPU Euler equation.
+    pub fn euler<const D: usize>(eq: &Euler<D>) -> Self {
+        let (density_floor, pressure_floor) = eq.floors();
+        Self::Euler {
+            gamma: eq.gamma(),
+            density_floor,
+            pressure_floor,
+        }
+    }
+
+    /// Number of conserved variables in `dim` dimensions.
+    pub fn variables(&self, dim: usize) -> usize {
+        match self {
+            Self::Advection { .. } => 1,
+            Self::Euler { .. } => dim + 2,
+        }
+    }
+
+    fn kind(&self) -> u32 {
+        match self {
+            Self::Advection { .. } => 0,
+            Self::Euler { .. } => 1,
+        }
+    }
+
+    /// The kernels' parameter array: advection `a[0..3]`; Euler `gamma, gamma - 1, floors`.
+    fn params(&self) -> [f64; 4] {
+        match *self {
+            Self::Advection { velocity } => [velocity[0], velocity[1], velocity[2], 0.0],
+            Self::Euler {
+                gamma,
+                density_floor,
+                pressure_floor,
+            } => [gamma, gamma - 1.0, density_floor, pressure_floor],
+        }
+    }
+}
+
+/// Euler's primitive density, velocity (into `vel`) and pressure, with the floors (a NaN is
+/// floored too), as the CPU computes them.
+#[cube]
+fn primitive<F: Float>(
+    u: &Array<F>,
+    params: &Array<F>,
+    vel: &mut Array<F>,
+    #[comptime] dim: usize,
+) -> (F, F) {
+    let mut rho = u[0];
+    if !(rho >= params[2]) {
+        rho = params[2];
+    }
+    #[unroll]
+    for d in 0..dim {
+        vel[d] = u[1 + d] / rho;
+    }
+    let mut kinetic = F::new(0.0);
+    #[unroll]
+    for d in 0..dim {
+        kinetic += u[1 + d] * vel[d];
+    }
+    let mut p = params[1] * (u[dim + 1] - F::new(0.5) * kinetic);
+    if !(p >= params[3]) {
+        p = params[3];
+    }
+    (rho, p)
+}
+
+/// The flux of `u` along `nrm` into `out`.
+#[cube]
+fn normal_flux<F: Float>(
+    u: &Array<F>,
+    nrm: &Array<F>,
+    params: &Array<F>,
+    vel: &mut Array<F>,
+    out: &mut Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] dim: usize,
+) {
+    if comptime![kind == 0] {
+        let mut s = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            s += nrm[d] * params[d];
+        }
+        out[0] = s * u[0];
+    } else {
+        let (rho, p) = primitive::<F>(u, params, vel, dim);
+        let mut vn = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            vn += vel[d] * nrm[d];
+        }
+        out[0] = rho * vn;
+        #[unroll]
+        for d in 0..dim {
+            out[1 + d] = u[1 + d] * vn + p * nrm[d];
+        }
+        out[dim + 1] = (u[dim + 1] + p) * vn;
+    }
+}
+
+/// The largest wave speed of `u` along `nrm`.
+#[cube]
+fn max_speed<F: Float>(
+    u: &Array<F>,
+    nrm: &Array<F>,
+    params: &Array<F>,
+    vel: &mut Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] dim: usize,
+) -> F {
+    if comptime![kind == 0] {
+        let mut s = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            s += nrm[d] * params[d];
+        }
+        F::abs(s)
+    } else {
+        let (rho, p) = primitive::<F>(u, params, vel, dim);
+        let mut vn = F::new(0.0);
+        let mut nn = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            vn += vel[d] * nrm[d];
+            nn += nrm[d] * nrm[d];
+        }
+        F::abs(vn) + F::sqrt(params[0] * p / rho) * F::sqrt(nn)
+    }
+}
+
+/// Whether a reconstructed Euler state is admissible (finite, positive density and pressure).
+#[cube]
+fn admissible<F: Float>(u: &Array<F>, #[comptime] dim: usize) -> bool {
+    let mut ok = u[0] > F::new(0.0);
+    #[unroll]
+    for v in 0..dim + 2 {
+        // Infinite or NaN: the difference with itself is not zero.
+        if !(u[v] - u[v] == F::new(0.0)) {
+            ok = false;
+        }
+    }
+    let mut kinetic = F::new(0.0);
+    #[unroll]
+    for d in 0..dim {
+        kinetic += u[1 + d] * u[1 + d];
+    }
+    if !(u[dim + 1] - F::new(0.5) * kinetic / u[0] > F::new(0.0)) {
+        ok = false;
+    }
+    ok
+}
+
+/// `derivs[i * vars * dim + v * dim + a] = sum_s G_a[s] (u_v[j(s)] - u_v[i])`: the gradients
+/// of every variable (MUSCL 2 reconstructs from them).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn derivatives_kernel<F: Float>(
+    u: &Array<F>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    coef: &Array<F>,
+    slots: u32,
+    max_count: u32,
+    derivs: &mut Array<F>,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        let slots_u = slots as usize;
+        let mut acc = Array::<F>::new(dim * LANES);
+        #[unroll]
+        for v in 0..vars {
+            let ui = u[v * nu + i];
+            #[unroll]
+            for t in 0..dim * LANES {
+                acc[t] = F::new(0.0);
+            }
+            for k in 0..max_count {
+                if k < count {
+                    let s = base + k as usize * stride;
+                    let j = indices[s] as usize;
+                    let diff = u[v * nu + j] - ui;
+                    let lane = (k as usize) % LANES;
+                    #[unroll]
+                    for a in 0..dim {
+                        acc[a * LANES + lane] += coef[a * slots_u + s] * diff;
+                    }
+                }
+            }
+            #[unroll]
+            for a in 0..dim {
+                let mut sum = F::new(0.0);
+                #[unroll]
+                for l in 0..LANES {
+                    sum += acc[a * LANES + l];
+                }
+                derivs[i * vars * dim + v * dim + a] = sum;
+            }
+        }
+    }
+}
+
+/// `du_i = -2 sum_j (F*(u_L, u_R; b_ij) - F(u_i) . b_ij)`: MUSCL of the interface order
+/// `min(order_i, order_j, order)` (1 or 2) and Rusanov fluxes.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn flux_kernel<F: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    n: u32,
+    geo: &Array<F>,
+    periodic: &Array<u32>,
+    u: &Array<F>,
+    derivs: &Array<F>,
+    orders: &Array<u32>,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    coef: &Array<F>,
+    slots: u32,
+    max_count: u32,
+    params: &Array<F>,
+    du: &mut Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+    #[comptime] order: u32,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        let slots_u = slots as usize;
+        let order_i = u32::min(orders[i], order);
+        let mut ui = Array::<F>::new(vars);
+        let mut ul = Array::<F>::new(vars);
+        let mut ur = Array::<F>::new(vars);
+        let mut fl = Array::<F>::new(vars);
+        let mut fr = Array::<F>::new(vars);
+        let mut fi = Array::<F>::new(dim * vars);
+        let mut acc = Array::<F>::new(vars * LANES);
+        let mut nrm = Array::<F>::new(3usize);
+        let mut delta = Array::<F>::new(3usize);
+        let mut vel = Array::<F>::new(3usize);
+        #[unroll]
+        for v in 0..vars {
+            ui[v] = u[v * nu + i];
+        }
+        // F_d(u_i) along each axis, for the consistency term.
+        #[unroll]
+        for d in 0..dim {
+            #[unroll]
+            for e in 0..dim {
+                nrm[e] = F::new(0.0);
+            }
+            nrm[d] = F::new(1.0);
+            normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, dim);
+            #[unroll]
+            for v in 0..vars {
+                fi[d * vars + v] = fl[v];
+            }
+        }
+        #[unroll]
+        for t in 0..vars * LANES {
+            acc[t] = F::new(0.0);
+        }
+        for k in 0..max_count {
+            if k < count {
+                let s = base + k as usize * stride;
+                let j = indices[s] as usize;
+                #[unroll]
+                for d in 0..dim {
+                    nrm[d] = coef[d * slots_u + s];
+                    let mut off = if d == 0 {
+                        x[j] - x[i]
+                    } else if d == 1 {
+                        y[j] - y[i]
+                    } else {
+                        z[j] - z[i]
+                    };
+                    if periodic[d] == 1 {
+                        if off > geo[3 + d] {
+                            off -= geo[d];
+                        } else if off < -geo[3 + d] {
+                            off += geo[d];
+                        }
+                    }
+                    delta[d] = F::new(0.5) * off;
+                }
+                #[unroll]
+                for v in 0..vars {
+                    ul[v] = ui[v];
+                    ur[v] = u[v * nu + j];
+                }
+                if comptime![order > 1] {
+                    if u32::min(order_i, orders[j]) > 1 {
+                        #[unroll]
+                        for v in 0..vars {
+                            #[unroll]
+                            for a in 0..dim {
+                                ul[v] += derivs[i * vars * dim + v * dim + a] * delta[a];
+                                ur[v] += derivs[j * vars * dim + v * dim + a]
+                                    * (delta[a] * F::new(-1.0));
+                            }
+                        }
+                        if comptime![kind == 1] {
+                            // A reconstruction outside the admissible states falls back to
+                            // first order for that pair.
+                            if !(admissible::<F>(&ul, dim) && admissible::<F>(&ur, dim)) {
+                                #[unroll]
+                                for v in 0..vars {
+                                    ul[v] = ui[v];
+                                    ur[v] = u[v * nu + j];
+                                }
+                            }
+                        }
+                    }
+                }
+                normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, dim);
+                normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, dim);
+                let speed = F::max(
+                    max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim),
+                    max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim),
+                );
+                let lane = (k as usize) % LANES;
+                #[unroll]
+                for v in 0..vars {
+                    let mut t =
+                        F::new(0.5) * (fl[v] + fr[v]) - F::new(0.5) * speed * (ur[v] - ul[v]);
+                    #[unroll]
+                    for d in 0..dim {
+                        t -= fi[d * vars + v] * nrm[d];
+                    }
+                    acc[v * LANES + lane] += t;
+                }
+            }
+        }
+        #[unroll]
+        for v in 0..vars {
+            let mut sum = F::new(0.0);
+            #[unroll]
+            for l in 0..LANES {
+                sum += acc[v * LANES + l];
+            }
+            du[v * nu + i] = F::new(-2.0) * sum;
+        }
+    }
+}
+
+/// `out = base + h * k` element-wise (a Runge-Kutta stage's combination, applied once per
+/// earlier stage).
+#[cube(launch_unchecked)]
+fn axpy_kernel<F: Float + ScalarArgSettings>(
+    base: &Array<F>,
+    k: &Array<F>,
+    h: F,
+    out: &mut Array<F>,
+    len: u32,
+) {
+    let i = ABSOLUTE_POS;
+    if i < len as usize {
+        out[i] = base[i] + h * k[i];
+    }
+}
+
+/// The MUSCL right-hand side on a device: MLS fits, derivatives and the flux pass.
+pub struct DeviceMuscl<F> {
+    equation: DeviceEquation,
+    order: usize,
+    mls: DeviceMls<F>,
+    derivatives: DeviceArray<F>,
+}
+
+impl<F: GpuFloat> DeviceMuscl<F> {
+    /// MUSCL of `order` (1 or 2 on the device) for `equation` in `D` dimensions, with the MLS
+    /// `weight`, on `gpu`.
+    pub fn new<const D: usize>(
+        gpu: &Gpu,
+        equation: DeviceEquation,
+        order: usize,
+        weight: mote_cloud::Weight,
+    ) -> Result<Self, GpuError> {
+        if !(1..=2).contains(&order) {
+            return Err(GpuError::Unsupported(format!(
+                "MUSCL order {order} (the device passes have orders 1 and 2)"
+            )));
+        }
+        let m = equation.variables(D);
+        Ok(Self {
+            equation,
+            order,
+            mls: DeviceMls::new::<D>(gpu, order, weight)?,
+            derivatives: gpu
+                .output("muscl_derivatives", 0)
+                .with_scaling(mote_core::Scaling::PerParticle(m * D)),
+        })
+    }
+
+    /// The MLS fits (computed by [`DeviceMuscl::prepare`]).
+    pub fn mls(&self) -> &DeviceMls<F> {
+        &self.mls
+    }
+
+    /// Computes the MLS coefficients for `cloud` and `list`: once per neighbour search.
+    pub fn prepare<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+    ) -> Result<(), GpuError> {
+        self.mls.compute(gpu, cloud, list)?;
+        let m = self.equation.variables(D);
+        self.derivatives.resize(cloud.len() * m * D)?;
+        Ok(())
+    }
+
+    /// `du/dt` of the state `u` (the variables end to end) into `du`, with per-particle
+    /// reconstruction `orders`.
+    pub fn rhs<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        orders: &DeviceArray<u32>,
+        u: &DeviceArray<F>,
+        du: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        let n = cloud.len();
+        let m = self.equation.variables(D);
+        gpu.check(u, n * m)?;
+        gpu.check(du, n * m)?;
+        gpu.check(orders, n)?;
+        gpu.check(list.counts(), n)?;
+        gpu.check(list.starts(), n + 1)?;
+        let slots = list.indices().len();
+        gpu.check(self.mls.coefficients(), self.mls.size() * slots)?;
+        gpu.check(&self.derivatives, n * m * D)?;
+        for p in cloud.positions() {
+            gpu.check(p, n)?;
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let lengths = cloud.domain().lengths();
+        let periodic = cloud.domain().periodic();
+        let mut geo = [F::cast(0.0); 6];
+        let mut per = [0u32; 3];
+        for a in 0..D {
+            geo[a] = F::cast(lengths[a]);
+            geo[3 + a] = F::cast(0.5 * lengths[a]);
+            per[a] = periodic[a] as u32;
+        }
+        let params: Vec<F> = self.equation.params().iter().map(|&p| F::cast(p)).collect();
+        let tables = (
+            gpu.upload("muscl_geometry", &geo),
+            gpu.upload("muscl_periodic", &per),
+            gpu.upload("muscl_parameters", &params),
+        );
+        let launch = Launch {
+            n,
+            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
+            slots: slots as u32,
+            max_count: list.max() as u32,
+            vars: m,
+            dim: D,
+            kind: self.equation.kind(),
+            order: self.order as u32,
+        };
+        let (count, cube) = grid(n, gpu.workgroup());
+        let pos = cloud.positions();
+        let xyz = [&pos[0], &pos[1.min(D - 1)], &pos[2.min(D - 1)]];
+        #[allow(clippy::too_many_arguments)]
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            xyz: [&DeviceArray<F>; 3],
+            tables: &(DeviceArray<F>, DeviceArray<u32>, DeviceArray<F>),
+            list: &DeviceNeighbours,
+            coef: &DeviceArray<F>,
+            derivs: &DeviceArray<F>,
+            orders: &DeviceArray<u32>,
+            u: &DeviceArray<F>,
+            du: &DeviceArray<F>,
+            a: &Launch,
+        ) {
+            // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
+            // entries (indices below n) and writes only its own particle's entries of
+            // `derivs` (i * m * D + ..) and `du` (v * n + i); private arrays are sized by the
+            // same compile-time constants that bound their loops.
+            unsafe {
+                if a.order > 1 {
+                    derivatives_kernel::launch_unchecked::<F, Rt>(
+                        client,
+                        count.clone(),
+                        cube,
+                        u.arg(),
+                        a.n as u32,
+                        list.counts().arg(),
+                        list.starts().arg(),
+                        list.indices().arg(),
+                        a.slot_major,
+                        coef.arg(),
+                        a.slots,
+                        a.max_count,
+                        derivs.arg(),
+                        a.vars,
+                        a.dim,
+                    );
+                }
+                flux_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    xyz[0].arg(),
+                    xyz[1].arg(),
+                    xyz[2].arg(),
+                    a.n as u32,
+                    tables.0.arg(),
+                    tables.1.arg(),
+                    u.arg(),
+                    derivs.arg(),
+                    orders.arg(),
+                    list.counts().arg(),
+                    list.starts().arg(),
+                    list.indices().arg(),
+                    a.slot_major,
+                    coef.arg(),
+                    a.slots,
+                    a.max_count,
+                    tables.2.arg(),
+                    du.arg(),
+                    a.kind,
+                    a.vars,
+                    a.dim,
+                    a.order,
+                );
+            }
+        }
+        let coef = self.mls.coefficients();
+        match &gpu.client {
+            Client::Wgpu(c) => go(
+                c,
+                count,
+                cube,
+                xyz,
+                &tables,
+                list,
+                coef,
+                &self.derivatives,
+                orders,
+                u,
+                du,
+                &launch,
+            ),
+            Client::Cuda(c) => go(
+                c,
+                count,
+                cube,
+                xyz,
+                &tables,
+                list,
+                coef,
+                &self.derivatives,
+                orders,
+                u,
+                du,
+                &launch,
+            ),
+        }
+        Ok(())
+    }
+}
+
+/// Scalar and compile-time arguments of the MUSCL kernels.
+struct Launch {
+    n: usize,
+    slot_major: u32,
+    slots: u32,
+    max_count: u32,
+    vars: usize,
+    dim: usize,
+    kind: u32,
+    order: u32,
+}
+
+impl Gpu {
+    /// `out = base + h * k` on the device (Runge-Kutta stage combinations; all three of one
+    /// length).
+    pub fn axpy<F: GpuFloat>(
+        &self,
+        base: &DeviceArray<F>,
+        k: &DeviceArray<F>,
+        h: F,
+        out: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        let len = base.len();
+        self.check(k, len)?;
+        self.check(out, len)?;
+        let (count, cube) = grid(len, self.workgroup());
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            a: [&DeviceArray<F>; 3],
+            h: F,
+        ) {
+            // SAFETY: each unit reads and writes its own element below the common length.
+            unsafe {
+                axpy_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    a[0].arg(),
+                    a[1].arg(),
+                    h,
+                    a[2].arg(),
+                    a[0].len() as u32,
+                )
+            }
+        }
+        match &self.client {
+            Client::Wgpu(c) => go(c, count, cube, [base, k, out], h),
+            Client::Cuda(c) => go(c, count, cube, [base, k, out], h),
+        }
+        Ok(())
+    }
+}
