@@ -22,68 +22,79 @@ use serde::Serialize;
 pub struct CloudArgs {
     /// Number of particles (rounded to a full lattice: n^dim).
     #[arg(long, default_value_t = 250_000)]
-    particles: usize,
+    pub(crate) particles: usize,
     /// Dimension: 1, 2 or 3.
     #[arg(long, default_value_t = 2)]
-    dim: usize,
+    pub(crate) dim: usize,
     /// MUSCL order (1-5).
     #[arg(long, default_value_t = 3)]
-    order: usize,
+    pub(crate) order: usize,
     /// Floating-point precision.
     #[arg(long, default_value = "f64")]
-    precision: Precision,
+    pub(crate) precision: Precision,
     /// Slot layout: row or slot.
     #[arg(long, default_value = "row")]
-    layout: String,
+    pub(crate) layout: String,
     /// Jitter of the lattice, as a fraction of the spacing.
     #[arg(long, default_value_t = 0.25)]
-    jitter: f64,
+    pub(crate) jitter: f64,
     /// Search radius in spacings (default: enough neighbours for the order's MLS fit).
     #[arg(long)]
-    radius: Option<f64>,
+    pub(crate) radius: Option<f64>,
     /// Number of advected variables.
     #[arg(long, default_value_t = 1)]
-    variables: usize,
+    pub(crate) variables: usize,
     /// advection, burgers or euler (gamma 1.4, a smooth density wave on a uniform flow).
     #[arg(long, default_value = "advection")]
-    equation: String,
+    pub(crate) equation: String,
     /// Time stepper: euler, rk2, rk3 or rk4.
     #[arg(long, default_value = "rk3")]
-    stepper: String,
+    pub(crate) stepper: String,
     /// Numerical flux: rusanov, upwind (scalar equations), hllc (euler) or central.
     #[arg(long, default_value = "rusanov")]
-    flux: String,
+    pub(crate) flux: String,
     /// Slope limiter: none, bj, vk, minmod or superbee (the last two in 1-D).
     #[arg(long, default_value = "none")]
-    limiter: String,
+    pub(crate) limiter: String,
     /// Limiter mode: soft (gradient only) or hard (every derivative).
     #[arg(long, default_value = "soft")]
-    limiter_mode: String,
+    pub(crate) limiter_mode: String,
     /// WENO-type MLS reconstruction (central fit mixed with one-sided fits).
     #[arg(long)]
-    weno: bool,
+    pub(crate) weno: bool,
     /// MOOD criterion: none, u1, u2 or always.
     #[arg(long, default_value = "none")]
-    mood: String,
+    pub(crate) mood: String,
     /// MOOD halo strategy: epd0, epd1, epd2 or strict.
     #[arg(long, default_value = "epd1")]
-    mood_strategy: String,
+    pub(crate) mood_strategy: String,
     /// Move the cloud (neighbour search and MLS moments at every stage, ALE fluxes); the
     /// report then also gives the fixed cloud's step time for comparison.
     #[arg(long)]
-    moving: bool,
+    pub(crate) moving: bool,
     /// The motion of --moving: rotation (counter-rotating periodic cells) or shear.
     #[arg(long, default_value = "rotation")]
-    motion: String,
+    pub(crate) motion: String,
     /// Peak particle speed of --moving.
     #[arg(long, default_value_t = 0.2)]
-    motion_speed: f64,
+    pub(crate) motion_speed: f64,
     /// Timed steps (after one warm-up step).
     #[arg(long, default_value_t = 5)]
-    repeats: usize,
+    pub(crate) repeats: usize,
     /// Print one JSON object instead of text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
+    /// Where the step runs: cpu, or gpu (search, MLS, passes and Runge-Kutta stages on the
+    /// device; advection or euler, orders 1-2, rusanov, no limiter or MOOD). The GPU report adds
+    /// transfer times and the speed-up over the CPU backend on this machine.
+    #[arg(long, default_value = "cpu")]
+    pub(crate) backend: crate::bench::BackendKind,
+    /// The device for `--backend gpu`: wgpu or cuda, with an optional `:INDEX`.
+    #[arg(long, default_value = "wgpu:0")]
+    pub(crate) device: mote_core::DeviceSpec,
+    /// Units per workgroup of the GPU kernels.
+    #[arg(long, default_value_t = 256)]
+    pub(crate) workgroup: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -129,10 +140,16 @@ pub(crate) struct CloudReport {
     pub seconds_min: f64,
     pub seconds_max: f64,
     pub passes: BTreeMap<&'static str, PassReport>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<crate::bench_cloud_gpu::CloudGpuReport>,
 }
 
 /// Runs the benchmark.
 pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
+    if args.backend == crate::bench::BackendKind::Gpu {
+        let report = crate::bench_cloud_gpu::measure(args, threads)?;
+        return print(args, &report);
+    }
     let mut report = measure(args, threads)?;
     if args.moving {
         let fixed = CloudArgs {
@@ -141,11 +158,17 @@ pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         };
         report.fixed_seconds_median = Some(measure(&fixed, threads)?.seconds_median);
     }
+    print(args, &report)
+}
+
+/// Prints a report as text or JSON.
+fn print(args: &CloudArgs, report: &CloudReport) -> Result<(), Box<dyn Error>> {
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "cloud {} ({} flux, limiter {} {}, MOOD {} {}) {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
+            "cloud [{}] {} ({} flux, limiter {} {}, MOOD {} {}) {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
+            report.backend,
             report.equation,
             report.flux,
             report.limiter,
@@ -173,6 +196,17 @@ pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
                 report.reorders,
                 report.seconds_median / fixed,
                 fixed
+            );
+        }
+        if let Some(g) = &report.gpu {
+            println!(
+                "  {} (workgroup {}): upload {:.3e} s, download {:.3e} s; CPU backend {:.4e} s per step: {:.2} x",
+                g.device,
+                g.workgroup,
+                g.upload_seconds,
+                g.download_seconds,
+                g.cpu_seconds_median,
+                g.speedup_over_cpu
             );
         }
         for (name, p) in &report.passes {
@@ -211,6 +245,12 @@ impl CloudArgs {
             motion_speed: 0.2,
             repeats,
             json: false,
+            backend: crate::bench::BackendKind::Cpu,
+            device: mote_core::DeviceSpec {
+                api: mote_core::DeviceApi::Wgpu,
+                index: 0,
+            },
+            workgroup: 256,
         }
     }
 }
@@ -497,5 +537,6 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         seconds_min: times[0],
         seconds_max: times[times.len() - 1],
         passes,
+        gpu: None,
     })
 }

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_cloud;
+mod bench_cloud_gpu;
 mod info;
 mod inspect;
 mod layouts;

@@ -713,3 +713,55 @@ fn gravity_bench_on_the_gpu_reports_transfers_and_speed_up() {
         assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
     }
 }
+
+#[test]
+fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
+    if !have_gpu() {
+        return;
+    }
+    let bench = |extra: &[&str]| {
+        let mut a = vec![
+            "bench",
+            "cloud",
+            "--backend",
+            "gpu",
+            "--particles",
+            "900",
+            "--order",
+            "2",
+            "--repeats",
+            "1",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        mote(&a)
+    };
+    let r = bench(&["--equation", "euler", "--precision", "f32"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["backend"], "gpu");
+    assert_eq!(v["variables"], 4);
+    for key in [
+        "upload_seconds",
+        "download_seconds",
+        "cpu_seconds_median",
+        "speedup_over_cpu",
+        "seconds_median",
+    ] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+    for pass in ["derivatives", "fluxes", "rk"] {
+        assert!(
+            v["passes"][pass]["seconds"].as_f64().unwrap() > 0.0,
+            "{pass}: {v}"
+        );
+    }
+    // What the device passes lack is refused by name, with a non-zero exit.
+    let r = bench(&["--limiter", "bj"]);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("not supported on the GPU backend: --limiter bj"),
+        "{err}"
+    );
+}

@@ -457,6 +457,9 @@ pub struct DeviceMuscl<F> {
     order: usize,
     mls: DeviceMls<F>,
     derivatives: DeviceArray<F>,
+    /// Wait for each pass and accumulate its wall seconds (benchmarks).
+    timing: bool,
+    seconds: [f64; 2],
 }
 
 impl<F: GpuFloat> DeviceMuscl<F> {
@@ -481,7 +484,32 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             derivatives: gpu
                 .output("muscl_derivatives", 0)
                 .with_scaling(mote_core::Scaling::PerParticle(m * D)),
+            timing: false,
+            seconds: [0.0; 2],
         })
+    }
+
+    /// With `true`, every [`DeviceMuscl::rhs`] waits for each of its passes and accumulates
+    /// their wall seconds (see [`DeviceMuscl::take_seconds`]): a benchmark's breakdown, at the
+    /// price of a synchronisation per pass.
+    pub fn set_timing(&mut self, timing: bool) {
+        self.timing = timing;
+    }
+
+    /// Seconds in the derivative and the flux pass since the last call (with
+    /// [`DeviceMuscl::set_timing`]), and resets them.
+    pub fn take_seconds(&mut self) -> [f64; 2] {
+        std::mem::take(&mut self.seconds)
+    }
+
+    /// The equation.
+    pub fn equation(&self) -> DeviceEquation {
+        self.equation
+    }
+
+    /// The MUSCL order.
+    pub fn order(&self) -> usize {
+        self.order
     }
 
     /// The MLS fits (computed by [`DeviceMuscl::prepare`]).
@@ -571,13 +599,14 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             u: &DeviceArray<F>,
             du: &DeviceArray<F>,
             a: &Launch,
+            pass: usize,
         ) {
             // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
             // entries (indices below n) and writes only its own particle's entries of
             // `derivs` (i * m * D + ..) and `du` (v * n + i); private arrays are sized by the
             // same compile-time constants that bound their loops.
             unsafe {
-                if a.order > 1 {
+                if pass == 0 && a.order > 1 {
                     derivatives_kernel::launch_unchecked::<F, Rt>(
                         client,
                         count.clone(),
@@ -595,6 +624,9 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                         a.vars,
                         a.dim,
                     );
+                }
+                if pass == 0 {
+                    return;
                 }
                 flux_kernel::launch_unchecked::<F, Rt>(
                     client,
@@ -626,35 +658,44 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             }
         }
         let coef = self.mls.coefficients();
-        match &gpu.client {
-            Client::Wgpu(c) => go(
-                c,
-                count,
-                cube,
-                xyz,
-                &tables,
-                list,
-                coef,
-                &self.derivatives,
-                orders,
-                u,
-                du,
-                &launch,
-            ),
-            Client::Cuda(c) => go(
-                c,
-                count,
-                cube,
-                xyz,
-                &tables,
-                list,
-                coef,
-                &self.derivatives,
-                orders,
-                u,
-                du,
-                &launch,
-            ),
+        for pass in 0..2 {
+            let clock = std::time::Instant::now();
+            match &gpu.client {
+                Client::Wgpu(c) => go(
+                    c,
+                    count.clone(),
+                    cube,
+                    xyz,
+                    &tables,
+                    list,
+                    coef,
+                    &self.derivatives,
+                    orders,
+                    u,
+                    du,
+                    &launch,
+                    pass,
+                ),
+                Client::Cuda(c) => go(
+                    c,
+                    count.clone(),
+                    cube,
+                    xyz,
+                    &tables,
+                    list,
+                    coef,
+                    &self.derivatives,
+                    orders,
+                    u,
+                    du,
+                    &launch,
+                    pass,
+                ),
+            }
+            if self.timing {
+                gpu.sync()?;
+                self.seconds[pass] += clock.elapsed().as_secs_f64();
+            }
         }
         Ok(())
     }
