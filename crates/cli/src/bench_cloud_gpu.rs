@@ -237,7 +237,8 @@ fn bench<R: GpuFloat, const D: usize>(
         gpu.output::<R>("stage_a", len),
         gpu.output::<R>("stage_b", len),
     ];
-    let dt = 0.1 * spacing;
+    // The CPU benchmark's step: the geometric CFL condition at 0.4, reduced on the device.
+    let dt = scheme.stable_dt(gpu, &dc, &list, &u, 0.4)?;
     let mut rk_seconds = 0.0;
     scheme.set_timing(true);
     let step = |u: &mut DeviceArray<R>,

@@ -435,6 +435,53 @@ fn flux_kernel<F: Float>(
     }
 }
 
+/// `rate_i = 2 sum_j lambda_max(u_i; b_ij)`: the rate at which particle `i` can change (the
+/// geometric CFL condition of [`mote_cloud::scheme::Muscl::stable_dt`]).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn rate_kernel<F: Float>(
+    u: &Array<F>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    slot_major: u32,
+    coef: &Array<F>,
+    slots: u32,
+    max_count: u32,
+    params: &Array<F>,
+    rates: &mut Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        let mut ui = Array::<F>::new(vars);
+        let mut nrm = Array::<F>::new(3usize);
+        let mut vel = Array::<F>::new(3usize);
+        #[unroll]
+        for v in 0..vars {
+            ui[v] = u[v * nu + i];
+        }
+        let mut sum = F::new(0.0);
+        for k in 0..max_count {
+            if k < count {
+                let s = base + k as usize * stride;
+                #[unroll]
+                for d in 0..dim {
+                    nrm[d] = coef[d * slots as usize + s];
+                }
+                sum += max_speed::<F>(&ui, &nrm, params, &mut vel, kind, dim);
+            }
+        }
+        rates[i] = F::new(2.0) * sum;
+    }
+}
+
 /// `out = base + h * k` element-wise (a Runge-Kutta stage's combination, applied once per
 /// earlier stage).
 #[cube(launch_unchecked)]
@@ -528,6 +575,87 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let m = self.equation.variables(D);
         self.derivatives.resize(cloud.len() * m * D)?;
         Ok(())
+    }
+
+    /// The largest stable time step for `cfl` at state `u`: `cfl / max_i rate_i`, the rates
+    /// computed and reduced on the device (only the maximum comes back); infinite when nothing
+    /// moves.
+    pub fn stable_dt<const D: usize>(
+        &self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        u: &DeviceArray<F>,
+        cfl: f64,
+    ) -> Result<f64, GpuError> {
+        let n = cloud.len();
+        let m = self.equation.variables(D);
+        gpu.check(u, n * m)?;
+        gpu.check(list.counts(), n)?;
+        gpu.check(list.starts(), n + 1)?;
+        let slots = list.indices().len();
+        gpu.check(self.mls.coefficients(), self.mls.size() * slots)?;
+        if n == 0 {
+            return Ok(f64::INFINITY);
+        }
+        let params: Vec<F> = self.equation.params().iter().map(|&p| F::cast(p)).collect();
+        let params = gpu.upload("muscl_parameters", &params);
+        let rates = gpu.output::<F>("stable_dt_rates", n);
+        let (count, cube) = grid(n, gpu.workgroup());
+        #[allow(clippy::too_many_arguments)]
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            u: &DeviceArray<F>,
+            list: &DeviceNeighbours,
+            coef: &DeviceArray<F>,
+            params: &DeviceArray<F>,
+            rates: &DeviceArray<F>,
+            a: [u32; 4],
+            c: (u32, usize, usize),
+        ) {
+            // SAFETY: each unit reads its own slots and state and writes its own rate.
+            unsafe {
+                rate_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    u.arg(),
+                    a[0],
+                    list.counts().arg(),
+                    list.starts().arg(),
+                    a[1],
+                    coef.arg(),
+                    a[2],
+                    a[3],
+                    params.arg(),
+                    rates.arg(),
+                    c.0,
+                    c.1,
+                    c.2,
+                )
+            }
+        }
+        let a = [
+            n as u32,
+            (list.layout() == DeviceLayout::SlotMajor) as u32,
+            slots as u32,
+            list.max() as u32,
+        ];
+        let c = (self.equation.kind(), m, D);
+        let coef = self.mls.coefficients();
+        match &gpu.client {
+            Client::Wgpu(cl) => go(cl, count, cube, u, list, coef, &params, &rates, a, c),
+            Client::Cuda(cl) => go(cl, count, cube, u, list, coef, &params, &rates, a, c),
+        }
+        let (_, worst) = gpu.min_max(&rates)?;
+        let worst = worst.as_f64();
+        Ok(if worst > 0.0 {
+            cfl / worst
+        } else {
+            f64::INFINITY
+        })
     }
 
     /// `du/dt` of the state `u` (the variables end to end) into `du`, with per-particle

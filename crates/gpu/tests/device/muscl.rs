@@ -68,7 +68,7 @@ fn run<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout>(
     order: usize,
     layout: DeviceLayout,
     steps: usize,
-) -> (Pair<R>, Pair<R>) {
+) -> (Pair<R>, Pair<R>, [f64; 2]) {
     let n = cloud.len();
     let m = eq.variables();
     let radius = default_radius_factor::<D>(order) * cloud.spacing()[0];
@@ -111,6 +111,12 @@ fn run<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout>(
     );
     dev.rhs(g, &dc, &dl, &orders, &u, &k1).unwrap();
     let dev_du = g.download(&k1).unwrap();
+    // The geometric CFL step, reduced on the device.
+    let slices: Vec<&[R]> = u0.chunks(n).collect();
+    let dts = [
+        dev.stable_dt(g, &dc, &dl, &u, 0.4).unwrap(),
+        cpu.stable_dt(cloud, &list, &slices, 0.4, CpuBackend::Serial),
+    ];
 
     // Heun: u1 = u + dt k1; u <- (u + dt/2 k1) + dt/2 k2, the same operations on both sides.
     let dt = R::cast(0.2 * cloud.spacing()[0]);
@@ -140,17 +146,18 @@ fn run<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout>(
     g.sync().unwrap();
     let ud = g.download(&u).unwrap();
     assert!(ud.iter().all(|x| x.as_f64().is_finite()));
-    ((dev_du, cpu_du), (ud, uc))
+    ((dev_du, cpu_du), (ud, uc), dts)
 }
 
 fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
     let mut worst: f64 = 0.0;
-    let mut check = |what: &str, ((a, b), (c, d)): (Pair<R>, Pair<R>)| {
+    let mut check = |what: &str, ((a, b), (c, d), dt): (Pair<R>, Pair<R>, [f64; 2])| {
         let (rhs, state) = (difference(&a, &b), difference(&c, &d));
-        worst = worst.max(rhs).max(state);
+        let dt = ((dt[0] - dt[1]) / dt[1]).abs();
+        worst = worst.max(rhs).max(state).max(dt);
         assert!(
-            rhs <= bound && state <= bound,
-            "{} {what}: du {rhs:e}, state after the steps {state:e}",
+            rhs <= bound && state <= bound && dt <= bound,
+            "{} {what}: du {rhs:e}, state after the steps {state:e}, stable dt {dt:e}",
             R::PRECISION.name()
         );
     };
@@ -214,7 +221,8 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
         );
     }
     eprintln!(
-        "{}: worst device/CPU difference of du and of the state after RK2 steps {worst:.2e}",
+        "{}: worst device/CPU difference of du, the stable dt and the state after RK2 steps \
+         {worst:.2e}",
         R::PRECISION.name()
     );
 }
