@@ -44,9 +44,6 @@ fn check_supported(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
         "advection" => return unsupported(format!("{} advected variables", args.variables)),
         other => return unsupported(format!("--equation {other}")),
     }
-    if !(1..=2).contains(&args.order) {
-        return unsupported(format!("MUSCL order {}", args.order));
-    }
     if args.flux != "rusanov" {
         return unsupported(format!("--flux {}", args.flux));
     }
@@ -285,7 +282,7 @@ fn bench<R: GpuFloat, const D: usize>(
     let slots = list.total() as f64;
     let (m, mr, r) = (
         variables as f64,
-        if args.order > 1 { D as f64 } else { 0.0 },
+        scheme.reconstruction_terms() as f64,
         std::mem::size_of::<R>() as f64,
     );
     let s = stages as f64;

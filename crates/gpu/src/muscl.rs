@@ -1,11 +1,11 @@
 //! The MUSCL stage passes on the device: MLS derivatives, then reconstruction and Rusanov fluxes
 //! with the MLS-divergence formulation, for scalar linear advection and the Euler equations,
-//! MUSCL orders 1 and 2, either slot layout; and the Runge-Kutta stage update.
+//! MUSCL orders 1 to 5, either slot layout; and the Runge-Kutta stage update.
 //!
 //! Device state layout: the `M` conserved variables are the host's `M` component arrays laid end
 //! to end in one buffer (variable `v` of particle `i` at `v * n + i`), so a kernel has a fixed
 //! signature whatever `M` is and still reads each variable contiguously. The derivatives are
-//! kept per particle (`i * M * D + v * D + a`) as on the host.
+//! kept per particle (`i * M * T + v * T + a`, `T` reconstruction terms) as on the host.
 //!
 //! The passes are the CPU's ([`mote_cloud::scheme::Muscl`]) operation for operation: the
 //! minimum-image half offsets, the Taylor reconstruction on both sides with the admissibility
@@ -16,8 +16,8 @@
 //! maximum count) and masks its own, for the software driver's loop limits (see
 //! [`crate::mls`]).
 //!
-//! Not on the device yet (each is refused with "not supported on the GPU backend"): MUSCL orders
-//! above 2, the conservative formulation, HLLC and the other fluxes, limiters, MOOD, boundary
+//! Not on the device yet (each is refused with "not supported on the GPU backend"): the
+//! conservative formulation, HLLC and the other fluxes, limiters, MOOD, boundary
 //! conditions, systems of advection equations.
 
 // Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
@@ -37,6 +37,8 @@ use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 
 /// Lanes of the CPU's batched sums.
 const LANES: usize = 8;
+/// The recursion's parent of a first-degree basis function: the constant 1.
+const RECURSION_ROOT: u32 = u32::MAX;
 
 /// An equation the device passes know, with its parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -226,8 +228,8 @@ fn admissible<F: Float>(u: &Array<F>, #[comptime] dim: usize) -> bool {
     ok
 }
 
-/// `derivs[i * vars * dim + v * dim + a] = sum_s G_a[s] (u_v[j(s)] - u_v[i])`: the gradients
-/// of every variable (MUSCL 2 reconstructs from them).
+/// `derivs[i * vars * terms + v * terms + a] = sum_s G_a[s] (u_v[j(s)] - u_v[i])`: the
+/// derivatives of every variable up to the reconstruction degree (`terms` basis functions).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 fn derivatives_kernel<F: Float>(
@@ -242,7 +244,7 @@ fn derivatives_kernel<F: Float>(
     max_count: u32,
     derivs: &mut Array<F>,
     #[comptime] vars: usize,
-    #[comptime] dim: usize,
+    #[comptime] terms: usize,
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
@@ -251,12 +253,12 @@ fn derivatives_kernel<F: Float>(
         let base = select(slot_major == 1, i, starts[i] as usize);
         let stride = select(slot_major == 1, nu, 1usize);
         let slots_u = slots as usize;
-        let mut acc = Array::<F>::new(dim * LANES);
+        let mut acc = Array::<F>::new(terms * LANES);
         #[unroll]
         for v in 0..vars {
             let ui = u[v * nu + i];
             #[unroll]
-            for t in 0..dim * LANES {
+            for t in 0..terms * LANES {
                 acc[t] = F::new(0.0);
             }
             for k in 0..max_count {
@@ -266,26 +268,28 @@ fn derivatives_kernel<F: Float>(
                     let diff = u[v * nu + j] - ui;
                     let lane = (k as usize) % LANES;
                     #[unroll]
-                    for a in 0..dim {
+                    for a in 0..terms {
                         acc[a * LANES + lane] += coef[a * slots_u + s] * diff;
                     }
                 }
             }
             #[unroll]
-            for a in 0..dim {
+            for a in 0..terms {
                 let mut sum = F::new(0.0);
                 #[unroll]
                 for l in 0..LANES {
                     sum += acc[a * LANES + l];
                 }
-                derivs[i * vars * dim + v * dim + a] = sum;
+                derivs[i * vars * terms + v * terms + a] = sum;
             }
         }
     }
 }
 
 /// `du_i = -2 sum_j (F*(u_L, u_R; b_ij) - F(u_i) . b_ij)`: MUSCL of the interface order
-/// `min(order_i, order_j, order)` (1 or 2) and Rusanov fluxes.
+/// `min(order_i, order_j, order)` and Rusanov fluxes. The reconstruction terms at the midpoint
+/// come from the basis recursion `phi_a = phi_parent(a) * d_axis(a) * inv(a)` (the CPU's), an
+/// interface of order `k` using the first `terms_for_order[k]` of them.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 fn flux_kernel<F: Float>(
@@ -306,11 +310,16 @@ fn flux_kernel<F: Float>(
     slots: u32,
     max_count: u32,
     params: &Array<F>,
+    recursion: &Array<u32>,
+    recursion_inv: &Array<F>,
+    parity: &Array<F>,
+    terms_for_order: &Array<u32>,
     du: &mut Array<F>,
     #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
     #[comptime] order: u32,
+    #[comptime] terms: usize,
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
@@ -330,6 +339,7 @@ fn flux_kernel<F: Float>(
         let mut nrm = Array::<F>::new(3usize);
         let mut delta = Array::<F>::new(3usize);
         let mut vel = Array::<F>::new(3usize);
+        let mut phi = Array::<F>::new(comptime![if terms > 0 { terms } else { 1 }]);
         #[unroll]
         for v in 0..vars {
             ui[v] = u[v * nu + i];
@@ -381,14 +391,28 @@ fn flux_kernel<F: Float>(
                     ur[v] = u[v * nu + j];
                 }
                 if comptime![order > 1] {
-                    if u32::min(order_i, orders[j]) > 1 {
+                    let t = terms_for_order[u32::min(order_i, orders[j]) as usize];
+                    if t > 0 {
+                        #[unroll]
+                        for a in 0..terms {
+                            let parent = recursion[2 * a];
+                            let axis = recursion[2 * a + 1] as usize;
+                            let from = if parent == RECURSION_ROOT {
+                                F::new(1.0)
+                            } else {
+                                phi[parent as usize]
+                            };
+                            phi[a] = from * delta[axis] * recursion_inv[a];
+                        }
                         #[unroll]
                         for v in 0..vars {
                             #[unroll]
-                            for a in 0..dim {
-                                ul[v] += derivs[i * vars * dim + v * dim + a] * delta[a];
-                                ur[v] += derivs[j * vars * dim + v * dim + a]
-                                    * (delta[a] * F::new(-1.0));
+                            for a in 0..terms {
+                                if (a as u32) < t {
+                                    ul[v] += derivs[i * vars * terms + v * terms + a] * phi[a];
+                                    ur[v] += derivs[j * vars * terms + v * terms + a]
+                                        * (phi[a] * parity[a]);
+                                }
                             }
                         }
                         if comptime![kind == 1] {
@@ -502,35 +526,86 @@ fn axpy_kernel<F: Float + ScalarArgSettings>(
 pub struct DeviceMuscl<F> {
     equation: DeviceEquation,
     order: usize,
+    /// Reconstruction terms (basis functions up to degree `order - 1`; 0 at order 1).
+    terms: usize,
     mls: DeviceMls<F>,
     derivatives: DeviceArray<F>,
+    /// The reconstruction basis recursion (`parent, axis` per term), its factors, the parities
+    /// `(-1)^|a|` and the term count of each interface order.
+    recursion: DeviceArray<u32>,
+    recursion_inv: DeviceArray<F>,
+    parity: DeviceArray<F>,
+    terms_for_order: DeviceArray<u32>,
     /// Wait for each pass and accumulate its wall seconds (benchmarks).
     timing: bool,
     seconds: [f64; 2],
 }
 
 impl<F: GpuFloat> DeviceMuscl<F> {
-    /// MUSCL of `order` (1 or 2 on the device) for `equation` in `D` dimensions, with the MLS
-    /// `weight`, on `gpu`.
+    /// MUSCL of `order` (1 to 5) for `equation` in `D` dimensions, with the MLS `weight`, on
+    /// `gpu`.
     pub fn new<const D: usize>(
         gpu: &Gpu,
         equation: DeviceEquation,
         order: usize,
         weight: mote_cloud::Weight,
     ) -> Result<Self, GpuError> {
-        if !(1..=2).contains(&order) {
-            return Err(GpuError::Unsupported(format!(
-                "MUSCL order {order} (the device passes have orders 1 and 2)"
-            )));
+        if !(1..=mote_cloud::scheme::MAX_ORDER).contains(&order) {
+            return Err(mote_cloud::CloudError::invalid(
+                "MUSCL order",
+                order,
+                format!("1 to {}", mote_cloud::scheme::MAX_ORDER),
+            )
+            .into());
         }
         let m = equation.variables(D);
+        // The CPU scheme's reconstruction basis and its recursion (see `Basis`).
+        let basis = mote_cloud::mls::Basis::<D>::new((order - 1).max(1))?;
+        let terms = if order > 1 { basis.len() } else { 0 };
+        let exponents = basis.exponents();
+        let mut recursion = Vec::with_capacity(2 * basis.len());
+        let mut recursion_inv = Vec::with_capacity(basis.len());
+        for e in exponents {
+            let d = e.iter().position(|&k| k > 0).expect("degree >= 1");
+            let mut p = *e;
+            p[d] -= 1;
+            let parent = if p.iter().all(|&k| k == 0) {
+                RECURSION_ROOT
+            } else {
+                basis.index_of(p).expect("the parent precedes") as u32
+            };
+            recursion.extend([parent, d as u32]);
+            recursion_inv.push(F::cast(1.0 / e[d] as f64));
+        }
+        let parity: Vec<F> = basis.parities().into_iter().map(F::cast).collect();
+        let terms_for_order: Vec<u32> = (0..=mote_cloud::scheme::MAX_ORDER)
+            .map(|k| {
+                if k > 1 {
+                    mote_cloud::mls::Basis::<D>::size(k - 1).min(terms) as u32
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let fixed = mote_core::Scaling::Fixed;
         Ok(Self {
             equation,
             order,
+            terms,
             mls: DeviceMls::new::<D>(gpu, order, weight)?,
             derivatives: gpu
                 .output("muscl_derivatives", 0)
-                .with_scaling(mote_core::Scaling::PerParticle(m * D)),
+                .with_scaling(mote_core::Scaling::PerParticle((m * terms).max(1))),
+            recursion: gpu
+                .upload("muscl_recursion", &recursion)
+                .with_scaling(fixed),
+            recursion_inv: gpu
+                .upload("muscl_recursion_factor", &recursion_inv)
+                .with_scaling(fixed),
+            parity: gpu.upload("muscl_parity", &parity).with_scaling(fixed),
+            terms_for_order: gpu
+                .upload("muscl_terms_for_order", &terms_for_order)
+                .with_scaling(fixed),
             timing: false,
             seconds: [0.0; 2],
         })
@@ -559,6 +634,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         self.order
     }
 
+    /// Reconstruction terms per variable (basis functions up to degree `order - 1`; 0 at
+    /// order 1).
+    pub fn reconstruction_terms(&self) -> usize {
+        self.terms
+    }
+
     /// The MLS fits (computed by [`DeviceMuscl::prepare`]).
     pub fn mls(&self) -> &DeviceMls<F> {
         &self.mls
@@ -573,7 +654,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     ) -> Result<(), GpuError> {
         self.mls.compute(gpu, cloud, list)?;
         let m = self.equation.variables(D);
-        self.derivatives.resize(cloud.len() * m * D)?;
+        self.derivatives.resize(cloud.len() * m * self.terms)?;
         Ok(())
     }
 
@@ -678,7 +759,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         gpu.check(list.starts(), n + 1)?;
         let slots = list.indices().len();
         gpu.check(self.mls.coefficients(), self.mls.size() * slots)?;
-        gpu.check(&self.derivatives, n * m * D)?;
+        gpu.check(&self.derivatives, n * m * self.terms)?;
         for p in cloud.positions() {
             gpu.check(p, n)?;
         }
@@ -709,6 +790,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             dim: D,
             kind: self.equation.kind(),
             order: self.order as u32,
+            terms: self.terms,
         };
         let (count, cube) = grid(n, gpu.workgroup());
         let pos = cloud.positions();
@@ -720,6 +802,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             cube: CubeDim,
             xyz: [&DeviceArray<F>; 3],
             tables: &(DeviceArray<F>, DeviceArray<u32>, DeviceArray<F>),
+            basis: (
+                &DeviceArray<u32>,
+                &DeviceArray<F>,
+                &DeviceArray<F>,
+                &DeviceArray<u32>,
+            ),
             list: &DeviceNeighbours,
             coef: &DeviceArray<F>,
             derivs: &DeviceArray<F>,
@@ -731,7 +819,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         ) {
             // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
             // entries (indices below n) and writes only its own particle's entries of
-            // `derivs` (i * m * D + ..) and `du` (v * n + i); private arrays are sized by the
+            // `derivs` (i * m * terms + ..) and `du` (v * n + i); private arrays are sized by the
             // same compile-time constants that bound their loops.
             unsafe {
                 if pass == 0 && a.order > 1 {
@@ -750,7 +838,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                         a.max_count,
                         derivs.arg(),
                         a.vars,
-                        a.dim,
+                        a.terms,
                     );
                 }
                 if pass == 0 {
@@ -777,15 +865,26 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     a.slots,
                     a.max_count,
                     tables.2.arg(),
+                    basis.0.arg(),
+                    basis.1.arg(),
+                    basis.2.arg(),
+                    basis.3.arg(),
                     du.arg(),
                     a.kind,
                     a.vars,
                     a.dim,
                     a.order,
+                    a.terms,
                 );
             }
         }
         let coef = self.mls.coefficients();
+        let basis = (
+            &self.recursion,
+            &self.recursion_inv,
+            &self.parity,
+            &self.terms_for_order,
+        );
         for pass in 0..2 {
             let clock = std::time::Instant::now();
             match &gpu.client {
@@ -795,6 +894,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     cube,
                     xyz,
                     &tables,
+                    basis,
                     list,
                     coef,
                     &self.derivatives,
@@ -810,6 +910,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     cube,
                     xyz,
                     &tables,
+                    basis,
                     list,
                     coef,
                     &self.derivatives,
@@ -839,6 +940,7 @@ struct Launch {
     dim: usize,
     kind: u32,
     order: u32,
+    terms: usize,
 }
 
 impl Gpu {

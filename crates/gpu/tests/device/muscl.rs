@@ -161,8 +161,9 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
             R::PRECISION.name()
         );
     };
-    for order in [1, 2] {
-        // Scalar advection in 1, 2 and 3-D. (`du` sums terms of size |u| / h that cancel to
+    for order in [1, 2, 3, 4] {
+        // Scalar advection in 1, 2 and 3-D (3-D up to order 3: the degree-4 fits there have 34
+        // basis functions, an unrolled kernel the software driver compiles slowly). (`du` sums terms of size |u| / h that cancel to
         // |du|: its f32 difference from the CPU grows like the round-off times 1 / h, 6e-6 at
         // 100 particles in 1-D; the states after the steps agree to f32 round-off.)
         let mut c1 = lattice::<R, 1>(1.0 / 100.0, true, 21);
@@ -186,15 +187,17 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
             "2-D advection, slot-major",
             run::<R, 2, _, SlotMajor>(g, &c2, eq2.clone(), de, order, DeviceLayout::SlotMajor, 5),
         );
-        let mut c3 = lattice::<R, 3>(1.0 / 10.0, true, 23);
-        c3.orders_mut().fill(order as u8);
-        initial(&mut c3, false);
-        let eq3 = LinearAdvection::<3>::scalar([1.0, 0.5, -0.25], 1);
-        let de = DeviceEquation::advection(&eq3).unwrap();
-        check(
-            "3-D advection",
-            run::<R, 3, _, RowMajor>(g, &c3, eq3, de, order, DeviceLayout::RowMajor, 3),
-        );
+        if order <= 3 {
+            let mut c3 = lattice::<R, 3>(1.0 / 10.0, true, 23);
+            c3.orders_mut().fill(order as u8);
+            initial(&mut c3, false);
+            let eq3 = LinearAdvection::<3>::scalar([1.0, 0.5, -0.25], 1);
+            let de = DeviceEquation::advection(&eq3).unwrap();
+            check(
+                "3-D advection",
+                run::<R, 3, _, RowMajor>(g, &c3, eq3, de, order, DeviceLayout::RowMajor, 3),
+            );
+        }
         // Euler in 2-D, both layouts.
         let mut ce = Cloud::<R, 2>::lattice(
             mote_cloud::Domain::new_box([0.0; 2], [1.0; 2], [true; 2]).unwrap(),
@@ -244,14 +247,10 @@ fn what_the_device_passes_lack_is_refused_by_name() {
         return;
     };
     let eq = Euler::<2>::new(1.4).unwrap();
-    let err = DeviceMuscl::<f32>::new::<2>(&g, DeviceEquation::euler(&eq), 3, Weight::default())
+    let err = DeviceMuscl::<f32>::new::<2>(&g, DeviceEquation::euler(&eq), 6, Weight::default())
         .err()
         .unwrap();
-    assert!(
-        err.to_string()
-            .contains("not supported on the GPU backend: MUSCL order 3"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("MUSCL order"), "{err}");
     let system = LinearAdvection::<2>::system(vec![vec![1.0, 0.0, 0.0, 1.0]; 2]).unwrap();
     let err = DeviceEquation::advection(&system).unwrap_err();
     assert!(
