@@ -308,10 +308,9 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-fn bench<R: Real, const D: usize, L: SlotLayout>(
-    args: &CloudArgs,
-    backend: CpuBackend,
-) -> Result<CloudReport, Box<dyn Error>> {
+/// The benchmark's periodic lattice: its spacing and options (`--particles` rounded to a full
+/// lattice, `--jitter`, seed 1).
+pub(crate) fn lattice<const D: usize>(args: &CloudArgs) -> (f64, LatticeOptions) {
     let per_axis = (args.particles as f64)
         .powf(1.0 / D as f64)
         .round()
@@ -323,6 +322,14 @@ fn bench<R: Real, const D: usize, L: SlotLayout>(
         seed: 1,
         boundary_layers: 0,
     };
+    (spacing, opts)
+}
+
+fn bench<R: Real, const D: usize, L: SlotLayout>(
+    args: &CloudArgs,
+    backend: CpuBackend,
+) -> Result<CloudReport, Box<dyn Error>> {
+    let (spacing, opts) = lattice::<D>(args);
     let tau = std::f64::consts::TAU;
     let wave = move |x: [f64; D]| (0..D).map(|d| (tau * x[d]).sin()).product::<f64>();
     match args.equation.as_str() {

@@ -8,7 +8,7 @@ use std::time::Instant;
 use mote_cloud::equations::{Equation, Euler, LinearAdvection};
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::time::Tableau;
-use mote_cloud::{Cloud, Domain, LatticeOptions, Weight};
+use mote_cloud::{Cloud, Domain, Weight};
 use mote_core::{Precision, PrecisionJob, Real};
 use mote_gpu::{
     DeviceArray, DeviceCloud, DeviceEquation, DeviceLayout, DeviceMuscl, DeviceNeighbours, Gpu,
@@ -149,17 +149,7 @@ fn bench<R: GpuFloat, const D: usize>(
     args: &CloudArgs,
     gpu: &Gpu,
 ) -> Result<CloudReport, Box<dyn Error>> {
-    let per_axis = (args.particles as f64)
-        .powf(1.0 / D as f64)
-        .round()
-        .max(2.0) as usize;
-    let spacing = 1.0 / per_axis as f64;
-    let opts = LatticeOptions {
-        spacing,
-        jitter: args.jitter,
-        seed: 1,
-        boundary_layers: 0,
-    };
+    let (spacing, opts) = crate::bench_cloud::lattice::<D>(args);
     let tau = std::f64::consts::TAU;
     let wave = move |x: [f64; D]| (0..D).map(|d| (tau * x[d]).sin()).product::<f64>();
     let (device_eq, variables, init): (DeviceEquation, usize, Init<D>) =

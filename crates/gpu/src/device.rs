@@ -10,6 +10,19 @@ use mote_core::{DeviceApi, DeviceSpec, Precision};
 
 use crate::error::GpuError;
 
+/// Runs `$body` with `$c` bound to the CubeCL client inside `$client` (a `&Client`), whatever its
+/// runtime: the one place where a launch is dispatched over the runtimes, so that every kernel's
+/// argument list is written once.
+macro_rules! with_client {
+    ($client:expr, |$c:ident| $body:expr) => {
+        match $client {
+            $crate::device::Client::Wgpu($c) => $body,
+            $crate::device::Client::Cuda($c) => $body,
+        }
+    };
+}
+pub(crate) use with_client;
+
 /// The CubeCL client of one opened device; every launch dispatches on it once. Cloning it is
 /// cheap (a shared handle to the same device).
 #[derive(Clone)]
@@ -331,10 +344,9 @@ impl Gpu {
     /// Waits for every launched kernel; reports a failed launch (a kernel that did not
     /// validate leaves its outputs untouched, and only this reports it).
     pub fn sync(&self) -> Result<(), GpuError> {
-        let r = match &self.client {
-            Client::Wgpu(c) => c.flush().and_then(|_| cubecl::future::block_on(c.sync())),
-            Client::Cuda(c) => c.flush().and_then(|_| cubecl::future::block_on(c.sync())),
-        };
+        let r = with_client!(&self.client, |c| c
+            .flush()
+            .and_then(|_| cubecl::future::block_on(c.sync())));
         r.map_err(|e| self.failure(e))
     }
 

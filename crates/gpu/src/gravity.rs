@@ -16,7 +16,7 @@ use mote_core::{Precision, Real, Vec3Span, Vec3SpanMut};
 use mote_gravity::{ForceSolver, Softening, SolverInfo};
 
 use crate::array::DeviceArray;
-use crate::device::{Client, Gpu};
+use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 
 /// A float the kernels compute in (`f32`, `f64`).
@@ -253,10 +253,9 @@ impl GpuDirectSolver {
             }
         }
         let args = [x, y, z, m, ax, ay, az];
-        match &self.gpu.client {
-            Client::Wgpu(c) => launch(c, count, dim, args, eps2, tile),
-            Client::Cuda(c) => launch(c, count, dim, args, eps2, tile),
-        }
+        with_client!(&self.gpu.client, |c| launch(
+            c, count, dim, args, eps2, tile
+        ));
         self.interactions += (n as u64) * (n as u64 - 1);
         Ok(())
     }
@@ -301,10 +300,9 @@ impl GpuDirectSolver {
         }
         let args = [&s.x, &s.y, &s.z, &s.m, phi];
         let eps2 = self.eps2::<F>();
-        match &self.gpu.client {
-            Client::Wgpu(c) => launch(c, count, dim, args, eps2, tile),
-            Client::Cuda(c) => launch(c, count, dim, args, eps2, tile),
-        }
+        with_client!(&self.gpu.client, |c| launch(
+            c, count, dim, args, eps2, tile
+        ));
         Ok(())
     }
 

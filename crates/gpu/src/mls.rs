@@ -22,7 +22,7 @@ use mote_cloud::{CloudError, Weight};
 use mote_core::{Budgeted, BudgetedBuffer, Precision, Scaling};
 
 use crate::array::DeviceArray;
-use crate::device::{Client, Gpu};
+use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::primitives::grid;
@@ -611,34 +611,19 @@ impl<F: GpuFloat> DeviceMls<F> {
             }
         }
         let tags = cloud.tags();
-        match &gpu.client {
-            Client::Wgpu(c) => go(
-                c,
-                count,
-                dim,
-                xyz,
-                tags,
-                list,
-                small,
-                tables,
-                a,
-                &self.coefficients,
-                &self.failed,
-            ),
-            Client::Cuda(c) => go(
-                c,
-                count,
-                dim,
-                xyz,
-                tags,
-                list,
-                small,
-                tables,
-                a,
-                &self.coefficients,
-                &self.failed,
-            ),
-        }
+        with_client!(&gpu.client, |c| go(
+            c,
+            count,
+            dim,
+            xyz,
+            tags,
+            list,
+            small,
+            tables,
+            a,
+            &self.coefficients,
+            &self.failed,
+        ));
     }
 }
 

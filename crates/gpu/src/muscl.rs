@@ -28,7 +28,7 @@ use cubecl::prelude::*;
 use mote_cloud::equations::{Euler, LinearAdvection};
 
 use crate::array::DeviceArray;
-use crate::device::{Client, Gpu};
+use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::mls::DeviceMls;
@@ -726,10 +726,9 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         ];
         let c = (self.equation.kind(), m, D);
         let coef = self.mls.coefficients();
-        match &gpu.client {
-            Client::Wgpu(cl) => go(cl, count, cube, u, list, coef, &params, &rates, a, c),
-            Client::Cuda(cl) => go(cl, count, cube, u, list, coef, &params, &rates, a, c),
-        }
+        with_client!(&gpu.client, |cl| go(
+            cl, count, cube, u, list, coef, &params, &rates, a, c
+        ));
         let (_, worst) = gpu.min_max(&rates)?;
         let worst = worst.as_f64();
         Ok(if worst > 0.0 {
@@ -887,40 +886,22 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         );
         for pass in 0..2 {
             let clock = std::time::Instant::now();
-            match &gpu.client {
-                Client::Wgpu(c) => go(
-                    c,
-                    count.clone(),
-                    cube,
-                    xyz,
-                    &tables,
-                    basis,
-                    list,
-                    coef,
-                    &self.derivatives,
-                    orders,
-                    u,
-                    du,
-                    &launch,
-                    pass,
-                ),
-                Client::Cuda(c) => go(
-                    c,
-                    count.clone(),
-                    cube,
-                    xyz,
-                    &tables,
-                    basis,
-                    list,
-                    coef,
-                    &self.derivatives,
-                    orders,
-                    u,
-                    du,
-                    &launch,
-                    pass,
-                ),
-            }
+            with_client!(&gpu.client, |c| go(
+                c,
+                count.clone(),
+                cube,
+                xyz,
+                &tables,
+                basis,
+                list,
+                coef,
+                &self.derivatives,
+                orders,
+                u,
+                du,
+                &launch,
+                pass,
+            ));
             if self.timing {
                 gpu.sync()?;
                 self.seconds[pass] += clock.elapsed().as_secs_f64();
@@ -978,10 +959,7 @@ impl Gpu {
                 )
             }
         }
-        match &self.client {
-            Client::Wgpu(c) => go(c, count, cube, [base, k, out], h),
-            Client::Cuda(c) => go(c, count, cube, [base, k, out], h),
-        }
+        with_client!(&self.client, |c| go(c, count, cube, [base, k, out], h));
         Ok(())
     }
 }

@@ -11,7 +11,7 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use crate::array::DeviceArray;
-use crate::device::{Client, Gpu};
+use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 
@@ -298,10 +298,15 @@ impl Gpu {
                 )
             }
         }
-        match &self.client {
-            Client::Wgpu(c) => launch(c, count, dim, array, words, &partial, wg as usize),
-            Client::Cuda(c) => launch(c, count, dim, array, words, &partial, wg as usize),
-        }
+        with_client!(&self.client, |c| launch(
+            c,
+            count,
+            dim,
+            array,
+            words,
+            &partial,
+            wg as usize
+        ));
         self.sync()?;
         let p = self.download(&partial)?;
         let (mut a, mut b) = (0u32, 0u32);
@@ -371,10 +376,7 @@ impl Gpu {
                     )
                 }
             }
-            match &self.client {
-                Client::Wgpu(c) => launch(c, array, at, w),
-                Client::Cuda(c) => launch(c, array, at, w),
-            }
+            with_client!(&self.client, |c| launch(c, array, at, w));
         }
         debug_assert!(words >= per);
         self.sync()
@@ -418,10 +420,7 @@ impl Gpu {
                 )
             }
         }
-        match &self.client {
-            Client::Wgpu(c) => launch(c, count, dim, array, value),
-            Client::Cuda(c) => launch(c, count, dim, array, value),
-        }
+        with_client!(&self.client, |c| launch(c, count, dim, array, value));
     }
 
     /// Exclusive prefix sum of `input` into `out` (one entry longer: `out[n]` is the total),
@@ -463,10 +462,14 @@ impl Gpu {
             }
         }
         let args = [input, out, &sums];
-        match &self.client {
-            Client::Wgpu(c) => launch(c, count.clone(), dim, args, n, wg as usize),
-            Client::Cuda(c) => launch(c, count.clone(), dim, args, n, wg as usize),
-        }
+        with_client!(&self.client, |c| launch(
+            c,
+            count.clone(),
+            dim,
+            args,
+            n,
+            wg as usize
+        ));
         if blocks > 1 {
             let offsets = self.output::<u32>("scan_block_offsets", blocks + 1);
             self.exclusive_scan(&sums, &offsets)?;
@@ -491,10 +494,14 @@ impl Gpu {
                     )
                 }
             }
-            match &self.client {
-                Client::Wgpu(c) => add(c, count, dim, out, &offsets, wg as usize),
-                Client::Cuda(c) => add(c, count, dim, out, &offsets, wg as usize),
-            }
+            with_client!(&self.client, |c| add(
+                c,
+                count,
+                dim,
+                out,
+                &offsets,
+                wg as usize
+            ));
         }
         Ok(())
     }
@@ -532,10 +539,14 @@ impl Gpu {
                 )
             }
         }
-        match &self.client {
-            Client::Wgpu(c) => launch(c, count, dim, values, out, wg as usize),
-            Client::Cuda(c) => launch(c, count, dim, values, out, wg as usize),
-        }
+        with_client!(&self.client, |c| launch(
+            c,
+            count,
+            dim,
+            values,
+            out,
+            wg as usize
+        ));
         Ok(())
     }
 
@@ -575,10 +586,7 @@ impl Gpu {
                 self.output::<F>("max_partials", parts),
             );
             let args = [lo, hi, &out.0, &out.1];
-            match &self.client {
-                Client::Wgpu(c) => launch(c, count, dim, args, wg as usize),
-                Client::Cuda(c) => launch(c, count, dim, args, wg as usize),
-            }
+            with_client!(&self.client, |c| launch(c, count, dim, args, wg as usize));
             out
         };
         let (mut lo, mut hi) = level(x, x);

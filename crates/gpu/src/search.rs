@@ -25,7 +25,7 @@ use mote_cloud::{Cloud, CloudError, Domain, SearchGrid};
 use mote_core::{Budgeted, BudgetedBuffer, CapacityError, CapacityUnit, Scaling};
 
 use crate::array::DeviceArray;
-use crate::device::{Client, Gpu};
+use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::primitives::grid;
@@ -662,10 +662,7 @@ impl GpuNeighbourSearch {
                 )
             }
         }
-        match &gpu.client {
-            Client::Wgpu(c) => launch(c, count, dim, self, g),
-            Client::Cuda(c) => launch(c, count, dim, self, g),
-        }
+        with_client!(&gpu.client, |c| launch(c, count, dim, self, g));
     }
 
     fn launch_scatter_and_sort(&self, gpu: &Gpu, n: usize, nbins: usize) {
@@ -703,10 +700,7 @@ impl GpuNeighbourSearch {
             }
         }
         let grids = [(count, dim), (bin_count, bin_dim)];
-        match &gpu.client {
-            Client::Wgpu(c) => launch(c, grids, self, n, nbins),
-            Client::Cuda(c) => launch(c, grids, self, n, nbins),
-        }
+        with_client!(&gpu.client, |c| launch(c, grids, self, n, nbins));
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -761,10 +755,9 @@ impl GpuNeighbourSearch {
             }
         }
         let out = [counts, indices];
-        match &gpu.client {
-            Client::Wgpu(c) => launch(c, count, dim, self, g, mode, starts, max, out),
-            Client::Cuda(c) => launch(c, count, dim, self, g, mode, starts, max, out),
-        }
+        with_client!(&gpu.client, |c| launch(
+            c, count, dim, self, g, mode, starts, max, out
+        ));
     }
 
     fn launch_pick(&self, gpu: &Gpu, n: usize) {
@@ -781,10 +774,7 @@ impl GpuNeighbourSearch {
                 )
             }
         }
-        match &gpu.client {
-            Client::Wgpu(c) => launch(c, self, n),
-            Client::Cuda(c) => launch(c, self, n),
-        }
+        with_client!(&gpu.client, |c| launch(c, self, n));
     }
 }
 
