@@ -308,6 +308,32 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// Bytes and flops per step of the derivative and the flux pass (`[derivative bytes, derivative
+/// flops, flux bytes, flux flops]`) for `stages` stages, `n` particles, `slots` neighbour slots,
+/// `m` variables, `mr` reconstruction terms, `r`-byte reals in `d` dimensions: each array read
+/// or written once per pass, indices 4 bytes. The CPU and the GPU benchmark use the same model.
+pub(crate) fn stage_traffic(
+    stages: f64,
+    n: f64,
+    slots: f64,
+    m: f64,
+    mr: f64,
+    r: f64,
+    d: f64,
+) -> [f64; 4] {
+    let s = stages;
+    let deriv_bytes = s * (slots * (4.0 + mr * r + m * r) + n * (m * r + m * mr * r));
+    let deriv_flops = s * slots * m * (1.0 + 2.0 * mr);
+    let flux_bytes = s
+        * (slots * (4.0 + d * r + d * r + m * r + m * mr * r + 1.0)
+            + n * (d * r + m * r + m * mr * r + 1.0 + m * r));
+    // Per pair: separation (3D), basis (~2 mr), reconstruction (4 m mr), two fluxes and speeds
+    // (~4 D + 2 m), Rusanov (5 m), consistency (2 D m).
+    let flux_flops =
+        s * slots * (3.0 * d + 2.0 * mr + 4.0 * m * mr + 4.0 * d + 2.0 * m + 5.0 * m + 2.0 * d * m);
+    [deriv_bytes, deriv_flops, flux_bytes, flux_flops]
+}
+
 /// The benchmark's periodic lattice: its spacing and options (`--particles` rounded to a full
 /// lattice, `--jitter`, seed 1).
 pub(crate) fn lattice<const D: usize>(args: &CloudArgs) -> (f64, LatticeOptions) {
@@ -448,16 +474,8 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     let s = stages as f64;
     let dd = D as f64;
     // Bytes each pass moves per step (each array read or written once per pass; index 4 bytes).
-    let deriv_bytes = s * (slots * (4.0 + mr * r + m * r) + n * (m * r + m * mr * r));
-    let deriv_flops = s * slots * m * (1.0 + 2.0 * mr);
-    let flux_bytes = s
-        * (slots * (4.0 + dd * r + dd * r + m * r + m * mr * r + 1.0)
-            + n * (dd * r + m * r + m * mr * r + 1.0 + m * r));
-    // Per pair: separation (3D), basis (~2 mr), reconstruction (4 m mr), two fluxes and speeds
-    // (~4 D + 2 m), Rusanov (5 m), consistency (2 D m).
-    let flux_flops = s
-        * slots
-        * (3.0 * dd + 2.0 * mr + 4.0 * m * mr + 4.0 * dd + 2.0 * m + 5.0 * m + 2.0 * dd * m);
+    let [deriv_bytes, deriv_flops, flux_bytes, flux_flops] =
+        stage_traffic(s, n, slots, m, mr, r, dd);
     let stage_bytes = (s - 1.0).max(0.0) * n * m * r * 3.0;
     let update_bytes = n * m * r * (2.0 + s);
     let mut passes = BTreeMap::new();

@@ -277,14 +277,8 @@ fn bench<R: GpuFloat, const D: usize>(
     );
     let s = stages as f64;
     let dd = D as f64;
-    let deriv_bytes = s * (slots * (4.0 + mr * r + m * r) + nf * (m * r + m * mr * r));
-    let deriv_flops = s * slots * m * (1.0 + 2.0 * mr);
-    let flux_bytes = s
-        * (slots * (4.0 + dd * r + dd * r + m * r + m * mr * r + 1.0)
-            + nf * (dd * r + m * r + m * mr * r + 1.0 + m * r));
-    let flux_flops = s
-        * slots
-        * (3.0 * dd + 2.0 * mr + 4.0 * m * mr + 4.0 * dd + 2.0 * m + 5.0 * m + 2.0 * dd * m);
+    let [deriv_bytes, deriv_flops, flux_bytes, flux_flops] =
+        crate::bench_cloud::stage_traffic(s, nf, slots, m, mr, r, dd);
     let combos = tableau.a.iter().flatten().filter(|&&a| a != 0.0).count()
         + tableau.b.iter().filter(|&&b| b != 0.0).count();
     let rk_bytes = combos as f64 * nf * m * r * 3.0;

@@ -756,6 +756,34 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
             "{pass}: {v}"
         );
     }
+    // The device search found exactly the CPU's neighbours on the same cloud.
+    let cpu = mote(&[
+        "bench",
+        "cloud",
+        "--particles",
+        "900",
+        "--order",
+        "2",
+        "--repeats",
+        "1",
+        "--json",
+        "--equation",
+        "euler",
+        "--precision",
+        "f32",
+    ]);
+    assert!(
+        cpu.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cpu.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&cpu.stdout).unwrap();
+    assert_eq!(v["particles"], c["particles"]);
+    assert_eq!(
+        v["neighbours_mean"].as_f64().unwrap(),
+        c["neighbours_mean"].as_f64().unwrap(),
+        "device and CPU searches differ"
+    );
     // What the device passes lack is refused by name, with a non-zero exit.
     let r = bench(&["--limiter", "bj"]);
     assert_eq!(r.status.code(), Some(1));

@@ -536,6 +536,11 @@ pub struct DeviceMuscl<F> {
     recursion_inv: DeviceArray<F>,
     parity: DeviceArray<F>,
     terms_for_order: DeviceArray<u32>,
+    /// The equation's parameters; the domain's lengths and half lengths, and its periodic axes
+    /// (set by [`DeviceMuscl::prepare`]): uploaded once, read by every stage.
+    params: DeviceArray<F>,
+    geometry: DeviceArray<F>,
+    periodic: DeviceArray<u32>,
     /// Wait for each pass and accumulate its wall seconds (benchmarks).
     timing: bool,
     seconds: [f64; 2],
@@ -606,6 +611,13 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             terms_for_order: gpu
                 .upload("muscl_terms_for_order", &terms_for_order)
                 .with_scaling(fixed),
+            params: gpu
+                .upload("muscl_parameters", &equation.params().map(F::cast))
+                .with_scaling(fixed),
+            geometry: gpu
+                .upload("muscl_geometry", &[F::cast(0.0); 6])
+                .with_scaling(fixed),
+            periodic: gpu.upload("muscl_periodic", &[0u32; 3]).with_scaling(fixed),
             timing: false,
             seconds: [0.0; 2],
         })
@@ -653,6 +665,21 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         list: &DeviceNeighbours,
     ) -> Result<(), GpuError> {
         self.mls.compute(gpu, cloud, list)?;
+        let lengths = cloud.domain().lengths();
+        let periodic = cloud.domain().periodic();
+        let mut geo = [F::cast(0.0); 6];
+        let mut per = [0u32; 3];
+        for a in 0..D {
+            geo[a] = F::cast(lengths[a]);
+            geo[3 + a] = F::cast(0.5 * lengths[a]);
+            per[a] = periodic[a] as u32;
+        }
+        self.geometry = gpu
+            .upload("muscl_geometry", &geo)
+            .with_scaling(mote_core::Scaling::Fixed);
+        self.periodic = gpu
+            .upload("muscl_periodic", &per)
+            .with_scaling(mote_core::Scaling::Fixed);
         let m = self.equation.variables(D);
         self.derivatives.resize(cloud.len() * m * self.terms)?;
         Ok(())
@@ -679,8 +706,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         if n == 0 {
             return Ok(f64::INFINITY);
         }
-        let params: Vec<F> = self.equation.params().iter().map(|&p| F::cast(p)).collect();
-        let params = gpu.upload("muscl_parameters", &params);
+        let params = &self.params;
         let rates = gpu.output::<F>("stable_dt_rates", n);
         let (count, cube) = grid(n, gpu.workgroup());
         #[allow(clippy::too_many_arguments)]
@@ -727,7 +753,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let c = (self.equation.kind(), m, D);
         let coef = self.mls.coefficients();
         with_client!(&gpu.client, |cl| go(
-            cl, count, cube, u, list, coef, &params, &rates, a, c
+            cl, count, cube, u, list, coef, params, &rates, a, c
         ));
         let (_, worst) = gpu.min_max(&rates)?;
         let worst = worst.as_f64();
@@ -765,21 +791,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         if n == 0 {
             return Ok(());
         }
-        let lengths = cloud.domain().lengths();
-        let periodic = cloud.domain().periodic();
-        let mut geo = [F::cast(0.0); 6];
-        let mut per = [0u32; 3];
-        for a in 0..D {
-            geo[a] = F::cast(lengths[a]);
-            geo[3 + a] = F::cast(0.5 * lengths[a]);
-            per[a] = periodic[a] as u32;
-        }
-        let params: Vec<F> = self.equation.params().iter().map(|&p| F::cast(p)).collect();
-        let tables = (
-            gpu.upload("muscl_geometry", &geo),
-            gpu.upload("muscl_periodic", &per),
-            gpu.upload("muscl_parameters", &params),
-        );
+        let tables = (&self.geometry, &self.periodic, &self.params);
         let launch = Launch {
             n,
             slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
@@ -800,7 +812,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             count: CubeCount,
             cube: CubeDim,
             xyz: [&DeviceArray<F>; 3],
-            tables: &(DeviceArray<F>, DeviceArray<u32>, DeviceArray<F>),
+            tables: (&DeviceArray<F>, &DeviceArray<u32>, &DeviceArray<F>),
             basis: (
                 &DeviceArray<u32>,
                 &DeviceArray<F>,
@@ -891,7 +903,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                 count.clone(),
                 cube,
                 xyz,
-                &tables,
+                tables,
                 basis,
                 list,
                 coef,
