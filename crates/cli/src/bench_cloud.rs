@@ -85,7 +85,7 @@ pub struct CloudArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// Where the step runs: cpu, or gpu (search, MLS, passes and Runge-Kutta stages on the
-    /// device; advection or euler, rusanov, no limiter or MOOD). The GPU report adds
+    /// device; advection or euler, rusanov, any limiter, no MOOD). The GPU report adds
     /// transfer times and the speed-up over the CPU backend on this machine.
     #[arg(long, default_value = "cpu")]
     pub(crate) backend: crate::bench::BackendKind,
@@ -334,6 +334,22 @@ pub(crate) fn stage_traffic(
     [deriv_bytes, deriv_flops, flux_bytes, flux_flops]
 }
 
+/// Bytes and flops of the limiter pass per step: per slot the neighbour's index, state per
+/// variable and offset, per particle its derivative record read and written.
+pub(crate) fn limiter_traffic(
+    stages: f64,
+    n: f64,
+    slots: f64,
+    m: f64,
+    mr: f64,
+    r: f64,
+    d: f64,
+) -> [f64; 2] {
+    let bytes = stages * (slots * (4.0 + m * r + d * r) + n * 2.0 * m * mr * r);
+    let flops = stages * slots * m * (3.0 * d + 2.0 * mr + 4.0);
+    [bytes, flops]
+}
+
 /// The benchmark's periodic lattice: its spacing and options (`--particles` rounded to a full
 /// lattice, `--jitter`, seed 1).
 pub(crate) fn lattice<const D: usize>(args: &CloudArgs) -> (f64, LatticeOptions) {
@@ -493,14 +509,8 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     add("derivatives", pass.derivatives, deriv_bytes, deriv_flops);
     add("fluxes", pass.fluxes, flux_bytes, flux_flops);
     if pass.limiter > 0.0 {
-        // Per slot: the neighbour's state per variable, the offset; per particle its record.
-        let limiter_bytes = s * (slots * (4.0 + m * r + dd * r) + n * 2.0 * m * mr * r);
-        add(
-            "limiter",
-            pass.limiter,
-            limiter_bytes,
-            s * slots * m * (3.0 * dd + 2.0 * mr + 4.0),
-        );
+        let [bytes, flops] = limiter_traffic(s, n, slots, m, mr, r, dd);
+        add("limiter", pass.limiter, bytes, flops);
     }
     add(
         "rk_stages",

@@ -47,9 +47,6 @@ fn check_supported(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
     if args.flux != "rusanov" {
         return unsupported(format!("--flux {}", args.flux));
     }
-    if args.limiter != "none" {
-        return unsupported(format!("--limiter {}", args.limiter));
-    }
     if args.mood != "none" {
         return unsupported(format!("--mood {}", args.mood));
     }
@@ -211,7 +208,9 @@ fn bench<R: GpuFloat, const D: usize>(
     search.build(gpu, &dc, &mut list)?;
     let search_seconds = clock.elapsed().as_secs_f64();
     let clock = Instant::now();
-    let mut scheme = DeviceMuscl::<R>::new::<D>(gpu, device_eq, args.order, Weight::default())?;
+    let limiter = mote_cloud::scheme::Limiter::by_name(&args.limiter, &args.limiter_mode)?;
+    let mut scheme = DeviceMuscl::<R>::new::<D>(gpu, device_eq, args.order, Weight::default())?
+        .with_limiter::<D>(limiter)?;
     scheme.prepare(gpu, &dc, &list)?;
     gpu.sync()?;
     let mls_seconds = clock.elapsed().as_secs_f64();
@@ -264,7 +263,7 @@ fn bench<R: GpuFloat, const D: usize>(
     if let Some(bad) = last.iter().position(|x| !x.as_f64().is_finite()) {
         return Err(format!("the device state is not finite at entry {bad}").into());
     }
-    let [deriv_seconds, flux_seconds] = scheme.take_seconds();
+    let pass = scheme.take_seconds();
 
     // The CPU benchmark's traffic model, per step.
     let reps = args.repeats as f64;
@@ -295,9 +294,13 @@ fn bench<R: GpuFloat, const D: usize>(
         );
     };
     if args.order > 1 {
-        add("derivatives", deriv_seconds, deriv_bytes, deriv_flops);
+        add("derivatives", pass.derivatives, deriv_bytes, deriv_flops);
     }
-    add("fluxes", flux_seconds, flux_bytes, flux_flops);
+    if pass.limiter > 0.0 {
+        let [bytes, flops] = crate::bench_cloud::limiter_traffic(s, nf, slots, m, mr, r, dd);
+        add("limiter", pass.limiter, bytes, flops);
+    }
+    add("fluxes", pass.fluxes, flux_bytes, flux_flops);
     add("rk", rk_seconds, rk_bytes, rk_bytes / (3.0 * r) * 2.0);
     let seconds_median = median(&mut times);
     Ok(CloudReport {

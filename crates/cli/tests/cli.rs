@@ -736,7 +736,14 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         a.extend_from_slice(extra);
         mote(&a)
     };
-    let r = bench(&["--equation", "euler", "--precision", "f32"]);
+    let r = bench(&[
+        "--equation",
+        "euler",
+        "--precision",
+        "f32",
+        "--limiter",
+        "bj",
+    ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(v["backend"], "gpu");
@@ -750,7 +757,8 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
     ] {
         assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
     }
-    for pass in ["derivatives", "fluxes", "rk"] {
+    assert_eq!(v["limiter"], "bj");
+    for pass in ["derivatives", "limiter", "fluxes", "rk"] {
         assert!(
             v["passes"][pass]["seconds"].as_f64().unwrap() > 0.0,
             "{pass}: {v}"
@@ -785,11 +793,11 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         "device and CPU searches differ"
     );
     // What the device passes lack is refused by name, with a non-zero exit.
-    let r = bench(&["--limiter", "bj"]);
+    let r = bench(&["--mood", "u1"]);
     assert_eq!(r.status.code(), Some(1));
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
-        err.contains("not supported on the GPU backend: --limiter bj"),
+        err.contains("not supported on the GPU backend: --mood u1"),
         "{err}"
     );
 }

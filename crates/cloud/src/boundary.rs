@@ -34,6 +34,42 @@ pub trait BoundaryCondition<R: Real, const D: usize>: Send + Sync {
         interior: &[R],
         out: &mut [R],
     );
+
+    /// The condition as data, if it is one of the built-in ones: what a device backend applies
+    /// without calling back into host code. `None` (the default) for any other condition.
+    fn builtin(&self) -> Option<BuiltinCondition> {
+        None
+    }
+}
+
+/// A built-in boundary condition as data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuiltinCondition {
+    /// [`Dirichlet`].
+    Dirichlet,
+    /// [`Outflow`].
+    Outflow,
+    /// [`SlipWall`] with its first momentum component.
+    SlipWall {
+        /// Index of the first momentum component.
+        first_momentum: usize,
+    },
+}
+
+/// One boundary particle as [`Boundaries::prepare`] found it.
+pub struct BoundaryParticleRef<'a, R: Real, const D: usize> {
+    /// Its index in the cloud.
+    pub index: usize,
+    /// Its nearest interior neighbour.
+    pub interior: usize,
+    /// The outward unit normal of its face.
+    pub normal: [f64; D],
+    /// Its position.
+    pub position: [f64; D],
+    /// Its initial state (one value per variable).
+    pub initial: &'a [R],
+    /// Its condition.
+    pub condition: &'a dyn BoundaryCondition<R, D>,
 }
 
 /// Fixed Dirichlet: the particle keeps its initial state.
@@ -47,6 +83,9 @@ impl<R: Real, const D: usize> BoundaryCondition<R, D> for Dirichlet {
     fn state(&self, _: f64, _: [f64; D], _: [f64; D], initial: &[R], _: &[R], out: &mut [R]) {
         out.copy_from_slice(initial);
     }
+    fn builtin(&self) -> Option<BuiltinCondition> {
+        Some(BuiltinCondition::Dirichlet)
+    }
 }
 
 /// Outflow (zero gradient): the state of the nearest interior neighbour.
@@ -59,6 +98,9 @@ impl<R: Real, const D: usize> BoundaryCondition<R, D> for Outflow {
     }
     fn state(&self, _: f64, _: [f64; D], _: [f64; D], _: &[R], interior: &[R], out: &mut [R]) {
         out.copy_from_slice(interior);
+    }
+    fn builtin(&self) -> Option<BuiltinCondition> {
+        Some(BuiltinCondition::Outflow)
     }
 }
 
@@ -92,6 +134,11 @@ impl<R: Real, const D: usize> BoundaryCondition<R, D> for SlipWall {
         for d in 0..D {
             out[k + d] = interior[k + d] - R::cast(2.0) * mn * R::cast(normal[d]);
         }
+    }
+    fn builtin(&self) -> Option<BuiltinCondition> {
+        Some(BuiltinCondition::SlipWall {
+            first_momentum: self.first_momentum,
+        })
     }
 }
 
@@ -293,6 +340,28 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
     /// The indices of the boundary particles.
     pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
         self.particles.iter().map(|p| p.index)
+    }
+
+    /// The boundary particles as [`prepare`](Self::prepare) found them, in the order
+    /// [`apply`](Self::apply) visits them.
+    pub fn particles(&self) -> impl Iterator<Item = BoundaryParticleRef<'_, R, D>> + '_ {
+        let m = self.variables;
+        self.particles
+            .iter()
+            .enumerate()
+            .map(move |(k, p)| BoundaryParticleRef {
+                index: p.index,
+                interior: p.interior,
+                normal: p.normal,
+                position: p.position,
+                initial: &self.initial[k * m..(k + 1) * m],
+                condition: &*self.conditions[p.condition].1,
+            })
+    }
+
+    /// Variables per particle (set by [`prepare`](Self::prepare)).
+    pub fn variables(&self) -> usize {
+        self.variables
     }
 }
 

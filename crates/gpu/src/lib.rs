@@ -20,9 +20,11 @@
 //! unit writes only its own particle's entries.
 
 mod array;
+pub mod boundary;
 mod device;
 mod error;
 pub mod gravity;
+mod limiter;
 mod memory;
 pub mod mls;
 pub mod muscl;
@@ -32,6 +34,7 @@ pub mod search;
 pub use gravity::{GpuFloat, TransferSeconds};
 
 pub use array::DeviceArray;
+pub use boundary::DeviceBoundaries;
 pub use device::{AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, require_gpu};
 pub use error::GpuError;
 pub use gravity::GpuDirectSolver;

@@ -16,9 +16,12 @@
 //! maximum count) and masks its own, for the software driver's loop limits (see
 //! [`crate::mls`]).
 //!
+//! The slope limiters run between the two passes ([`DeviceMuscl::with_limiter`], see
+//! [`crate::limiter`]).
+//!
 //! Not on the device yet (each is refused with "not supported on the GPU backend"): the
-//! conservative formulation, HLLC and the other fluxes, limiters, MOOD, boundary
-//! conditions, systems of advection equations.
+//! conservative formulation, HLLC and the other fluxes, MOOD, WENO, systems of advection
+//! equations.
 
 // Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
 // compile-time `if comptime![..]` stays apart from the run-time test inside it.
@@ -26,11 +29,13 @@
 
 use cubecl::prelude::*;
 use mote_cloud::equations::{Euler, LinearAdvection};
+use mote_cloud::scheme::{Limiter, PassSeconds};
 
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
+use crate::limiter::limiter_kernel;
 use crate::mls::DeviceMls;
 use crate::primitives::grid;
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
@@ -541,9 +546,14 @@ pub struct DeviceMuscl<F> {
     params: DeviceArray<F>,
     geometry: DeviceArray<F>,
     periodic: DeviceArray<u32>,
+    /// The slope limiter, its kernel code and scaled terms (see [`crate::limiter`]), and
+    /// Venkatakrishnan's `eps^2 = (K dx)^3` (set by [`DeviceMuscl::prepare`]).
+    limiter: Limiter,
+    limiter_code: (u32, usize),
+    limiter_eps2: DeviceArray<F>,
     /// Wait for each pass and accumulate its wall seconds (benchmarks).
     timing: bool,
-    seconds: [f64; 2],
+    seconds: PassSeconds,
 }
 
 impl<F: GpuFloat> DeviceMuscl<F> {
@@ -618,9 +628,28 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                 .upload("muscl_geometry", &[F::cast(0.0); 6])
                 .with_scaling(fixed),
             periodic: gpu.upload("muscl_periodic", &[0u32; 3]).with_scaling(fixed),
+            limiter: Limiter::none(),
+            limiter_code: (0, 0),
+            limiter_eps2: gpu
+                .upload("limiter_eps2", &[F::cast(0.0)])
+                .with_scaling(fixed),
             timing: false,
-            seconds: [0.0; 2],
+            seconds: PassSeconds::default(),
         })
+    }
+
+    /// Limits the reconstruction with `limiter` in `D` dimensions, as the CPU scheme's
+    /// `with_limiter` does (minmod and superbee are one-dimensional).
+    pub fn with_limiter<const D: usize>(mut self, limiter: Limiter) -> Result<Self, GpuError> {
+        limiter.validate::<D>()?;
+        self.limiter = limiter;
+        self.limiter_code = crate::limiter::code(&limiter, self.terms, D);
+        Ok(self)
+    }
+
+    /// The limiter.
+    pub fn limiter(&self) -> Limiter {
+        self.limiter
     }
 
     /// With `true`, every [`DeviceMuscl::rhs`] waits for each of its passes and accumulates
@@ -630,9 +659,9 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         self.timing = timing;
     }
 
-    /// Seconds in the derivative and the flux pass since the last call (with
+    /// Seconds in the derivative, limiter and flux passes since the last call (with
     /// [`DeviceMuscl::set_timing`]), and resets them.
-    pub fn take_seconds(&mut self) -> [f64; 2] {
+    pub fn take_seconds(&mut self) -> PassSeconds {
         std::mem::take(&mut self.seconds)
     }
 
@@ -679,6 +708,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             .with_scaling(mote_core::Scaling::Fixed);
         self.periodic = gpu
             .upload("muscl_periodic", &per)
+            .with_scaling(mote_core::Scaling::Fixed);
+        // The CPU's eps^2, from the smallest nominal spacing, in f64 then rounded once.
+        let spacing = cloud.spacing().into_iter().fold(f64::INFINITY, f64::min);
+        let eps2 = (self.limiter.venkatakrishnan_k * spacing).powi(3);
+        self.limiter_eps2 = gpu
+            .upload("limiter_eps2", &[F::cast(eps2)])
             .with_scaling(mote_core::Scaling::Fixed);
         let m = self.equation.variables(D);
         self.derivatives.resize(cloud.len() * m * self.terms)?;
@@ -802,6 +837,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             kind: self.equation.kind(),
             order: self.order as u32,
             terms: self.terms,
+            limiter: self.limiter_code.0,
+            scaled: self.limiter_code.1,
         };
         let (count, cube) = grid(n, gpu.workgroup());
         let pos = cloud.positions();
@@ -822,18 +859,19 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             list: &DeviceNeighbours,
             coef: &DeviceArray<F>,
             derivs: &DeviceArray<F>,
+            eps2: &DeviceArray<F>,
             orders: &DeviceArray<u32>,
             u: &DeviceArray<F>,
             du: &DeviceArray<F>,
             a: &Launch,
-            pass: usize,
+            pass: Pass,
         ) {
             // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
             // entries (indices below n) and writes only its own particle's entries of
             // `derivs` (i * m * terms + ..) and `du` (v * n + i); private arrays are sized by the
             // same compile-time constants that bound their loops.
             unsafe {
-                if pass == 0 && a.order > 1 {
+                if pass == Pass::Derivatives {
                     derivatives_kernel::launch_unchecked::<F, Rt>(
                         client,
                         count.clone(),
@@ -851,8 +889,35 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                         a.vars,
                         a.terms,
                     );
+                    return;
                 }
-                if pass == 0 {
+                if pass == Pass::Limiter {
+                    limiter_kernel::launch_unchecked::<F, Rt>(
+                        client,
+                        count,
+                        cube,
+                        xyz[0].arg(),
+                        xyz[1].arg(),
+                        xyz[2].arg(),
+                        a.n as u32,
+                        tables.0.arg(),
+                        tables.1.arg(),
+                        u.arg(),
+                        list.counts().arg(),
+                        list.starts().arg(),
+                        list.indices().arg(),
+                        a.slot_major,
+                        a.max_count,
+                        basis.0.arg(),
+                        basis.1.arg(),
+                        eps2.arg(),
+                        derivs.arg(),
+                        a.limiter,
+                        a.vars,
+                        a.dim,
+                        a.terms,
+                        a.scaled,
+                    );
                     return;
                 }
                 flux_kernel::launch_unchecked::<F, Rt>(
@@ -896,7 +961,15 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             &self.parity,
             &self.terms_for_order,
         );
-        for pass in 0..2 {
+        let mut passes = vec![];
+        if self.terms > 0 {
+            passes.push(Pass::Derivatives);
+            if self.limiter_code.0 != 0 {
+                passes.push(Pass::Limiter);
+            }
+        }
+        passes.push(Pass::Fluxes);
+        for pass in passes {
             let clock = std::time::Instant::now();
             with_client!(&gpu.client, |c| go(
                 c,
@@ -908,6 +981,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                 list,
                 coef,
                 &self.derivatives,
+                &self.limiter_eps2,
                 orders,
                 u,
                 du,
@@ -916,7 +990,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             ));
             if self.timing {
                 gpu.sync()?;
-                self.seconds[pass] += clock.elapsed().as_secs_f64();
+                let seconds = clock.elapsed().as_secs_f64();
+                match pass {
+                    Pass::Derivatives => self.seconds.derivatives += seconds,
+                    Pass::Limiter => self.seconds.limiter += seconds,
+                    Pass::Fluxes => self.seconds.fluxes += seconds,
+                }
             }
         }
         Ok(())
@@ -934,6 +1013,16 @@ struct Launch {
     kind: u32,
     order: u32,
     terms: usize,
+    limiter: u32,
+    scaled: usize,
+}
+
+/// The passes of one right-hand side, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    Derivatives,
+    Limiter,
+    Fluxes,
 }
 
 impl Gpu {

@@ -117,7 +117,7 @@ impl Limiter {
     }
 
     /// Checks the settings for a `D`-dimensional run.
-    pub(crate) fn validate<const D: usize>(&self) -> Result<(), CloudError> {
+    pub fn validate<const D: usize>(&self) -> Result<(), CloudError> {
         if matches!(self.kind, LimiterKind::Minmod | LimiterKind::Superbee) && D != 1 {
             return Err(CloudError::invalid(
                 "limiter",

@@ -1,0 +1,236 @@
+//! Slope limiters on the device: the CPU's limiter pass ([`mote_cloud::scheme::Limiter`])
+//! between the derivative and the flux pass, operation for operation.
+//!
+//! - **Barth-Jespersen** and **Venkatakrishnan** (soft: the gradient only; hard: every term):
+//!   the extremes of the particle's and its neighbours' values, then for each neighbour the
+//!   change of the reconstruction at the pair's midpoint (the basis recursion on the half
+//!   offset, as the flux pass evaluates it) and the smallest factor that keeps it inside them.
+//! - **minmod** and **superbee** (1-D): the one-sided differences to the nearest neighbour on
+//!   each side (ties: the smaller index, the first slot), the classical limited slope, and the
+//!   higher derivatives dropped.
+//!
+//! Each unit reads its neighbours' states and positions and rewrites only its own derivative
+//! record; the slot loops run the maximum count with masks (the software driver's loop limits,
+//! see [`crate::mls`]).
+
+// Kernels: negated comparisons keep the CPU's NaN behaviour, and a compile-time
+// `if comptime![..]` stays apart from the run-time test inside it.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
+
+use cubecl::prelude::*;
+use mote_cloud::scheme::{Limiter, LimiterKind, LimiterMode};
+
+/// The limiter kinds as the kernel's compile-time code.
+pub(crate) const BARTH_JESPERSEN: u32 = 1;
+pub(crate) const VENKATAKRISHNAN: u32 = 2;
+pub(crate) const MINMOD: u32 = 3;
+pub(crate) const SUPERBEE: u32 = 4;
+
+/// The kernel's code for `limiter` (0: none) and the number of terms it scales out of `terms`
+/// in `dim` dimensions.
+pub(crate) fn code(limiter: &Limiter, terms: usize, dim: usize) -> (u32, usize) {
+    let kind = match limiter.kind {
+        LimiterKind::None => 0,
+        LimiterKind::BarthJespersen => BARTH_JESPERSEN,
+        LimiterKind::Venkatakrishnan => VENKATAKRISHNAN,
+        LimiterKind::Minmod => MINMOD,
+        LimiterKind::Superbee => SUPERBEE,
+    };
+    let scaled = match limiter.mode {
+        LimiterMode::Soft => dim.min(terms),
+        LimiterMode::Hard => terms,
+    };
+    (kind, scaled)
+}
+
+/// minmod: the smaller in magnitude when the signs agree, else 0.
+#[cube]
+fn minmod<F: Float>(a: F, b: F) -> F {
+    let mut r = b;
+    if a * b <= F::new(0.0) {
+        r = F::new(0.0);
+    } else if F::abs(a) < F::abs(b) {
+        r = a;
+    }
+    r
+}
+
+/// maxmod: the larger in magnitude when the signs agree, else 0.
+#[cube]
+fn maxmod<F: Float>(a: F, b: F) -> F {
+    let mut r = b;
+    if a * b <= F::new(0.0) {
+        r = F::new(0.0);
+    } else if F::abs(a) > F::abs(b) {
+        r = a;
+    }
+    r
+}
+
+/// The minimum-image offset `x_j - x_i` along axis `d`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn offset<F: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    geo: &Array<F>,
+    periodic: &Array<u32>,
+    i: usize,
+    j: usize,
+    d: usize,
+) -> F {
+    let mut off = if d == 0 {
+        x[j] - x[i]
+    } else if d == 1 {
+        y[j] - y[i]
+    } else {
+        z[j] - z[i]
+    };
+    if periodic[d] == 1 {
+        if off > geo[3 + d] {
+            off -= geo[d];
+        } else if off < -geo[3 + d] {
+            off += geo[d];
+        }
+    }
+    off
+}
+
+/// Limits every variable's derivative record of each particle in place (`derivs[i * vars *
+/// terms + v * terms + a]`). `eps2` is Venkatakrishnan's `(K dx)^3`; `scaled` the terms the
+/// multi-dimensional limiters scale (soft: the first `dim`, hard: all).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn limiter_kernel<F: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    n: u32,
+    geo: &Array<F>,
+    periodic: &Array<u32>,
+    u: &Array<F>,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    recursion: &Array<u32>,
+    recursion_inv: &Array<F>,
+    eps2: &Array<F>,
+    derivs: &mut Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+    #[comptime] terms: usize,
+    #[comptime] scaled: usize,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        let mut delta = Array::<F>::new(3usize);
+        let mut phi = Array::<F>::new(comptime![if scaled > 0 { scaled } else { 1 }]);
+        #[unroll]
+        for v in 0..vars {
+            let ui = u[v * nu + i];
+            let rec = i * vars * terms + v * terms;
+            if comptime![kind == MINMOD || kind == SUPERBEE] {
+                // Nearest neighbour on each side; slots are sorted by index, so a strict
+                // comparison keeps the smaller index on a tie.
+                let mut has_left = false;
+                let mut has_right = false;
+                let mut dl = F::new(0.0);
+                let mut ul = F::new(0.0);
+                let mut dr = F::new(0.0);
+                let mut ur = F::new(0.0);
+                for k in 0..max_count {
+                    if k < count {
+                        let j = indices[base + k as usize * stride] as usize;
+                        let dx = offset::<F>(x, y, z, geo, periodic, i, j, 0usize);
+                        let du = u[v * nu + j] - ui;
+                        if dx < F::new(0.0) && (!has_left || dx > dl) {
+                            has_left = true;
+                            dl = dx;
+                            ul = du;
+                        } else if dx > F::new(0.0) && (!has_right || dx < dr) {
+                            has_right = true;
+                            dr = dx;
+                            ur = du;
+                        }
+                    }
+                }
+                let mut slope = F::new(0.0);
+                if has_left && has_right {
+                    let a = ul / dl;
+                    let b = ur / dr;
+                    if comptime![kind == MINMOD] {
+                        slope = minmod::<F>(a, b);
+                    } else {
+                        let two = F::new(2.0);
+                        slope = maxmod::<F>(minmod::<F>(two * a, b), minmod::<F>(a, two * b));
+                    }
+                }
+                derivs[rec] = slope;
+                #[unroll]
+                for a in 1..terms {
+                    derivs[rec + a] = F::new(0.0);
+                }
+            } else {
+                let mut lo = ui;
+                let mut hi = ui;
+                for k in 0..max_count {
+                    if k < count {
+                        let uj = u[v * nu + indices[base + k as usize * stride] as usize];
+                        lo = F::min(lo, uj);
+                        hi = F::max(hi, uj);
+                    }
+                }
+                let mut factor = F::new(1.0);
+                for k in 0..max_count {
+                    if k < count {
+                        let j = indices[base + k as usize * stride] as usize;
+                        #[unroll]
+                        for d in 0..dim {
+                            delta[d] = F::new(0.5) * offset::<F>(x, y, z, geo, periodic, i, j, d);
+                        }
+                        let mut change = F::new(0.0);
+                        #[unroll]
+                        for a in 0..scaled {
+                            let parent = recursion[2 * a];
+                            let axis = recursion[2 * a + 1] as usize;
+                            let from = if parent == u32::MAX {
+                                F::new(1.0)
+                            } else {
+                                phi[parent as usize]
+                            };
+                            phi[a] = from * delta[axis] * recursion_inv[a];
+                            change += derivs[rec + a] * phi[a];
+                        }
+                        let positive = change > F::new(0.0);
+                        let negative = change < F::new(0.0);
+                        if positive || negative {
+                            let room = select(positive, hi - ui, lo - ui);
+                            let f = if comptime![kind == BARTH_JESPERSEN] {
+                                F::min(room / change, F::new(1.0))
+                            } else {
+                                let two = F::new(2.0);
+                                let num = room * room + eps2[0] + two * change * room;
+                                let den =
+                                    room * room + two * change * change + change * room + eps2[0];
+                                F::min(num / den, F::new(1.0))
+                            };
+                            factor = F::min(factor, f);
+                        }
+                    }
+                }
+                #[unroll]
+                for a in 0..scaled {
+                    derivs[rec + a] *= factor;
+                }
+            }
+        }
+    }
+}
