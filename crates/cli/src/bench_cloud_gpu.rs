@@ -7,13 +7,11 @@ use std::time::Instant;
 
 use mote_cloud::equations::{Equation, Euler, LinearAdvection};
 use mote_cloud::mls::default_radius_factor;
+use mote_cloud::mood::MoodSettings;
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, Domain, Weight};
 use mote_core::{Precision, PrecisionJob, Real};
-use mote_gpu::{
-    DeviceArray, DeviceCloud, DeviceEquation, DeviceLayout, DeviceMuscl, DeviceNeighbours, Gpu,
-    GpuFloat, GpuNeighbourSearch,
-};
+use mote_gpu::{DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuFloat};
 use serde::Serialize;
 
 use crate::bench_cloud::{CloudArgs, CloudReport, PassReport, median};
@@ -46,9 +44,6 @@ fn check_supported(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
     }
     if args.flux != "rusanov" {
         return unsupported(format!("--flux {}", args.flux));
-    }
-    if args.mood != "none" {
-        return unsupported(format!("--mood {}", args.mood));
     }
     if args.weno {
         return unsupported("--weno".into());
@@ -115,30 +110,6 @@ fn by_dim<R: GpuFloat>(args: &CloudArgs, gpu: &Gpu) -> Result<CloudReport, Box<d
     }
 }
 
-/// `u + dt sum_l c_l k_l` over the non-zero `c_l`, by repeated axpy between the two work
-/// buffers (a launch never reads and writes one buffer); the work buffer holding the result, or
-/// `None` when there is no term (the combination is `u` itself).
-fn combine<R: GpuFloat>(
-    gpu: &Gpu,
-    u: &DeviceArray<R>,
-    work: &[DeviceArray<R>; 2],
-    slopes: &[DeviceArray<R>],
-    coefficients: &[f64],
-    dt: f64,
-) -> Result<Option<usize>, mote_gpu::GpuError> {
-    let mut current: Option<usize> = None;
-    for (k, &c) in slopes.iter().zip(coefficients) {
-        if c == 0.0 {
-            continue;
-        }
-        let target = current.map_or(0, |c| 1 - c);
-        let src = current.map_or(u, |c| &work[c]);
-        gpu.axpy(src, k, R::cast(dt * c), &work[target])?;
-        current = Some(target);
-    }
-    Ok(current)
-}
-
 /// The initial state of a benchmark, conservative variables at a position.
 type Init<const D: usize> = Box<dyn Fn([f64; D]) -> Vec<f64>>;
 
@@ -178,10 +149,9 @@ fn bench<R: GpuFloat, const D: usize>(
         *o = args.order as u8;
     }
     let n = cloud.len();
-    let mut state = vec![R::cast(0.0); n * variables];
     for i in 0..n {
         for (v, value) in init(cloud.position_of(i)).into_iter().enumerate() {
-            state[v * n + i] = R::cast(value);
+            cloud.state_var_mut(v)[i] = R::cast(value);
         }
     }
     let layout = if args.layout == "row" {
@@ -189,81 +159,39 @@ fn bench<R: GpuFloat, const D: usize>(
     } else {
         DeviceLayout::SlotMajor
     };
-
-    let clock = Instant::now();
-    let dc = DeviceCloud::upload(gpu, &cloud)?;
-    let orders: Vec<u32> = cloud.orders().iter().map(|&o| o as u32).collect();
-    let orders = gpu.upload("order", &orders);
-    let mut u = gpu.upload("state", &state);
-    gpu.sync()?;
-    let upload_seconds = clock.elapsed().as_secs_f64();
-
     let radius = args
         .radius
         .unwrap_or_else(|| default_radius_factor::<D>(args.order))
         * spacing;
-    let clock = Instant::now();
-    let mut search = GpuNeighbourSearch::new(gpu, radius)?;
-    let mut list = DeviceNeighbours::new(gpu, layout);
-    search.build(gpu, &dc, &mut list)?;
-    let search_seconds = clock.elapsed().as_secs_f64();
-    let clock = Instant::now();
     let limiter = mote_cloud::scheme::Limiter::by_name(&args.limiter, &args.limiter_mode)?;
-    let mut scheme = DeviceMuscl::<R>::new::<D>(gpu, device_eq, args.order, Weight::default())?
+    let scheme = DeviceMuscl::<R>::new::<D>(gpu, device_eq, args.order, Weight::default())?
         .with_limiter::<D>(limiter)?;
-    scheme.prepare(gpu, &dc, &list)?;
-    gpu.sync()?;
-    let mls_seconds = clock.elapsed().as_secs_f64();
-
     let tableau = Tableau::by_name(&args.stepper)?;
     let stages = tableau.stages();
-    let len = n * variables;
-    let slopes: Vec<DeviceArray<R>> = (0..stages).map(|_| gpu.output("slope", len)).collect();
-    let mut work = [
-        gpu.output::<R>("stage_a", len),
-        gpu.output::<R>("stage_b", len),
-    ];
+    let mood = MoodSettings::by_name(&args.mood, &args.mood_strategy)?;
+    let mut sim = DeviceSimulation::new(gpu, &cloud, radius, scheme, tableau.clone(), layout)?
+        .with_mood(gpu, mood)?;
+    let setup = sim.setup_seconds();
     // The CPU benchmark's step: the geometric CFL condition at 0.4, reduced on the device.
-    let dt = scheme.stable_dt(gpu, &dc, &list, &u, 0.4)?;
-    let mut rk_seconds = 0.0;
-    scheme.set_timing(true);
-    let step = |u: &mut DeviceArray<R>,
-                work: &mut [DeviceArray<R>; 2],
-                scheme: &mut DeviceMuscl<R>,
-                rk_seconds: &mut f64|
-     -> Result<(), Box<dyn Error>> {
-        for s in 0..stages {
-            let clock = Instant::now();
-            let current = combine(gpu, u, work, &slopes, &tableau.a[s][..s], dt)?;
-            gpu.sync()?;
-            *rk_seconds += clock.elapsed().as_secs_f64();
-            let stage_state = current.map_or(&*u, |c| &work[c]);
-            scheme.rhs(gpu, &dc, &list, &orders, stage_state, &slopes[s])?;
-        }
-        let clock = Instant::now();
-        if let Some(c) = combine(gpu, u, work, &slopes, &tableau.b, dt)? {
-            std::mem::swap(u, &mut work[c]);
-        }
-        gpu.sync()?;
-        *rk_seconds += clock.elapsed().as_secs_f64();
-        Ok(())
-    };
-    step(&mut u, &mut work, &mut scheme, &mut rk_seconds)?; // warm-up (compiles the kernels)
-    scheme.take_seconds();
-    rk_seconds = 0.0;
+    let dt = sim.stable_dt(gpu, 0.4)?;
+    sim.set_timing(true);
+    sim.step(gpu, dt)?; // warm-up (compiles the kernels)
+    sim.scheme_mut().take_seconds();
+    sim.take_seconds();
+    sim.take_mood_stats();
     let mut times = Vec::with_capacity(args.repeats);
     for _ in 0..args.repeats {
         let t = Instant::now();
-        step(&mut u, &mut work, &mut scheme, &mut rk_seconds)?;
+        sim.step(gpu, dt)?;
         times.push(t.elapsed().as_secs_f64());
     }
     let clock = Instant::now();
-    let last = gpu.download(&u)?;
+    sim.state(gpu)?;
     let download_seconds = clock.elapsed().as_secs_f64();
-    if let Some(bad) = last.iter().position(|x| !x.as_f64().is_finite()) {
-        return Err(format!("the device state is not finite at entry {bad}").into());
-    }
-    let pass = scheme.take_seconds();
+    let pass = sim.scheme_mut().take_seconds();
+    let rest = sim.take_seconds();
+    let mood_stats = sim.take_mood_stats();
+    let list = sim.list();
 
     // The CPU benchmark's traffic model, per step.
     let reps = args.repeats as f64;
@@ -271,16 +199,24 @@ fn bench<R: GpuFloat, const D: usize>(
     let slots = list.total() as f64;
     let (m, mr, r) = (
         variables as f64,
-        scheme.reconstruction_terms() as f64,
+        sim.scheme().reconstruction_terms() as f64,
         std::mem::size_of::<R>() as f64,
     );
     let s = stages as f64;
     let dd = D as f64;
     let [deriv_bytes, deriv_flops, flux_bytes, flux_flops] =
         crate::bench_cloud::stage_traffic(s, nf, slots, m, mr, r, dd);
+    // Each stage candidate is a copy of the state (read and write) plus one in-place update
+    // (two reads, one write) per non-zero coefficient; the final update is in place too, or
+    // (with MOOD) the last candidate.
     let combos = tableau.a.iter().flatten().filter(|&&a| a != 0.0).count()
         + tableau.b.iter().filter(|&&b| b != 0.0).count();
-    let rk_bytes = combos as f64 * nf * m * r * 3.0;
+    let copies = if mood.criterion == mote_cloud::mood::Criterion::None {
+        s - 1.0
+    } else {
+        s
+    };
+    let rk_bytes = (combos as f64 * 3.0 + copies * 2.0) * nf * m * r;
     let mut passes = BTreeMap::new();
     let mut add = |name, seconds: f64, bytes: f64, flops: f64| {
         let per = seconds / reps;
@@ -301,7 +237,19 @@ fn bench<R: GpuFloat, const D: usize>(
         add("limiter", pass.limiter, bytes, flops);
     }
     add("fluxes", pass.fluxes, flux_bytes, flux_flops);
-    add("rk", rk_seconds, rk_bytes, rk_bytes / (3.0 * r) * 2.0);
+    // Stage combinations (copy, then one in-place update per non-zero coefficient) and
+    // boundary conditions.
+    add("rk", rest.stages, rk_bytes, combos as f64 * nf * m * 2.0);
+    if rest.mood > 0.0 {
+        // Per check: the candidate, and the input of each slot's neighbour.
+        let checks = mood_stats.stages as f64 + mood_stats.iterations as f64;
+        add(
+            "mood",
+            rest.mood,
+            checks * (nf * 2.0 * m * r + slots * (4.0 + m * r)),
+            0.0,
+        );
+    }
     let seconds_median = median(&mut times);
     Ok(CloudReport {
         family: "cloud",
@@ -324,11 +272,11 @@ fn bench<R: GpuFloat, const D: usize>(
         motion: "none".into(),
         fixed_seconds_median: None,
         reorders: 0,
-        mood_reductions_per_step: 0.0,
+        mood_reductions_per_step: mood_stats.reductions as f64 / reps,
         floor_events: 0,
         neighbours_mean: list.total() as f64 / nf,
-        search_seconds,
-        mls_seconds,
+        search_seconds: setup.search,
+        mls_seconds: setup.mls,
         seconds_median,
         seconds_min: times[0],
         seconds_max: times[times.len() - 1],
@@ -336,7 +284,7 @@ fn bench<R: GpuFloat, const D: usize>(
         gpu: Some(CloudGpuReport {
             device: gpu.to_string(),
             workgroup: gpu.workgroup(),
-            upload_seconds,
+            upload_seconds: setup.upload,
             download_seconds,
             cpu_seconds_median: 0.0,
             speedup_over_cpu: 0.0,

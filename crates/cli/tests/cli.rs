@@ -743,6 +743,8 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         "f32",
         "--limiter",
         "bj",
+        "--mood",
+        "u2",
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
@@ -758,7 +760,8 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
     }
     assert_eq!(v["limiter"], "bj");
-    for pass in ["derivatives", "limiter", "fluxes", "rk"] {
+    assert_eq!(v["mood"], "u2");
+    for pass in ["derivatives", "limiter", "fluxes", "rk", "mood"] {
         assert!(
             v["passes"][pass]["seconds"].as_f64().unwrap() > 0.0,
             "{pass}: {v}"
@@ -793,11 +796,11 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         "device and CPU searches differ"
     );
     // What the device passes lack is refused by name, with a non-zero exit.
-    let r = bench(&["--mood", "u1"]);
+    let r = bench(&["--flux", "hllc", "--equation", "euler"]);
     assert_eq!(r.status.code(), Some(1));
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
-        err.contains("not supported on the GPU backend: --mood u1"),
+        err.contains("not supported on the GPU backend: --flux hllc"),
         "{err}"
     );
 }

@@ -27,9 +27,11 @@ pub mod gravity;
 mod limiter;
 mod memory;
 pub mod mls;
+pub mod mood;
 pub mod muscl;
 mod primitives;
 pub mod search;
+pub mod simulation;
 
 pub use gravity::{GpuFloat, TransferSeconds};
 
@@ -39,6 +41,8 @@ pub use device::{AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, 
 pub use error::GpuError;
 pub use gravity::GpuDirectSolver;
 pub use mls::DeviceMls;
+pub use mood::DeviceMood;
 pub use muscl::{DeviceEquation, DeviceMuscl};
 pub use primitives::host_fingerprint;
 pub use search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};
+pub use simulation::{DeviceSimulation, SetupSeconds, StepSeconds};

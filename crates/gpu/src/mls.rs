@@ -408,6 +408,11 @@ impl<F: GpuFloat> DeviceMls<F> {
         })
     }
 
+    /// The polynomial degree of the fits.
+    pub fn degree(&self) -> usize {
+        self.degree
+    }
+
     /// Number of basis functions.
     pub fn size(&self) -> usize {
         self.size

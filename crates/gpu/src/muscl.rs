@@ -211,14 +211,27 @@ fn max_speed<F: Float>(
     }
 }
 
+/// Whether `x` is finite (neither NaN nor infinite), by its exponent bits (`wide`: `F` is
+/// f64). Not by `x - x == 0`: the software driver compiles kernels assuming finite
+/// arithmetic and folds that to true (found by the tests).
+#[cube]
+pub(crate) fn finite<F: Float>(x: F, #[comptime] wide: bool) -> bool {
+    if comptime![wide] {
+        let bits = u64::reinterpret(x);
+        (bits & 0x7fff_ffff_ffff_ffffu64) < 0x7ff0_0000_0000_0000u64
+    } else {
+        let bits = u32::reinterpret(x);
+        (bits & 0x7fff_ffffu32) < 0x7f80_0000u32
+    }
+}
+
 /// Whether a reconstructed Euler state is admissible (finite, positive density and pressure).
 #[cube]
-fn admissible<F: Float>(u: &Array<F>, #[comptime] dim: usize) -> bool {
+fn admissible<F: Float>(u: &Array<F>, #[comptime] dim: usize, #[comptime] wide: bool) -> bool {
     let mut ok = u[0] > F::new(0.0);
     #[unroll]
     for v in 0..dim + 2 {
-        // Infinite or NaN: the difference with itself is not zero.
-        if !(u[v] - u[v] == F::new(0.0)) {
+        if !finite::<F>(u[v], wide) {
             ok = false;
         }
     }
@@ -307,6 +320,8 @@ fn flux_kernel<F: Float>(
     u: &Array<F>,
     derivs: &Array<F>,
     orders: &Array<u32>,
+    active: &Array<u32>,
+    masked: u32,
     counts: &Array<u32>,
     starts: &Array<u32>,
     indices: &Array<u32>,
@@ -325,9 +340,14 @@ fn flux_kernel<F: Float>(
     #[comptime] dim: usize,
     #[comptime] order: u32,
     #[comptime] terms: usize,
+    #[comptime] wide: bool,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
+    let mut skip = i >= n as usize;
+    if !skip && masked == 1 {
+        skip = active[i] == 0;
+    }
+    if !skip {
         let nu = n as usize;
         let count = counts[i];
         let base = select(slot_major == 1, i, starts[i] as usize);
@@ -423,7 +443,8 @@ fn flux_kernel<F: Float>(
                         if comptime![kind == 1] {
                             // A reconstruction outside the admissible states falls back to
                             // first order for that pair.
-                            if !(admissible::<F>(&ul, dim) && admissible::<F>(&ur, dim)) {
+                            if !(admissible::<F>(&ul, dim, wide) && admissible::<F>(&ur, dim, wide))
+                            {
                                 #[unroll]
                                 for v in 0..vars {
                                     ul[v] = ui[v];
@@ -527,6 +548,37 @@ fn axpy_kernel<F: Float + ScalarArgSettings>(
     }
 }
 
+/// `out += h * k` element-wise (a Runge-Kutta combination accumulated in place, in the CPU's
+/// order).
+#[cube(launch_unchecked)]
+fn accumulate_kernel<F: Float + ScalarArgSettings>(
+    out: &mut Array<F>,
+    k: &Array<F>,
+    h: F,
+    len: u32,
+) {
+    let i = ABSOLUTE_POS;
+    if i < len as usize {
+        out[i] += h * k[i];
+    }
+}
+
+/// `first[0] = min(first[0], i)` for every non-finite `x[i]`.
+#[cube(launch_unchecked)]
+fn non_finite_kernel<F: Float>(
+    x: &Array<F>,
+    len: u32,
+    first: &mut Array<Atomic<u32>>,
+    #[comptime] wide: bool,
+) {
+    let i = ABSOLUTE_POS;
+    if i < len as usize {
+        if !finite::<F>(x[i], wide) {
+            first[0].fetch_min(i as u32);
+        }
+    }
+}
+
 /// The MUSCL right-hand side on a device: MLS fits, derivatives and the flux pass.
 pub struct DeviceMuscl<F> {
     equation: DeviceEquation,
@@ -551,6 +603,8 @@ pub struct DeviceMuscl<F> {
     limiter: Limiter,
     limiter_code: (u32, usize),
     limiter_eps2: DeviceArray<F>,
+    /// The flux pass's stand-in for an `active` mask when it has none.
+    no_mask: DeviceArray<u32>,
     /// Wait for each pass and accumulate its wall seconds (benchmarks).
     timing: bool,
     seconds: PassSeconds,
@@ -633,6 +687,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             limiter_eps2: gpu
                 .upload("limiter_eps2", &[F::cast(0.0)])
                 .with_scaling(fixed),
+            no_mask: gpu.upload("no_mask", &[1u32]).with_scaling(fixed),
             timing: false,
             seconds: PassSeconds::default(),
         })
@@ -800,7 +855,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     }
 
     /// `du/dt` of the state `u` (the variables end to end) into `du`, with per-particle
-    /// reconstruction `orders`.
+    /// reconstruction `orders`: [`derivatives_pass`](Self::derivatives_pass) then
+    /// [`flux_pass`](Self::flux_pass) for every particle.
     pub fn rhs<const D: usize>(
         &mut self,
         gpu: &Gpu,
@@ -810,11 +866,70 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         u: &DeviceArray<F>,
         du: &DeviceArray<F>,
     ) -> Result<(), GpuError> {
+        self.passes(gpu, cloud, list, Some(orders), None, u, du, true, true)
+    }
+
+    /// The derivatives of `u` up to the reconstruction degree, limited if a limiter is set,
+    /// kept for [`flux_pass`](Self::flux_pass).
+    pub fn derivatives_pass<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        u: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        // (`du` is not written: `u` stands in.)
+        self.passes(gpu, cloud, list, None, None, u, u, true, false)
+    }
+
+    /// Reconstruction and fluxes into `du` from the derivatives of the last
+    /// [`derivatives_pass`](Self::derivatives_pass) on the same `u`, with per-particle
+    /// reconstruction `orders`, for the particles whose `active` entry is non-zero (all with
+    /// `None`; the others' `du` entries are left as they are): MOOD's recomputation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn flux_pass<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        orders: &DeviceArray<u32>,
+        active: Option<&DeviceArray<u32>>,
+        u: &DeviceArray<F>,
+        du: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        self.passes(gpu, cloud, list, Some(orders), active, u, du, false, true)
+    }
+
+    /// The kernel code of the equation.
+    pub(crate) fn equation_code(&self) -> u32 {
+        self.equation.kind()
+    }
+
+    /// Launches the derivative (and limiter) passes and/or the flux pass (which needs the
+    /// `orders`).
+    #[allow(clippy::too_many_arguments)]
+    fn passes<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        orders: Option<&DeviceArray<u32>>,
+        active: Option<&DeviceArray<u32>>,
+        u: &DeviceArray<F>,
+        du: &DeviceArray<F>,
+        derivatives: bool,
+        fluxes: bool,
+    ) -> Result<(), GpuError> {
         let n = cloud.len();
         let m = self.equation.variables(D);
         gpu.check(u, n * m)?;
         gpu.check(du, n * m)?;
-        gpu.check(orders, n)?;
+        if fluxes {
+            gpu.check(orders.expect("the flux pass has orders"), n)?;
+        }
+        if let Some(a) = active {
+            gpu.check(a, n)?;
+        }
         gpu.check(list.counts(), n)?;
         gpu.check(list.starts(), n + 1)?;
         let slots = list.indices().len();
@@ -829,6 +944,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let tables = (&self.geometry, &self.periodic, &self.params);
         let launch = Launch {
             n,
+            masked: active.is_some() as u32,
+            wide: F::PRECISION == mote_core::Precision::F64,
             slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
             slots: slots as u32,
             max_count: list.max() as u32,
@@ -860,7 +977,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             coef: &DeviceArray<F>,
             derivs: &DeviceArray<F>,
             eps2: &DeviceArray<F>,
-            orders: &DeviceArray<u32>,
+            orders: (&DeviceArray<u32>, &DeviceArray<u32>),
             u: &DeviceArray<F>,
             du: &DeviceArray<F>,
             a: &Launch,
@@ -932,7 +1049,9 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     tables.1.arg(),
                     u.arg(),
                     derivs.arg(),
-                    orders.arg(),
+                    orders.0.arg(),
+                    orders.1.arg(),
+                    a.masked,
                     list.counts().arg(),
                     list.starts().arg(),
                     list.indices().arg(),
@@ -951,6 +1070,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     a.dim,
                     a.order,
                     a.terms,
+                    a.wide,
                 );
             }
         }
@@ -962,13 +1082,20 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             &self.terms_for_order,
         );
         let mut passes = vec![];
-        if self.terms > 0 {
+        if self.terms > 0 && derivatives {
             passes.push(Pass::Derivatives);
             if self.limiter_code.0 != 0 {
                 passes.push(Pass::Limiter);
             }
         }
-        passes.push(Pass::Fluxes);
+        if fluxes {
+            passes.push(Pass::Fluxes);
+        }
+        // Stand-ins are never bound twice: without orders the flux kernel is not launched.
+        let orders = (
+            orders.unwrap_or(&self.no_mask),
+            active.unwrap_or(&self.no_mask),
+        );
         for pass in passes {
             let clock = std::time::Instant::now();
             with_client!(&gpu.client, |c| go(
@@ -1005,6 +1132,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
 /// Scalar and compile-time arguments of the MUSCL kernels.
 struct Launch {
     n: usize,
+    /// Whether the flux pass skips particles whose `active` entry is 0.
+    masked: u32,
+    /// Whether the float type is f64 (the finiteness test by bits).
+    wide: bool,
     slot_major: u32,
     slots: u32,
     max_count: u32,
@@ -1062,5 +1193,77 @@ impl Gpu {
         }
         with_client!(&self.client, |c| go(c, count, cube, [base, k, out], h));
         Ok(())
+    }
+
+    /// `out += h * k` on the device, in place.
+    pub fn accumulate<F: GpuFloat>(
+        &self,
+        out: &DeviceArray<F>,
+        k: &DeviceArray<F>,
+        h: F,
+    ) -> Result<(), GpuError> {
+        let len = out.len();
+        self.check(k, len)?;
+        let (count, cube) = grid(len, self.workgroup());
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            out: &DeviceArray<F>,
+            k: &DeviceArray<F>,
+            h: F,
+        ) {
+            // SAFETY: each unit reads and writes its own element below the common length.
+            unsafe {
+                accumulate_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    out.arg(),
+                    k.arg(),
+                    h,
+                    out.len() as u32,
+                )
+            }
+        }
+        with_client!(&self.client, |c| go(c, count, cube, out, k, h));
+        Ok(())
+    }
+
+    /// The first index of a non-finite element of `x` (NaN or infinite), found on the device
+    /// (one word comes back).
+    pub fn first_non_finite<F: GpuFloat>(
+        &self,
+        x: &DeviceArray<F>,
+    ) -> Result<Option<usize>, GpuError> {
+        let len = x.len();
+        if len == 0 {
+            return Ok(None);
+        }
+        let first = self.upload("first_non_finite", &[u32::MAX]);
+        let (count, cube) = grid(len, self.workgroup());
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            x: &DeviceArray<F>,
+            first: &DeviceArray<u32>,
+        ) {
+            // SAFETY: each unit reads its own element; the result takes an atomic minimum.
+            unsafe {
+                non_finite_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    x.arg(),
+                    x.len() as u32,
+                    first.arg(),
+                    F::PRECISION == mote_core::Precision::F64,
+                )
+            }
+        }
+        with_client!(&self.client, |c| go(c, count, cube, x, &first));
+        let i = self.download(&first)?[0];
+        Ok((i != u32::MAX).then_some(i as usize))
     }
 }

@@ -8,6 +8,7 @@ mod memory;
 mod mls;
 mod muscl;
 mod search;
+mod simulation;
 
 use mote_core::DeviceSpec;
 use mote_gpu::require_gpu;

@@ -27,7 +27,11 @@ fn initial<R: GpuFloat, const D: usize>(cloud: &mut Cloud<R, D>, euler: bool) {
 
 /// [`initial`] plus `jump` in the advected value or the density left of `x = 0.4`: a
 /// discontinuity for the limiters to act on.
-fn initial_with_jump<R: GpuFloat, const D: usize>(cloud: &mut Cloud<R, D>, euler: bool, jump: f64) {
+pub fn initial_with_jump<R: GpuFloat, const D: usize>(
+    cloud: &mut Cloud<R, D>,
+    euler: bool,
+    jump: f64,
+) {
     let n = cloud.len();
     let x: Vec<[f64; D]> = (0..n).map(|i| cloud.position_of(i)).collect();
     let wave = |p: &[f64; D]| p.iter().map(|&c| (TAU * c).sin()).product::<f64>();
@@ -54,7 +58,7 @@ fn initial_with_jump<R: GpuFloat, const D: usize>(cloud: &mut Cloud<R, D>, euler
 }
 
 /// Norm-wise relative difference.
-fn difference<R: GpuFloat>(a: &[R], b: &[R]) -> f64 {
+pub fn difference<R: GpuFloat>(a: &[R], b: &[R]) -> f64 {
     let (mut d, mut s) = (0.0f64, 0.0f64);
     for (x, y) in a.iter().zip(b) {
         d += (x.as_f64() - y.as_f64()).powi(2);
@@ -356,7 +360,7 @@ fn what_the_device_passes_lack_is_refused_by_name() {
 
 /// A jittered lattice of `variables` in the unit box, periodic or with `layers` of boundary
 /// particles outside every face.
-fn box_cloud<R: GpuFloat, const D: usize>(
+pub fn box_cloud<R: GpuFloat, const D: usize>(
     dx: f64,
     layers: Option<usize>,
     seed: u64,

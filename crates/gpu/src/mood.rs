@@ -1,0 +1,903 @@
+//! MOOD a-posteriori order reduction on the device: the CPU's [`mote_cloud::mood`] step for
+//! step, each a pull-form kernel over particles.
+//!
+//! Per round: detection (admissibility, then `always`, or the relaxed maximum principle `u1`)
+//! into a fail code per particle; for `u2` the per-axis second derivatives of the stage input
+//! (once per stage) and the smooth-extremum test that clears failures; the failures counted with
+//! atomic integer additions (exact whatever the order); then the halo strategy's new orders
+//! (`epd2` first caps by the failing particles within one ring), the order reductions counted,
+//! and the particles to recompute (changed, or next to a change) marked. Only the counters come
+//! back to the host (two words, twice per round): they decide whether another round runs, as on
+//! the CPU.
+
+// Kernels: negated comparisons keep the CPU's NaN behaviour; a bounds test stays apart from the
+// read it guards (a kernel's `&&` need not short-circuit), and a compile-time
+// `if comptime![..]` apart from the run-time test inside it.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
+
+use cubecl::prelude::*;
+use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
+
+use crate::array::DeviceArray;
+use crate::device::{Gpu, with_client};
+use crate::error::GpuError;
+use crate::gravity::GpuFloat;
+use crate::muscl::{DeviceMuscl, finite};
+use crate::primitives::grid;
+use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+
+const PASS: u32 = 0;
+const FAIL: u32 = 1;
+const INADMISSIBLE: u32 = 2;
+const NO_CAP: u32 = u32::MAX;
+
+const ALWAYS: u32 = 1;
+const U1: u32 = 2;
+const U2: u32 = 3;
+
+const EPD0: u32 = 0;
+const EPD1: u32 = 1;
+const EPD2: u32 = 2;
+const STRICT: u32 = 3;
+
+/// Whether a state of `vars` variables is admissible: finite values; for Euler (`kind` 1)
+/// also a positive density and pressure (the CPU's `Equation::admissible`).
+#[cube]
+fn admissible_state<F: Float>(
+    c: &Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+    #[comptime] wide: bool,
+) -> bool {
+    let mut ok = true;
+    #[unroll]
+    for v in 0..vars {
+        if !finite::<F>(c[v], wide) {
+            ok = false;
+        }
+    }
+    if comptime![kind == 1] {
+        if !(c[0] > F::new(0.0)) {
+            ok = false;
+        }
+        let mut kinetic = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            kinetic += c[1 + d] * c[1 + d];
+        }
+        if !(c[dim + 1] - F::new(0.5) * kinetic / c[0] > F::new(0.0)) {
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// `orders[i] = clamp(max_orders[i], 1, cap)`.
+#[cube(launch_unchecked)]
+fn reset_kernel(max_orders: &Array<u32>, n: u32, cap: u32, orders: &mut Array<u32>) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        orders[i] = u32::min(u32::max(max_orders[i], 1), cap);
+    }
+}
+
+/// The fail code of every active interior particle (others pass). `consts`: `delta`,
+/// `delta^3`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn detect_kernel<F: Float>(
+    input: &Array<F>,
+    candidate: &Array<F>,
+    n: u32,
+    tags: &Array<u32>,
+    active: &Array<u32>,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    consts: &Array<F>,
+    fail: &mut Array<u32>,
+    #[comptime] criterion: u32,
+    #[comptime] kind: u32,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+    #[comptime] wide: bool,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        // (The code is written to `fail` directly: a variable initialised from an integer
+        // constant stays a compile-time value in CubeCL, whatever the branches assign.)
+        fail[i] = PASS;
+        if active[i] != 0 && tags[i] == 0 {
+            let mut c = Array::<F>::new(vars);
+            #[unroll]
+            for v in 0..vars {
+                c[v] = candidate[v * nu + i];
+            }
+            if !admissible_state::<F>(&c, kind, vars, dim, wide) {
+                fail[i] = INADMISSIBLE;
+            } else if comptime![criterion == ALWAYS] {
+                fail[i] = FAIL;
+            } else {
+                let count = counts[i];
+                let base = select(slot_major == 1, i, starts[i] as usize);
+                let stride = select(slot_major == 1, nu, 1usize);
+                let delta = consts[0];
+                #[unroll]
+                for v in 0..vars {
+                    let mut lo = input[v * nu + i];
+                    let mut hi = lo;
+                    for k in 0..max_count {
+                        if k < count {
+                            let x = input[v * nu + indices[base + k as usize * stride] as usize];
+                            lo = F::min(lo, x);
+                            hi = F::max(hi, x);
+                        }
+                    }
+                    if !(hi - lo < consts[1]) {
+                        let tol = delta * F::max(F::max(F::new(1.0), F::abs(lo)), F::abs(hi));
+                        if c[v] < lo - tol || c[v] > hi + tol {
+                            fail[i] = FAIL;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// u2: `curvature[(i vars + v) dim + d]`, the second derivative of variable `v` along axis
+/// `d` from the MLS coefficients of the basis function `second[d]` (slots summed in order, as
+/// on the CPU).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn curvature_kernel<F: Float>(
+    input: &Array<F>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    coef: &Array<F>,
+    slots: u32,
+    second: &Array<u32>,
+    curvature: &mut Array<F>,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        #[unroll]
+        for v in 0..vars {
+            let ui = input[v * nu + i];
+            #[unroll]
+            for d in 0..dim {
+                let row = second[d] as usize * slots as usize;
+                let mut c = F::new(0.0);
+                for k in 0..max_count {
+                    if k < count {
+                        let s = base + k as usize * stride;
+                        c += coef[row + s] * (input[v * nu + indices[s] as usize] - ui);
+                    }
+                }
+                curvature[(i * vars + v) * dim + d] = c;
+            }
+        }
+    }
+}
+
+/// u2: a failure (not an inadmissible state) passes when every variable's curvature along every
+/// axis has one sign over the particle and its neighbours, within a factor of two (or is
+/// negligible: below `delta` after scaling by `h^2`). `consts`: `delta`, `delta^3`, `h^2`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn smooth_kernel<F: Float>(
+    curvature: &Array<F>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    consts: &Array<F>,
+    fail: &mut Array<u32>,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        if fail[i] == FAIL {
+            let nu = n as usize;
+            let count = counts[i];
+            let base = select(slot_major == 1, i, starts[i] as usize);
+            let stride = select(slot_major == 1, nu, 1usize);
+            let mut smooth = true;
+            #[unroll]
+            for v in 0..vars {
+                #[unroll]
+                for d in 0..dim {
+                    let mut lo = curvature[(i * vars + v) * dim + d];
+                    let mut hi = lo;
+                    for k in 0..max_count {
+                        if k < count {
+                            let j = indices[base + k as usize * stride] as usize;
+                            let x = curvature[(j * vars + v) * dim + d];
+                            lo = F::min(lo, x);
+                            hi = F::max(hi, x);
+                        }
+                    }
+                    let big = F::max(F::abs(lo), F::abs(hi));
+                    if !(big * consts[2] < consts[0]) {
+                        let small = F::min(F::abs(lo), F::abs(hi));
+                        if lo * hi <= F::new(0.0) || small < F::new(0.5) * big {
+                            smooth = false;
+                        }
+                    }
+                }
+            }
+            if smooth {
+                fail[i] = PASS;
+            }
+        }
+    }
+}
+
+/// Counts the failures into `counters[0]` and the inadmissible states into `counters[1]`.
+#[cube(launch_unchecked)]
+fn count_kernel(fail: &Array<u32>, n: u32, counters: &mut Array<Atomic<u32>>) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let f = fail[i];
+        if f != PASS {
+            counters[0].fetch_add(1u32);
+        }
+        if f == INADMISSIBLE {
+            counters[1].fetch_add(1u32);
+        }
+    }
+}
+
+/// One order lower, never below 1.
+#[cube]
+fn lower(order: u32) -> u32 {
+    u32::max(order, 2) - 1
+}
+
+/// epd2: `cap[i]`, the lowest reduced order of the failing particles among `i` and its
+/// neighbours (`NO_CAP` if none fails).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn cap_kernel(
+    fail: &Array<u32>,
+    orders: &Array<u32>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    cap: &mut Array<u32>,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        let mut c = select(fail[i] != PASS, lower(orders[i]), NO_CAP);
+        for k in 0..max_count {
+            if k < count {
+                let j = indices[base + k as usize * stride] as usize;
+                if fail[j] != PASS {
+                    c = u32::min(c, lower(orders[j]));
+                }
+            }
+        }
+        cap[i] = c;
+    }
+}
+
+/// The new orders by the halo `strategy`; the reductions counted into `counters[0]`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn next_kernel(
+    fail: &Array<u32>,
+    orders: &Array<u32>,
+    cap: &Array<u32>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    next: &mut Array<u32>,
+    counters: &mut Array<Atomic<u32>>,
+    #[comptime] strategy: u32,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        let order = orders[i];
+        let failing = fail[i] != PASS;
+        let own = select(failing, lower(order), order);
+        let mut o = own;
+        if comptime![strategy == EPD2] {
+            o = u32::min(own, cap[i]);
+        }
+        let mut any = failing;
+        for k in 0..max_count {
+            if k < count {
+                let j = indices[base + k as usize * stride] as usize;
+                if comptime![strategy == EPD1] {
+                    if fail[j] != PASS {
+                        o = u32::min(o, lower(orders[j]));
+                    }
+                } else if comptime![strategy == EPD2] {
+                    o = u32::min(o, cap[j]);
+                } else if comptime![strategy == STRICT] {
+                    if fail[j] != PASS {
+                        any = true;
+                    }
+                }
+            }
+        }
+        if comptime![strategy == STRICT] {
+            o = select(any, lower(order), order);
+        }
+        next[i] = o;
+        if o < order {
+            counters[0].fetch_add(order - o);
+        }
+    }
+}
+
+/// `active[i]`: whether `i`'s or a neighbour's order changed.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn active_kernel(
+    orders: &Array<u32>,
+    next: &Array<u32>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    active: &mut Array<u32>,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        let stride = select(slot_major == 1, nu, 1usize);
+        let mut changed = next[i] != orders[i];
+        for k in 0..max_count {
+            if k < count {
+                let j = indices[base + k as usize * stride] as usize;
+                if next[j] != orders[j] {
+                    changed = true;
+                }
+            }
+        }
+        active[i] = select(changed, 1u32, 0u32);
+    }
+}
+
+/// MOOD's working state on a device: the current orders and the per-particle flags.
+pub struct DeviceMood<F> {
+    settings: MoodSettings,
+    orders: DeviceArray<u32>,
+    next: DeviceArray<u32>,
+    cap: DeviceArray<u32>,
+    fail: DeviceArray<u32>,
+    active: DeviceArray<u32>,
+    curvature: DeviceArray<F>,
+    curvature_ready: bool,
+    counters: DeviceArray<u32>,
+    /// `delta`, `delta^3`, `h^2` (the MLS spacing squared), in the run's precision, and the
+    /// spacing they were made for.
+    consts: DeviceArray<F>,
+    consts_spacing: f64,
+    /// The MLS basis functions of the second derivatives along each axis (u2), if the fit has
+    /// them.
+    second: Option<DeviceArray<u32>>,
+    round: usize,
+    stats: MoodStats,
+}
+
+impl<F: GpuFloat> DeviceMood<F> {
+    /// MOOD with `settings` for `scheme` in `D` dimensions (the scheme's MLS fits give the
+    /// u2 curvatures); an error for the settings the CPU refuses.
+    pub fn new<const D: usize>(
+        gpu: &Gpu,
+        settings: MoodSettings,
+        scheme: &DeviceMuscl<F>,
+    ) -> Result<Self, GpuError> {
+        // The CPU's checks (delta, iterations) and its delta for this precision.
+        mote_cloud::mood::Mood::<F>::new(settings)?;
+        let basis = mote_cloud::mls::Basis::<D>::new(scheme.mls().degree())?;
+        let second: Option<Vec<u32>> = (0..D)
+            .map(|d| {
+                let mut e = [0u8; D];
+                e[d] = 2;
+                basis.index_of(e).map(|a| a as u32)
+            })
+            .collect();
+        let b = |name| gpu.output::<u32>(name, 0);
+        let fixed = mote_core::Scaling::Fixed;
+        Ok(Self {
+            settings,
+            orders: b("mood_order"),
+            next: b("mood_next_order"),
+            cap: b("mood_cap"),
+            fail: b("mood_fail"),
+            active: b("mood_active"),
+            curvature: gpu
+                .output::<F>("mood_curvature", 0)
+                .with_scaling(mote_core::Scaling::PerParticle(1)),
+            curvature_ready: false,
+            counters: gpu.upload("mood_counters", &[0u32; 2]).with_scaling(fixed),
+            consts: gpu.output::<F>("mood_constants", 3).with_scaling(fixed),
+            consts_spacing: f64::NAN,
+            second: second.map(|s| gpu.upload("mood_second", &s).with_scaling(fixed)),
+            round: 0,
+            stats: MoodStats::default(),
+        })
+    }
+
+    /// Whether MOOD checks anything.
+    pub fn is_active(&self) -> bool {
+        self.settings.criterion != Criterion::None
+    }
+
+    /// The current per-particle orders.
+    pub fn orders(&self) -> &DeviceArray<u32> {
+        &self.orders
+    }
+
+    /// Which particles the last reduction asks to recompute (1) .
+    pub fn active(&self) -> &DeviceArray<u32> {
+        &self.active
+    }
+
+    /// The statistics so far, and resets them.
+    pub fn take_stats(&mut self) -> MoodStats {
+        std::mem::take(&mut self.stats)
+    }
+
+    /// Orders back to each particle's maximum, `min(max_orders[i], order)` (at least 1): the
+    /// first stage of every step.
+    pub fn reset(
+        &mut self,
+        gpu: &Gpu,
+        max_orders: &DeviceArray<u32>,
+        order: usize,
+    ) -> Result<(), GpuError> {
+        let n = max_orders.len();
+        for b in [
+            &mut self.orders,
+            &mut self.next,
+            &mut self.cap,
+            &mut self.fail,
+            &mut self.active,
+        ] {
+            b.resize(n)?;
+        }
+        gpu.check(max_orders, n)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let cap = order.clamp(1, u8::MAX as usize) as u32;
+        let (count, cube) = grid(n, gpu.workgroup());
+        fn go<Rt: Runtime>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            max_orders: &DeviceArray<u32>,
+            cap: u32,
+            orders: &DeviceArray<u32>,
+        ) {
+            // SAFETY: each unit reads and writes its own element below n.
+            unsafe {
+                reset_kernel::launch_unchecked::<Rt>(
+                    client,
+                    count,
+                    cube,
+                    max_orders.arg(),
+                    max_orders.len() as u32,
+                    cap,
+                    orders.arg(),
+                )
+            }
+        }
+        with_client!(&gpu.client, |c| go(
+            c,
+            count,
+            cube,
+            max_orders,
+            cap,
+            &self.orders
+        ));
+        Ok(())
+    }
+
+    /// Starts checking a stage: every particle is checked in the first round.
+    pub fn begin_stage(&mut self, gpu: &Gpu) {
+        gpu.fill_u32(&self.active, 1);
+        self.curvature_ready = false;
+        self.round = 0;
+        self.stats.stages += 1;
+    }
+
+    /// Checks `candidate` against `input` (the variables end to end) for the particles marked
+    /// active, reduces orders where it fails and marks the particles to recompute. `true` when
+    /// some order changed (the caller then recomputes the slope of the active particles with
+    /// [`DeviceMuscl::flux_pass`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn detect_and_reduce<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        scheme: &DeviceMuscl<F>,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        input: &DeviceArray<F>,
+        candidate: &DeviceArray<F>,
+    ) -> Result<bool, GpuError> {
+        if !self.is_active() {
+            return Ok(false);
+        }
+        let n = cloud.len();
+        let m = scheme.equation().variables(D);
+        gpu.check(input, n * m)?;
+        gpu.check(candidate, n * m)?;
+        gpu.check(cloud.tags(), n)?;
+        gpu.check(&self.orders, n)?;
+        gpu.check(list.counts(), n)?;
+        gpu.check(list.starts(), n + 1)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let h = scheme.mls().spacing();
+        if h != self.consts_spacing {
+            // The MLS spacing is known once the scheme is prepared.
+            let delta = self.settings.delta_for::<F>();
+            let consts = [
+                F::cast(delta),
+                F::cast(delta * delta * delta),
+                F::cast(h * h),
+            ];
+            self.consts = gpu
+                .upload("mood_constants", &consts)
+                .with_scaling(mote_core::Scaling::Fixed);
+            self.consts_spacing = h;
+        }
+        let slots = list.indices().len();
+        let l = ListArgs {
+            n: n as u32,
+            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
+            max_count: list.max() as u32,
+        };
+        let (count, cube) = grid(n, gpu.workgroup());
+        let criterion = match self.settings.criterion {
+            Criterion::None => return Ok(false),
+            Criterion::Always => ALWAYS,
+            Criterion::U1 => U1,
+            Criterion::U2 => U2,
+        };
+        let kind = scheme.equation_code();
+        // 1. Detection.
+        {
+            #[allow(clippy::too_many_arguments)]
+            fn go<Rt: Runtime, F: GpuFloat>(
+                client: &ComputeClient<Rt>,
+                count: CubeCount,
+                cube: CubeDim,
+                io: [&DeviceArray<F>; 3],
+                tags: &DeviceArray<u32>,
+                active: &DeviceArray<u32>,
+                list: &DeviceNeighbours,
+                l: &ListArgs,
+                fail: &DeviceArray<u32>,
+                c: (u32, u32, usize, usize),
+            ) {
+                // SAFETY: each unit reads its own and its neighbours' entries (indices below
+                // n) and writes its own fail code.
+                unsafe {
+                    detect_kernel::launch_unchecked::<F, Rt>(
+                        client,
+                        count,
+                        cube,
+                        io[0].arg(),
+                        io[1].arg(),
+                        l.n,
+                        tags.arg(),
+                        active.arg(),
+                        list.counts().arg(),
+                        list.starts().arg(),
+                        list.indices().arg(),
+                        l.slot_major,
+                        l.max_count,
+                        io[2].arg(),
+                        fail.arg(),
+                        c.0,
+                        c.1,
+                        c.2,
+                        c.3,
+                        F::PRECISION == mote_core::Precision::F64,
+                    )
+                }
+            }
+            let io = [input, candidate, &self.consts];
+            let (tags, active, fail) = (cloud.tags(), &self.active, &self.fail);
+            with_client!(&gpu.client, |cl| go(
+                cl,
+                count.clone(),
+                cube,
+                io,
+                tags,
+                active,
+                list,
+                &l,
+                fail,
+                (criterion, kind, m, D)
+            ));
+        }
+        // 2. u2: accept smooth extrema (the curvatures once per stage).
+        if criterion == U2
+            && let Some(second) = &self.second
+        {
+            if !self.curvature_ready {
+                self.curvature.resize(n * m * D)?;
+                let coef = scheme.mls().coefficients();
+                gpu.check(coef, scheme.mls().size() * slots)?;
+                fn go<Rt: Runtime, F: GpuFloat>(
+                    client: &ComputeClient<Rt>,
+                    count: CubeCount,
+                    cube: CubeDim,
+                    input: &DeviceArray<F>,
+                    list: &DeviceNeighbours,
+                    l: &ListArgs,
+                    coef: (&DeviceArray<F>, u32, &DeviceArray<u32>),
+                    curvature: &DeviceArray<F>,
+                    c: (usize, usize),
+                ) {
+                    // SAFETY: each unit reads its own slots and its neighbours' states and
+                    // writes its own `vars * dim` curvatures.
+                    unsafe {
+                        curvature_kernel::launch_unchecked::<F, Rt>(
+                            client,
+                            count,
+                            cube,
+                            input.arg(),
+                            l.n,
+                            list.counts().arg(),
+                            list.starts().arg(),
+                            list.indices().arg(),
+                            l.slot_major,
+                            l.max_count,
+                            coef.0.arg(),
+                            coef.1,
+                            coef.2.arg(),
+                            curvature.arg(),
+                            c.0,
+                            c.1,
+                        )
+                    }
+                }
+                let coef = (coef, slots as u32, second);
+                let curvature = &self.curvature;
+                with_client!(&gpu.client, |cl| go(
+                    cl,
+                    count.clone(),
+                    cube,
+                    input,
+                    list,
+                    &l,
+                    coef,
+                    curvature,
+                    (m, D)
+                ));
+                self.curvature_ready = true;
+            }
+            #[allow(clippy::too_many_arguments)]
+            fn go<Rt: Runtime, F: GpuFloat>(
+                client: &ComputeClient<Rt>,
+                count: CubeCount,
+                cube: CubeDim,
+                curvature: &DeviceArray<F>,
+                list: &DeviceNeighbours,
+                l: &ListArgs,
+                consts: &DeviceArray<F>,
+                fail: &DeviceArray<u32>,
+                c: (usize, usize),
+            ) {
+                // SAFETY: each unit reads curvatures of itself and its neighbours and writes
+                // its own fail code.
+                unsafe {
+                    smooth_kernel::launch_unchecked::<F, Rt>(
+                        client,
+                        count,
+                        cube,
+                        curvature.arg(),
+                        l.n,
+                        list.counts().arg(),
+                        list.starts().arg(),
+                        list.indices().arg(),
+                        l.slot_major,
+                        l.max_count,
+                        consts.arg(),
+                        fail.arg(),
+                        c.0,
+                        c.1,
+                    )
+                }
+            }
+            let (curvature, consts, fail) = (&self.curvature, &self.consts, &self.fail);
+            with_client!(&gpu.client, |cl| go(
+                cl,
+                count.clone(),
+                cube,
+                curvature,
+                list,
+                &l,
+                consts,
+                fail,
+                (m, D)
+            ));
+        }
+        // 3. Count.
+        gpu.fill_u32(&self.counters, 0);
+        {
+            fn go<Rt: Runtime>(
+                client: &ComputeClient<Rt>,
+                count: CubeCount,
+                cube: CubeDim,
+                fail: &DeviceArray<u32>,
+                counters: &DeviceArray<u32>,
+            ) {
+                // SAFETY: each unit reads its own code; the counters take atomic additions.
+                unsafe {
+                    count_kernel::launch_unchecked::<Rt>(
+                        client,
+                        count,
+                        cube,
+                        fail.arg(),
+                        fail.len() as u32,
+                        counters.arg(),
+                    )
+                }
+            }
+            let (fail, counters) = (&self.fail, &self.counters);
+            with_client!(&gpu.client, |cl| go(
+                cl,
+                count.clone(),
+                cube,
+                fail,
+                counters
+            ));
+        }
+        let counted = gpu.download(&self.counters)?;
+        let failures = u64::from(counted[0]);
+        self.stats.failures += failures;
+        self.stats.inadmissible += u64::from(counted[1]);
+        if failures == 0 {
+            return Ok(false);
+        }
+        if self.round >= self.settings.max_iterations {
+            self.stats.capped_stages += 1;
+            return Ok(false);
+        }
+        // 4. New orders, in the pull form.
+        let strategy = match self.settings.strategy {
+            HaloStrategy::Epd0 => EPD0,
+            HaloStrategy::Epd1 => EPD1,
+            HaloStrategy::Epd2 => EPD2,
+            HaloStrategy::Strict => STRICT,
+        };
+        gpu.fill_u32(&self.counters, 0);
+        {
+            #[allow(clippy::too_many_arguments)]
+            fn go<Rt: Runtime>(
+                client: &ComputeClient<Rt>,
+                count: CubeCount,
+                cube: CubeDim,
+                b: [&DeviceArray<u32>; 6],
+                list: &DeviceNeighbours,
+                l: &ListArgs,
+                strategy: u32,
+            ) {
+                let [fail, orders, cap, next, active, counters] = b;
+                // SAFETY: each unit reads its own and its neighbours' codes and orders and
+                // writes its own cap, next order and flag; the counters take atomic additions.
+                unsafe {
+                    if strategy == EPD2 {
+                        cap_kernel::launch_unchecked::<Rt>(
+                            client,
+                            count.clone(),
+                            cube,
+                            fail.arg(),
+                            orders.arg(),
+                            l.n,
+                            list.counts().arg(),
+                            list.starts().arg(),
+                            list.indices().arg(),
+                            l.slot_major,
+                            l.max_count,
+                            cap.arg(),
+                        );
+                    }
+                    next_kernel::launch_unchecked::<Rt>(
+                        client,
+                        count.clone(),
+                        cube,
+                        fail.arg(),
+                        orders.arg(),
+                        cap.arg(),
+                        l.n,
+                        list.counts().arg(),
+                        list.starts().arg(),
+                        list.indices().arg(),
+                        l.slot_major,
+                        l.max_count,
+                        next.arg(),
+                        counters.arg(),
+                        strategy,
+                    );
+                    active_kernel::launch_unchecked::<Rt>(
+                        client,
+                        count,
+                        cube,
+                        orders.arg(),
+                        next.arg(),
+                        l.n,
+                        list.counts().arg(),
+                        list.starts().arg(),
+                        list.indices().arg(),
+                        l.slot_major,
+                        l.max_count,
+                        active.arg(),
+                    );
+                }
+            }
+            let b = [
+                &self.fail,
+                &self.orders,
+                &self.cap,
+                &self.next,
+                &self.active,
+                &self.counters,
+            ];
+            with_client!(&gpu.client, |cl| go(cl, count, cube, b, list, &l, strategy));
+        }
+        let reductions = u64::from(gpu.download(&self.counters)?[0]);
+        if reductions == 0 {
+            // Nothing changed, so no particle is marked active: the caller recomputes nothing.
+            self.stats.unresolved += failures;
+            return Ok(false);
+        }
+        std::mem::swap(&mut self.orders, &mut self.next);
+        self.round += 1;
+        self.stats.iterations += 1;
+        self.stats.reductions += reductions;
+        Ok(true)
+    }
+}
+
+/// The neighbour-list scalars of a launch.
+struct ListArgs {
+    n: u32,
+    slot_major: u32,
+    max_count: u32,
+}

@@ -1,0 +1,400 @@
+//! A meshless simulation resident on the device: the CPU's
+//! [`MeshlessSimulation`](mote_cloud::MeshlessSimulation) for a fixed cloud and an explicit
+//! Runge-Kutta tableau, stage for stage.
+//!
+//! Per stage: the derivative (and limiter) pass and the flux pass at the stage state (the
+//! MOOD orders at the first stage reset to the cloud's), boundary slopes zeroed; the candidate
+//! (the next stage's state, or the new state) formed as the CPU forms it (`u` copied, then each
+//! non-zero `a_sl dt k_l` added in order), boundary conditions imposed on it; with MOOD the
+//! candidate is checked and the slope recomputed for the particles whose interfaces changed
+//! until nothing fails. Without MOOD the last stage adds `b_l dt k_l` to the state in place. The
+//! state stays on the device from the upload to [`DeviceSimulation::state`]; each step checks
+//! it for non-finite values on the device (one word comes back).
+
+use mote_cloud::boundary::Boundaries;
+use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::time::Tableau;
+use mote_cloud::{Cloud, CloudError, NeighbourList, NeighbourSearch, RowMajor};
+use mote_core::CpuBackend;
+
+use crate::array::DeviceArray;
+use crate::boundary::DeviceBoundaries;
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::gravity::GpuFloat;
+use crate::mood::DeviceMood;
+use crate::muscl::DeviceMuscl;
+use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};
+
+/// A fixed meshless cloud, its lists, scheme and state, stepped on a device.
+pub struct DeviceSimulation<F: GpuFloat, const D: usize> {
+    cloud: DeviceCloud<F, D>,
+    list: DeviceNeighbours,
+    scheme: DeviceMuscl<F>,
+    radius: f64,
+    /// The cloud's per-particle orders (MOOD's maximum).
+    max_orders: DeviceArray<u32>,
+    tableau: Tableau,
+    /// The conserved variables end to end (`v * n + i`).
+    state: DeviceArray<F>,
+    slopes: Vec<DeviceArray<F>>,
+    stage: [DeviceArray<F>; 2],
+    boundaries: Option<DeviceBoundaries<F>>,
+    mood: Option<DeviceMood<F>>,
+    /// Host copies for messages: stable ids and positions.
+    ids: Vec<u64>,
+    positions: Vec<[f64; D]>,
+    time: f64,
+    steps: u64,
+    setup: SetupSeconds,
+    /// Wait for each part of a step and accumulate its seconds (benchmarks).
+    timing: bool,
+    seconds: StepSeconds,
+}
+
+/// Wall seconds of [`DeviceSimulation::new`]'s parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SetupSeconds {
+    /// Positions, tags, orders and state to the device.
+    pub upload: f64,
+    /// The neighbour search.
+    pub search: f64,
+    /// The MLS fits.
+    pub mls: f64,
+}
+
+/// Wall seconds of the parts of the steps besides the scheme's passes (with
+/// [`DeviceSimulation::set_timing`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepSeconds {
+    /// Runge-Kutta combinations (stage candidates and the final update) and boundary
+    /// conditions.
+    pub stages: f64,
+    /// MOOD detection and order reduction.
+    pub mood: f64,
+}
+
+impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
+    /// Uploads `cloud` (positions, tags, orders, state), searches neighbours within `radius` in
+    /// `layout` and prepares `scheme` on `gpu`; the clock starts at 0. An error if the cloud's
+    /// variables are not the scheme's, or names a non-finite initial value.
+    pub fn new(
+        gpu: &Gpu,
+        cloud: &Cloud<F, D>,
+        radius: f64,
+        mut scheme: DeviceMuscl<F>,
+        tableau: Tableau,
+        layout: DeviceLayout,
+    ) -> Result<Self, GpuError> {
+        let n = cloud.len();
+        let m = scheme.equation().variables(D);
+        if cloud.variables() != m {
+            return Err(CloudError::invalid(
+                "cloud variables",
+                cloud.variables(),
+                format!("the {m} of the device scheme's equation"),
+            )
+            .into());
+        }
+        let clock = std::time::Instant::now();
+        let dc = DeviceCloud::upload(gpu, cloud)?;
+        let orders: Vec<u32> = cloud.orders().iter().map(|&o| u32::from(o)).collect();
+        let state: Vec<F> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
+        let max_orders = gpu.upload("order", &orders);
+        let state = gpu.upload("state", &state);
+        gpu.sync()?;
+        let upload = clock.elapsed().as_secs_f64();
+        let clock = std::time::Instant::now();
+        let mut search = GpuNeighbourSearch::new(gpu, radius)?;
+        let mut list = DeviceNeighbours::new(gpu, layout);
+        search.build(gpu, &dc, &mut list)?;
+        let search_seconds = clock.elapsed().as_secs_f64();
+        let clock = std::time::Instant::now();
+        scheme.prepare(gpu, &dc, &list)?;
+        gpu.sync()?;
+        let mls = clock.elapsed().as_secs_f64();
+        let stages = tableau.stages();
+        let sim = Self {
+            cloud: dc,
+            list,
+            scheme,
+            radius,
+            max_orders,
+            tableau,
+            state,
+            slopes: (0..stages).map(|_| gpu.output("slope", n * m)).collect(),
+            stage: [gpu.output("stage_a", n * m), gpu.output("stage_b", n * m)],
+            boundaries: None,
+            mood: None,
+            ids: cloud.ids().to_vec(),
+            positions: (0..n).map(|i| cloud.position_of(i)).collect(),
+            time: 0.0,
+            steps: 0,
+            setup: SetupSeconds {
+                upload,
+                search: search_seconds,
+                mls,
+            },
+            timing: false,
+            seconds: StepSeconds::default(),
+        };
+        sim.check_finite(gpu, "before")?;
+        Ok(sim)
+    }
+
+    /// Attaches the built-in boundary conditions `boundaries` (one for every boundary tag of
+    /// `cloud`, the cloud this simulation was made from) and imposes them on the state. The
+    /// boundary particles' nearest interior neighbours come from a host search (the same lists
+    /// as the device's).
+    pub fn with_boundaries(
+        mut self,
+        gpu: &Gpu,
+        cloud: &Cloud<F, D>,
+        mut boundaries: Boundaries<F, D>,
+    ) -> Result<Self, GpuError> {
+        if cloud.len() != self.cloud.len() {
+            return Err(CloudError::invalid(
+                "boundary cloud",
+                format!("{} particles", cloud.len()),
+                format!("the simulation's cloud ({} particles)", self.cloud.len()),
+            )
+            .into());
+        }
+        let mut search = NeighbourSearch::new(self.radius)?;
+        let mut list = NeighbourList::<RowMajor>::default();
+        search.build(cloud, CpuBackend::default(), &mut list)?;
+        boundaries.prepare(cloud, &list)?;
+        let device = DeviceBoundaries::new::<D>(gpu, &boundaries)?;
+        device.apply(gpu, &self.state, self.cloud.len())?;
+        self.boundaries = Some(device);
+        Ok(self)
+    }
+
+    /// Turns on MOOD order reduction (criterion `none` turns it off).
+    pub fn with_mood(mut self, gpu: &Gpu, settings: MoodSettings) -> Result<Self, GpuError> {
+        let mood = DeviceMood::new::<D>(gpu, settings, &self.scheme)?;
+        self.mood = mood.is_active().then_some(mood);
+        Ok(self)
+    }
+
+    /// With `true`, every step waits for each of its parts and accumulates their seconds (the
+    /// scheme's passes in [`DeviceMuscl::take_seconds`], the rest in
+    /// [`DeviceSimulation::take_seconds`]): a benchmark's breakdown, at the price of a
+    /// synchronisation per part.
+    pub fn set_timing(&mut self, timing: bool) {
+        self.timing = timing;
+        self.scheme.set_timing(timing);
+    }
+
+    /// Seconds of the stage combinations and of MOOD since the last call (with
+    /// [`DeviceSimulation::set_timing`]), and resets them.
+    pub fn take_seconds(&mut self) -> StepSeconds {
+        std::mem::take(&mut self.seconds)
+    }
+
+    /// Seconds of the upload, the search and the MLS fits in [`DeviceSimulation::new`].
+    pub fn setup_seconds(&self) -> SetupSeconds {
+        self.setup
+    }
+
+    /// The device cloud.
+    pub fn cloud(&self) -> &DeviceCloud<F, D> {
+        &self.cloud
+    }
+
+    /// The neighbour lists.
+    pub fn list(&self) -> &DeviceNeighbours {
+        &self.list
+    }
+
+    /// The scheme (e.g. for its timing).
+    pub fn scheme_mut(&mut self) -> &mut DeviceMuscl<F> {
+        &mut self.scheme
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> &DeviceMuscl<F> {
+        &self.scheme
+    }
+
+    /// The state on the device (the variables end to end).
+    pub fn state_on_device(&self) -> &DeviceArray<F> {
+        &self.state
+    }
+
+    /// The state, downloaded (the variables end to end: variable `v` of particle `i` at
+    /// `v * n + i`).
+    pub fn state(&self, gpu: &Gpu) -> Result<Vec<F>, GpuError> {
+        gpu.download(&self.state)
+    }
+
+    /// Simulated time.
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// MOOD's statistics so far (zero without MOOD), and resets them.
+    pub fn take_mood_stats(&mut self) -> MoodStats {
+        self.mood
+            .as_mut()
+            .map(DeviceMood::take_stats)
+            .unwrap_or_default()
+    }
+
+    /// The current MOOD orders, downloaded (`None` without MOOD).
+    pub fn mood_orders(&self, gpu: &Gpu) -> Result<Option<Vec<u32>>, GpuError> {
+        self.mood
+            .as_ref()
+            .map(|m| gpu.download(m.orders()))
+            .transpose()
+    }
+
+    /// The largest stable step for `cfl` at the current state (reduced on the device).
+    pub fn stable_dt(&self, gpu: &Gpu, cfl: f64) -> Result<f64, GpuError> {
+        self.scheme
+            .stable_dt(gpu, &self.cloud, &self.list, &self.state, cfl)
+    }
+
+    /// One step of length `dt`. An error names a particle whose state is not finite after it.
+    pub fn step(&mut self, gpu: &Gpu, dt: f64) -> Result<(), GpuError> {
+        let n = self.cloud.len();
+        let revises = self.mood.is_some();
+        let stages = self.tableau.stages();
+        // Which stage buffer holds the current stage state (None: the state itself).
+        let mut input: Option<usize> = None;
+        for s in 0..stages {
+            {
+                let state = input.map_or(&self.state, |k| &self.stage[k]);
+                self.scheme
+                    .derivatives_pass(gpu, &self.cloud, &self.list, state)?;
+                let orders = match self.mood.as_mut() {
+                    Some(mood) => {
+                        if s == 0 {
+                            mood.reset(gpu, &self.max_orders, self.scheme.order())?;
+                        }
+                        mood.begin_stage(gpu);
+                        mood.orders()
+                    }
+                    None => &self.max_orders,
+                };
+                self.scheme.flux_pass(
+                    gpu,
+                    &self.cloud,
+                    &self.list,
+                    orders,
+                    None,
+                    state,
+                    &self.slopes[s],
+                )?;
+                if let Some(b) = &self.boundaries {
+                    b.zero_slopes(gpu, &self.slopes[s], n)?;
+                }
+            }
+            let last = s + 1 == stages;
+            if last && !revises {
+                break;
+            }
+            let row = if last {
+                self.tableau.b.clone()
+            } else {
+                self.tableau.a[s + 1].clone()
+            };
+            let target = input.map_or(0, |k| 1 - k);
+            loop {
+                let clock = std::time::Instant::now();
+                let candidate = &self.stage[target];
+                gpu.copy(&self.state, candidate)?;
+                for (l, &a) in row.iter().enumerate() {
+                    if a != 0.0 {
+                        gpu.accumulate(candidate, &self.slopes[l], F::cast(a * dt))?;
+                    }
+                }
+                if let Some(b) = &self.boundaries {
+                    b.apply(gpu, candidate, n)?;
+                }
+                if self.timing {
+                    gpu.sync()?;
+                    self.seconds.stages += clock.elapsed().as_secs_f64();
+                }
+                let Some(mood) = self.mood.as_mut() else {
+                    break;
+                };
+                let clock = std::time::Instant::now();
+                let state = input.map_or(&self.state, |k| &self.stage[k]);
+                let changed = mood.detect_and_reduce(
+                    gpu,
+                    &self.scheme,
+                    &self.cloud,
+                    &self.list,
+                    state,
+                    candidate,
+                )?;
+                if self.timing {
+                    // (Detection ends with a download: nothing left to wait for.)
+                    self.seconds.mood += clock.elapsed().as_secs_f64();
+                }
+                if !changed {
+                    break;
+                }
+                self.scheme.flux_pass(
+                    gpu,
+                    &self.cloud,
+                    &self.list,
+                    mood.orders(),
+                    Some(mood.active()),
+                    state,
+                    &self.slopes[s],
+                )?;
+                if let Some(b) = &self.boundaries {
+                    b.zero_slopes(gpu, &self.slopes[s], n)?;
+                }
+            }
+            input = Some(target);
+        }
+        let clock = std::time::Instant::now();
+        if revises {
+            // The last candidate is the new state.
+            let k = input.expect("at least one stage");
+            std::mem::swap(&mut self.state, &mut self.stage[k]);
+        } else {
+            for (l, &b) in self.tableau.b.iter().enumerate() {
+                if b != 0.0 {
+                    gpu.accumulate(&self.state, &self.slopes[l], F::cast(b * dt))?;
+                }
+            }
+            if let Some(bc) = &self.boundaries {
+                bc.apply(gpu, &self.state, n)?;
+            }
+        }
+        if self.timing {
+            gpu.sync()?;
+            self.seconds.stages += clock.elapsed().as_secs_f64();
+        }
+        self.time += dt;
+        self.steps += 1;
+        self.check_finite(gpu, "after")
+    }
+
+    /// An error naming the first particle (and variable) whose state is not finite.
+    fn check_finite(&self, gpu: &Gpu, when: &'static str) -> Result<(), GpuError> {
+        let n = self.cloud.len();
+        let Some(k) = gpu.first_non_finite(&self.state)? else {
+            return Ok(());
+        };
+        let (variable, i) = (k / n, k % n);
+        Err(CloudError::NonFinite {
+            variable,
+            id: self.ids[i],
+            position: format!("{:?}", self.positions[i]),
+            when,
+            step: self.steps,
+            time: self.time,
+        }
+        .into())
+    }
+}

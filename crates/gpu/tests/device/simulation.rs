@@ -1,0 +1,267 @@
+//! Whole steps on the device (`DeviceSimulation`: limiters, boundary conditions, MOOD) against
+//! the CPU's `MeshlessSimulation` on the same cloud.
+
+use mote_cloud::boundary::{Boundaries, Dirichlet, Outflow, SlipWall};
+use mote_cloud::equations::{Equation, Euler, LinearAdvection};
+use mote_cloud::mls::default_radius_factor;
+use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::scheme::{Formulation, Limiter, Muscl};
+use mote_cloud::time::Tableau;
+use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, SlotLayout, SlotMajor, Weight};
+use mote_core::{CpuBackend, Precision};
+use mote_gpu::{DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuFloat};
+
+use crate::gpu;
+use crate::muscl::{box_cloud, difference, initial_with_jump};
+
+/// One configuration of a run on both sides.
+struct Case<'a, R: GpuFloat, const D: usize> {
+    what: String,
+    cloud: Cloud<R, D>,
+    order: usize,
+    stepper: &'static str,
+    limiter: Limiter,
+    mood: MoodSettings,
+    boundaries: Option<&'a dyn Fn() -> Boundaries<R, D>>,
+    steps: usize,
+}
+
+/// Runs `case` on the CPU and the device; returns the state difference and both MOOD
+/// statistics.
+fn compare<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout>(
+    g: &Gpu,
+    case: &Case<'_, R, D>,
+    eq: E,
+    device_eq: DeviceEquation,
+    layout: DeviceLayout,
+) -> (f64, MoodStats, MoodStats) {
+    let radius = default_radius_factor::<D>(case.order) * case.cloud.spacing()[0];
+    let scheme = Muscl::<R, D, E>::new(
+        eq,
+        case.order,
+        Formulation::MlsDivergence,
+        Weight::default(),
+    )
+    .unwrap()
+    .with_limiter(case.limiter)
+    .unwrap();
+    let tableau = Tableau::by_name(case.stepper).unwrap();
+    let mut cpu = MeshlessSimulation::<R, D, E, L>::new(
+        case.cloud.clone(),
+        radius,
+        scheme,
+        tableau.clone(),
+        CpuBackend::Serial,
+    )
+    .unwrap()
+    .with_mood(case.mood)
+    .unwrap();
+    let scheme = DeviceMuscl::<R>::new::<D>(g, device_eq, case.order, Weight::default())
+        .unwrap()
+        .with_limiter::<D>(case.limiter)
+        .unwrap();
+    let mut dev = DeviceSimulation::<R, D>::new(g, &case.cloud, radius, scheme, tableau, layout)
+        .unwrap()
+        .with_mood(g, case.mood)
+        .unwrap();
+    if let Some(make) = case.boundaries {
+        cpu = cpu.with_boundaries(make()).unwrap();
+        dev = dev.with_boundaries(g, &case.cloud, make()).unwrap();
+    }
+    let dt = cpu.stable_dt(0.4);
+    let ddt = dev.stable_dt(g, 0.4).unwrap();
+    assert!(
+        ((dt - ddt) / dt).abs() < 1e-5,
+        "{}: stable dt {dt} on the CPU, {ddt} on the device",
+        case.what
+    );
+    for _ in 0..case.steps {
+        cpu.step(dt).unwrap();
+        dev.step(g, dt).unwrap();
+    }
+    let n = case.cloud.len();
+    let m = case.cloud.variables();
+    let host: Vec<R> = (0..m).flat_map(|v| cpu.cloud.state(v).to_vec()).collect();
+    let device = dev.state(g).unwrap();
+    assert_eq!(device.len(), n * m);
+    (
+        difference(&device, &host),
+        dev.take_mood_stats(),
+        cpu.take_mood_stats(),
+    )
+}
+
+fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
+    let mut worst: f64 = 0.0;
+    let mut check = |what: &str, (diff, dev, cpu): (f64, MoodStats, MoodStats), mood: bool| {
+        worst = worst.max(diff);
+        assert!(
+            diff <= bound,
+            "{} {what}: states differ by {diff:e} (MOOD device {dev:?}, CPU {cpu:?})",
+            R::PRECISION.name()
+        );
+        assert_eq!(dev, cpu, "{} {what}: MOOD statistics", R::PRECISION.name());
+        if mood {
+            // The case must make MOOD act, or it would test nothing.
+            assert!(dev.reductions > 0, "{what}: MOOD reduced nothing: {dev:?}");
+        }
+    };
+    let mood = |c: &str, s: &str| MoodSettings::by_name(c, s).unwrap();
+    // 1-D advection of a jump, order 3, every criterion and halo strategy.
+    let advection = LinearAdvection::<1>::scalar([1.0], 1);
+    let dadv = DeviceEquation::advection(&advection).unwrap();
+    for (c, s) in [
+        ("u1", "epd0"),
+        ("u1", "epd1"),
+        ("u2", "epd2"),
+        ("always", "strict"),
+    ] {
+        let mut cloud = box_cloud::<R, 1>(1.0 / 100.0, None, 41, 1);
+        cloud.orders_mut().fill(3);
+        initial_with_jump(&mut cloud, false, 1.0);
+        let case = Case {
+            what: format!("1-D advection of a jump, order 3, rk3, MOOD {c} {s}"),
+            cloud,
+            order: 3,
+            stepper: "rk3",
+            limiter: Limiter::none(),
+            mood: mood(c, s),
+            boundaries: None,
+            steps: 4,
+        };
+        check(
+            &case.what,
+            compare::<R, 1, _, RowMajor>(g, &case, advection.clone(), dadv, DeviceLayout::RowMajor),
+            true,
+        );
+    }
+    // 2-D Euler with a density jump, periodic, order 3, MOOD u2 epd1 in both layouts.
+    let euler = Euler::<2>::new(1.4).unwrap();
+    let deu = DeviceEquation::euler(&euler);
+    let mut cloud = box_cloud::<R, 2>(1.0 / 24.0, None, 42, 4);
+    cloud.orders_mut().fill(3);
+    initial_with_jump(&mut cloud, true, 1.0);
+    let case = Case {
+        what: "2-D Euler with a jump, order 3, rk2, MOOD u2 epd1".into(),
+        cloud,
+        order: 3,
+        stepper: "rk2",
+        limiter: Limiter::none(),
+        mood: mood("u2", "epd1"),
+        boundaries: None,
+        steps: 3,
+    };
+    check(
+        &format!("{}, row-major", case.what),
+        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu, DeviceLayout::RowMajor),
+        true,
+    );
+    check(
+        &format!("{}, slot-major", case.what),
+        compare::<R, 2, _, SlotMajor>(g, &case, euler.clone(), deu, DeviceLayout::SlotMajor),
+        true,
+    );
+    // 2-D Euler in a walled box (slip walls along x, outflow and Dirichlet faces along y),
+    // order 2: with a limiter and no MOOD, then with MOOD u1 strict.
+    let make = || {
+        Boundaries::<R, 2>::new()
+            .with_axis(0, SlipWall::default())
+            .with(Cloud::<R, 2>::face_tag(1, false), Outflow)
+            .with(Cloud::<R, 2>::face_tag(1, true), Dirichlet)
+    };
+    let layers = Some(default_radius_factor::<2>(2) as usize);
+    let mut cloud = box_cloud::<R, 2>(1.0 / 24.0, layers, 43, 4);
+    cloud.orders_mut().fill(2);
+    initial_with_jump(&mut cloud, true, 1.0);
+    let mut case = Case {
+        what: "2-D Euler in a walled box, order 2, rk3, Barth-Jespersen".into(),
+        cloud,
+        order: 2,
+        stepper: "rk3",
+        limiter: Limiter::by_name("bj", "soft").unwrap(),
+        mood: MoodSettings::default(),
+        boundaries: Some(&make),
+        steps: 3,
+    };
+    check(
+        &case.what,
+        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu, DeviceLayout::RowMajor),
+        false,
+    );
+    case.what = "2-D Euler in a walled box, order 2, rk3, MOOD u1 strict".into();
+    case.limiter = Limiter::none();
+    case.mood = mood("u1", "strict");
+    check(
+        &case.what,
+        compare::<R, 2, _, SlotMajor>(g, &case, euler, deu, DeviceLayout::SlotMajor),
+        true,
+    );
+    worst
+}
+
+#[test]
+fn device_simulation_steps_with_limiters_boundaries_and_mood_follow_the_cpu() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    let worst = cases::<f32>(&g, 1e-5);
+    eprintln!("f32: worst device/CPU state difference over whole steps {worst:.2e}");
+    if g.supports(Precision::F64) {
+        let worst = cases::<f64>(&g, 1e-12);
+        eprintln!("f64: worst device/CPU state difference over whole steps {worst:.2e}");
+    }
+}
+
+#[test]
+fn a_non_finite_state_is_refused_naming_the_particle() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    let mut cloud = box_cloud::<f32, 1>(1.0 / 50.0, None, 44, 1);
+    cloud.state_var_mut(0).fill(1.0);
+    cloud.state_var_mut(0)[7] = f32::NAN;
+    let eq = LinearAdvection::<1>::scalar([1.0], 1);
+    let scheme = DeviceMuscl::<f32>::new::<1>(
+        &g,
+        DeviceEquation::advection(&eq).unwrap(),
+        2,
+        Weight::default(),
+    )
+    .unwrap();
+    let id = cloud.ids()[7];
+    let err = DeviceSimulation::<f32, 1>::new(
+        &g,
+        &cloud,
+        2.5 / 50.0,
+        scheme,
+        Tableau::by_name("rk2").unwrap(),
+        DeviceLayout::RowMajor,
+    )
+    .err()
+    .expect("a NaN in the initial state is refused")
+    .to_string();
+    assert!(
+        err.contains(&format!("{id}")) && err.contains("before"),
+        "{err}"
+    );
+}
+
+#[test]
+fn non_finite_values_are_found_by_their_bits_in_f32_and_f64() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    // (`x - x != 0` would not do: the software driver folds it to false.)
+    let x = g.upload("x", &[1.0f32, f32::MAX, f32::NAN, f32::INFINITY]);
+    assert_eq!(g.first_non_finite(&x).unwrap(), Some(2));
+    let x = g.upload("x", &[1.0f32, f32::MIN, 0.0, -f32::INFINITY]);
+    assert_eq!(g.first_non_finite(&x).unwrap(), Some(3));
+    let x = g.upload("x", &[1.0f32, f32::MAX, -0.0, f32::MIN_POSITIVE]);
+    assert_eq!(g.first_non_finite(&x).unwrap(), None);
+    if g.supports(Precision::F64) {
+        let x = g.upload("x", &[f64::MAX, 2.0, f64::NAN, -f64::INFINITY]);
+        assert_eq!(g.first_non_finite(&x).unwrap(), Some(2));
+        let x = g.upload("x", &[f64::MAX, f64::MIN, 1e-310, 0.0]);
+        assert_eq!(g.first_non_finite(&x).unwrap(), None);
+    }
+}
