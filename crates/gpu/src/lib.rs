@@ -12,6 +12,9 @@
 //!   the device with the host data, refusing to run on a mismatch.
 //! - [`GpuNeighbourSearch`] is the meshless neighbour search on the device (counting sort with
 //!   atomics, prefix sums, per-bin sort), producing the CPU's lists exactly in both layouts.
+//! - [`DeviceMuscl`] (MLS derivatives, limiters, reconstruction and fluxes), [`DeviceMood`]
+//!   and [`DeviceBoundaries`] are the meshless passes; [`DeviceSimulation`] steps a cloud with
+//!   them, stage for stage as the CPU's `MeshlessSimulation`.
 //! - [`GpuDirectSolver`] is direct-summation gravity on the device (sources tiled through shared
 //!   memory), a [`ForceSolver`](mote_gravity::ForceSolver) like the CPU solvers.
 //!
@@ -24,7 +27,7 @@ pub mod boundary;
 mod device;
 mod error;
 pub mod gravity;
-mod limiter;
+pub mod limiter;
 mod memory;
 pub mod mls;
 pub mod mood;

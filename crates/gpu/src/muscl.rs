@@ -19,8 +19,11 @@
 //! The slope limiters run between the two passes ([`DeviceMuscl::with_limiter`], see
 //! [`crate::limiter`]).
 //!
+//! [`DeviceMuscl::derivatives_pass`] and the masked [`DeviceMuscl::flux_pass`] serve MOOD's
+//! recomputation ([`crate::mood`]).
+//!
 //! Not on the device yet (each is refused with "not supported on the GPU backend"): the
-//! conservative formulation, HLLC and the other fluxes, MOOD, WENO, systems of advection
+//! conservative formulation, HLLC and the other fluxes, WENO, systems of advection
 //! equations.
 
 // Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
