@@ -25,6 +25,7 @@
 mod array;
 pub mod boundary;
 mod device;
+pub mod diagnostics;
 mod error;
 pub mod gravity;
 pub mod limiter;

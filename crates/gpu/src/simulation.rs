@@ -12,6 +12,7 @@
 //! it for non-finite values on the device (one word comes back).
 
 use mote_cloud::boundary::Boundaries;
+use mote_cloud::exact::Errors;
 use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, CloudError, NeighbourList, NeighbourSearch, RowMajor};
@@ -34,6 +35,8 @@ pub struct DeviceSimulation<F: GpuFloat, const D: usize> {
     radius: f64,
     /// The cloud's per-particle orders (MOOD's maximum).
     max_orders: DeviceArray<u32>,
+    /// Particle volumes (the diagnostics' weights).
+    volumes: DeviceArray<F>,
     tableau: Tableau,
     /// The conserved variables end to end (`v * n + i`).
     state: DeviceArray<F>,
@@ -101,6 +104,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         let orders: Vec<u32> = cloud.orders().iter().map(|&o| u32::from(o)).collect();
         let state: Vec<F> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
         let max_orders = gpu.upload("order", &orders);
+        let volumes = gpu.upload("volume", cloud.volumes());
         let state = gpu.upload("state", &state);
         gpu.sync()?;
         let upload = clock.elapsed().as_secs_f64();
@@ -120,6 +124,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             scheme,
             radius,
             max_orders,
+            volumes,
             tableau,
             state,
             slopes: (0..stages).map(|_| gpu.output("slope", n * m)).collect(),
@@ -252,6 +257,40 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             .as_ref()
             .map(|m| gpu.download(m.orders()))
             .transpose()
+    }
+
+    /// `sum_i V_i u_i` of every variable over the interior particles, reduced on the device
+    /// (see [`crate::diagnostics`]).
+    pub fn totals(&self, gpu: &Gpu) -> Result<Vec<f64>, GpuError> {
+        let m = self.scheme.equation().variables(D);
+        (0..m)
+            .map(|v| {
+                crate::diagnostics::total(gpu, &self.state, v, &self.volumes, self.cloud.tags())
+            })
+            .collect()
+    }
+
+    /// The errors of variable `var` against `exact` (evaluated on the host at the particle
+    /// positions and uploaded) over the interior particles, reduced on the device.
+    pub fn errors(
+        &self,
+        gpu: &Gpu,
+        var: usize,
+        exact: impl Fn([f64; D]) -> f64,
+    ) -> Result<Errors, GpuError> {
+        let m = self.scheme.equation().variables(D);
+        if var >= m {
+            return Err(CloudError::invalid("variable", var, format!("below {m}")).into());
+        }
+        let values: Vec<f64> = self.positions.iter().map(|&x| exact(x)).collect();
+        crate::diagnostics::errors(
+            gpu,
+            &self.state,
+            var,
+            &self.volumes,
+            self.cloud.tags(),
+            &values,
+        )
     }
 
     /// The largest stable step for `cfl` at the current state (reduced on the device).

@@ -265,3 +265,141 @@ fn non_finite_values_are_found_by_their_bits_in_f32_and_f64() {
         assert_eq!(g.first_non_finite(&x).unwrap(), None);
     }
 }
+
+/// Builds the CPU and device simulations of `cloud` and steps both `steps` times.
+#[allow(clippy::too_many_arguments)]
+fn stepped<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone>(
+    g: &Gpu,
+    cloud: &Cloud<R, D>,
+    eq: E,
+    device_eq: DeviceEquation,
+    order: usize,
+    boundaries: Option<&dyn Fn() -> Boundaries<R, D>>,
+    steps: usize,
+) -> (
+    MeshlessSimulation<R, D, E, RowMajor>,
+    DeviceSimulation<R, D>,
+) {
+    let radius = default_radius_factor::<D>(order) * cloud.spacing()[0];
+    let tableau = Tableau::by_name("rk3").unwrap();
+    let scheme =
+        Muscl::<R, D, E>::new(eq, order, Formulation::MlsDivergence, Weight::default()).unwrap();
+    let mut cpu = MeshlessSimulation::<R, D, E, RowMajor>::new(
+        cloud.clone(),
+        radius,
+        scheme,
+        tableau.clone(),
+        CpuBackend::Serial,
+    )
+    .unwrap();
+    let scheme = DeviceMuscl::<R>::new::<D>(g, device_eq, order, Weight::default()).unwrap();
+    let mut dev =
+        DeviceSimulation::<R, D>::new(g, cloud, radius, scheme, tableau, DeviceLayout::RowMajor)
+            .unwrap();
+    if let Some(make) = boundaries {
+        cpu = cpu.with_boundaries(make()).unwrap();
+        dev = dev.with_boundaries(g, cloud, make()).unwrap();
+    }
+    let dt = cpu.stable_dt(0.4);
+    for _ in 0..steps {
+        cpu.step(dt).unwrap();
+        dev.step(g, dt).unwrap();
+    }
+    (cpu, dev)
+}
+
+fn diagnostic_cases<R: GpuFloat>(g: &Gpu, bound_total: f64, bound_errors: f64) -> f64 {
+    use mote_cloud::exact;
+    let mut worst: f64 = 0.0;
+    let rel = |a: f64, b: f64| ((a - b) / b).abs();
+    // 1-D advection of a sine (periodic): errors against the advected profile.
+    let eq = LinearAdvection::<1>::scalar([1.0], 1);
+    let mut cloud = box_cloud::<R, 1>(1.0 / 80.0, None, 45, 1);
+    cloud.orders_mut().fill(2);
+    initial_with_jump(&mut cloud, false, 0.0);
+    let (cpu, dev) = stepped(
+        g,
+        &cloud,
+        eq.clone(),
+        DeviceEquation::advection(&eq).unwrap(),
+        2,
+        None,
+        4,
+    );
+    let t = cpu.time();
+    let profile = move |x: [f64; 1]| 1.0 + 0.5 * (std::f64::consts::TAU * (x[0] - t)).sin();
+    let (c, d) = (
+        exact::errors(&cpu.cloud, 0, profile),
+        dev.errors(g, 0, profile).unwrap(),
+    );
+    // (The norms are differences of values of size 1, so they differ by as much as the
+    // device's and the CPU's states do: compared absolutely.)
+    for (a, b, what) in [
+        (d.l1, c.l1, "L1"),
+        (d.relative_l2, c.relative_l2, "relative L2"),
+        (d.max, c.max, "max"),
+    ] {
+        worst = worst.max((a - b).abs());
+        assert!(
+            (a - b).abs() <= bound_errors,
+            "{} {what} error: device {a:e}, CPU {b:e}",
+            R::PRECISION.name()
+        );
+    }
+    let (c, d) = (exact::total(&cpu.cloud, 0), dev.totals(g).unwrap()[0]);
+    worst = worst.max(rel(d, c));
+    assert!(
+        rel(d, c) <= bound_total,
+        "advection total: device {d}, CPU {c}"
+    );
+    // 2-D Euler in a walled box: the totals of every variable over the interior particles
+    // only (boundary particles carry states too).
+    let make = || {
+        Boundaries::<R, 2>::new()
+            .with_axis(0, SlipWall::default())
+            .with_axis(1, Outflow)
+    };
+    let eq = Euler::<2>::new(1.4).unwrap();
+    let layers = Some(default_radius_factor::<2>(2) as usize);
+    let mut cloud = box_cloud::<R, 2>(1.0 / 20.0, layers, 46, 4);
+    cloud.orders_mut().fill(2);
+    initial_with_jump(&mut cloud, true, 0.5);
+    let (cpu, dev) = stepped(
+        g,
+        &cloud,
+        eq.clone(),
+        DeviceEquation::euler(&eq),
+        2,
+        Some(&make),
+        3,
+    );
+    let totals = dev.totals(g).unwrap();
+    for (v, &d) in totals.iter().enumerate() {
+        let c = exact::total(&cpu.cloud, v);
+        let err = if c.abs() > 1e-3 {
+            rel(d, c)
+        } else {
+            (d - c).abs()
+        };
+        worst = worst.max(err);
+        assert!(
+            err <= bound_total,
+            "{} Euler total of variable {v}: device {d:e}, CPU {c:e}",
+            R::PRECISION.name()
+        );
+    }
+    worst
+}
+
+#[test]
+fn device_diagnostics_equal_the_cpu_totals_and_error_norms() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    let worst = diagnostic_cases::<f32>(&g, 1e-5, 1e-6);
+    eprintln!("f32: worst device/CPU difference of the totals and error norms {worst:.2e}");
+    if g.supports(Precision::F64) {
+        let worst = diagnostic_cases::<f64>(&g, 1e-12, 1e-13);
+        eprintln!("f64: worst device/CPU difference of the totals and error norms {worst:.2e}");
+    }
+}
