@@ -85,7 +85,7 @@ pub struct CloudArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// Where the step runs: cpu, or gpu (search, MLS, passes and Runge-Kutta stages on the
-    /// device; advection or euler, rusanov, any limiter and MOOD). The GPU report adds
+    /// device; advection or euler, any flux, limiter and MOOD). The GPU report adds
     /// transfer times and the speed-up over the CPU backend on this machine.
     #[arg(long, default_value = "cpu")]
     pub(crate) backend: crate::bench::BackendKind,

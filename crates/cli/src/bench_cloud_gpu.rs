@@ -42,9 +42,6 @@ fn check_supported(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
         "advection" => return unsupported(format!("{} advected variables", args.variables)),
         other => return unsupported(format!("--equation {other}")),
     }
-    if args.flux != "rusanov" {
-        return unsupported(format!("--flux {}", args.flux));
-    }
     if args.weno {
         return unsupported("--weno".into());
     }
@@ -165,7 +162,8 @@ fn bench<R: GpuFloat, const D: usize>(
         * spacing;
     let limiter = mote_cloud::scheme::Limiter::by_name(&args.limiter, &args.limiter_mode)?;
     let scheme = DeviceMuscl::<R>::new::<D>(gpu, device_eq, args.order, Weight::default())?
-        .with_limiter::<D>(limiter)?;
+        .with_limiter::<D>(limiter)?
+        .with_flux(mote_cloud::flux::FluxKind::by_name(&args.flux)?)?;
     let tableau = Tableau::by_name(&args.stepper)?;
     let stages = tableau.stages();
     let mood = MoodSettings::by_name(&args.mood, &args.mood_strategy)?;

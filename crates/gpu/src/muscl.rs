@@ -1,4 +1,4 @@
-//! The MUSCL stage passes on the device: MLS derivatives, then reconstruction and Rusanov fluxes
+//! The MUSCL stage passes on the device: MLS derivatives, then reconstruction and numerical fluxes
 //! with the MLS-divergence formulation, for scalar linear advection and the Euler equations,
 //! MUSCL orders 1 to 5, either slot layout; and the Runge-Kutta stage update.
 //!
@@ -9,7 +9,7 @@
 //!
 //! The passes are the CPU's ([`mote_cloud::scheme::Muscl`]) operation for operation: the
 //! minimum-image half offsets, the Taylor reconstruction on both sides with the admissibility
-//! fallback to first order for Euler, the Rusanov flux, the consistency term `F(u_i) . b_ij`, and
+//! fallback to first order for Euler, the numerical flux, the consistency term `F(u_i) . b_ij`, and
 //! the sums over slots accumulated in eight lanes by slot position and added in lane order, as
 //! the CPU's batched passes do, so the results agree to a few rounding errors. Each unit writes
 //! only its own particle's entries; every unit runs the same number of slot iterations (the
@@ -22,9 +22,11 @@
 //! [`DeviceMuscl::derivatives_pass`] and the masked [`DeviceMuscl::flux_pass`] serve MOOD's
 //! recomputation ([`crate::mood`]).
 //!
+//! Every numerical flux of the CPU (Rusanov, central, upwind, HLLC) is a compile-time choice
+//! ([`DeviceMuscl::with_flux`]).
+//!
 //! Not on the device yet (each is refused with "not supported on the GPU backend"): the
-//! conservative formulation, HLLC and the other fluxes, WENO, systems of advection
-//! equations.
+//! conservative formulation, WENO, systems of advection equations.
 
 // Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
 // compile-time `if comptime![..]` stays apart from the run-time test inside it.
@@ -32,6 +34,7 @@
 
 use cubecl::prelude::*;
 use mote_cloud::equations::{Euler, LinearAdvection};
+use mote_cloud::flux::FluxKind;
 use mote_cloud::scheme::{Limiter, PassSeconds};
 
 use crate::array::DeviceArray;
@@ -214,6 +217,110 @@ fn max_speed<F: Float>(
     }
 }
 
+/// The numerical fluxes' kernel codes.
+const RUSANOV: u32 = 0;
+const CENTRAL: u32 = 1;
+const UPWIND: u32 = 2;
+const HLLC: u32 = 3;
+/// HLLC's scratch entries: the unit normal, then the upwind side's state.
+const SCRATCH: usize = 3 + 5;
+
+/// The kernel code of a numerical flux.
+fn flux_code(kind: FluxKind) -> u32 {
+    match kind {
+        FluxKind::Rusanov => RUSANOV,
+        FluxKind::Central => CENTRAL,
+        FluxKind::Upwind => UPWIND,
+        FluxKind::Hllc => HLLC,
+    }
+}
+
+/// HLLC for Euler through the face with (non-unit) normal `nrm` into `out`: the CPU's
+/// [`mote_cloud::flux::hllc`] operation for operation (Davis wave speeds, the contact restored,
+/// times `|n|`; a zero normal gives a zero flux).
+#[cube]
+fn hllc<F: Float>(
+    ul: &Array<F>,
+    ur: &Array<F>,
+    nrm: &Array<F>,
+    params: &Array<F>,
+    scratch: &mut Array<F>,
+    out: &mut Array<F>,
+    #[comptime] dim: usize,
+) {
+    // scratch: [0, 3) the unit normal, [3, 8) the state of the side whose flux is taken.
+    let mut nn = F::new(0.0);
+    #[unroll]
+    for d in 0..dim {
+        nn += nrm[d] * nrm[d];
+    }
+    let len = F::sqrt(nn);
+    if len == F::new(0.0) {
+        #[unroll]
+        for q in 0..dim + 2 {
+            out[q] = F::new(0.0);
+        }
+    } else {
+        #[unroll]
+        for d in 0..dim {
+            scratch[d] = nrm[d] / len;
+        }
+        let mut vl = Array::<F>::new(3usize);
+        let mut vr = Array::<F>::new(3usize);
+        let (rho_l, p_l) = primitive::<F>(ul, params, &mut vl, dim);
+        let (rho_r, p_r) = primitive::<F>(ur, params, &mut vr, dim);
+        let mut un_l = F::new(0.0);
+        let mut un_r = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            un_l += vl[d] * scratch[d];
+            un_r += vr[d] * scratch[d];
+        }
+        let c_l = F::sqrt(params[0] * p_l / rho_l);
+        let c_r = F::sqrt(params[0] * p_r / rho_r);
+        let s_l = F::min(un_l - c_l, un_r - c_r);
+        let s_r = F::max(un_l + c_l, un_r + c_r);
+        let m_l = rho_l * (s_l - un_l);
+        let m_r = rho_r * (s_r - un_r);
+        let s_star = (p_r - p_l + m_l * un_l - m_r * un_r) / (m_l - m_r);
+        // Which side's physical flux, and whether (and with which wave speed) its star state.
+        let left = s_l >= F::new(0.0) || s_star >= F::new(0.0);
+        let with_star = !(s_l >= F::new(0.0)) && (s_star >= F::new(0.0) || s_r > F::new(0.0));
+        let rho = select(left, rho_l, rho_r);
+        let p = select(left, p_l, p_r);
+        let un = select(left, un_l, un_r);
+        let s = select(left, s_l, s_r);
+        #[unroll]
+        for v in 0..dim + 2 {
+            scratch[3 + v] = select(left, ul[v], ur[v]);
+        }
+        // Physical flux along the unit normal.
+        out[0] = rho * un;
+        #[unroll]
+        for d in 0..dim {
+            out[1 + d] = scratch[3 + 1 + d] * un + p * scratch[d];
+        }
+        out[dim + 1] = (scratch[3 + dim + 1] + p) * un;
+        if with_star {
+            let k = rho * (s - un) / (s - s_star);
+            out[0] += s * (k - scratch[3]);
+            #[unroll]
+            for d in 0..dim {
+                let v = select(left, vl[d], vr[d]);
+                let us = k * (v + (s_star - un) * scratch[d]);
+                out[1 + d] += s * (us - scratch[3 + 1 + d]);
+            }
+            let e = scratch[3 + dim + 1];
+            let us = k * (e / rho + (s_star - un) * (s_star + p / (rho * (s - un))));
+            out[dim + 1] += s * (us - e);
+        }
+        #[unroll]
+        for q in 0..dim + 2 {
+            out[q] *= len;
+        }
+    }
+}
+
 /// Whether `x` is finite (neither NaN nor infinite), by its exponent bits (`wide`: `F` is
 /// f64). Not by `x - x == 0`: the software driver compiles kernels assuming finite
 /// arithmetic and folds that to true (found by the tests).
@@ -308,7 +415,7 @@ fn derivatives_kernel<F: Float>(
 }
 
 /// `du_i = -2 sum_j (F*(u_L, u_R; b_ij) - F(u_i) . b_ij)`: MUSCL of the interface order
-/// `min(order_i, order_j, order)` and Rusanov fluxes. The reconstruction terms at the midpoint
+/// `min(order_i, order_j, order)` and the numerical flux. The reconstruction terms at the midpoint
 /// come from the basis recursion `phi_a = phi_parent(a) * d_axis(a) * inv(a)` (the CPU's), an
 /// interface of order `k` using the first `terms_for_order[k]` of them.
 #[cube(launch_unchecked)]
@@ -344,6 +451,7 @@ fn flux_kernel<F: Float>(
     #[comptime] order: u32,
     #[comptime] terms: usize,
     #[comptime] wide: bool,
+    #[comptime] flux: u32,
 ) {
     let i = ABSOLUTE_POS;
     let mut skip = i >= n as usize;
@@ -368,6 +476,7 @@ fn flux_kernel<F: Float>(
         let mut delta = Array::<F>::new(3usize);
         let mut vel = Array::<F>::new(3usize);
         let mut phi = Array::<F>::new(comptime![if terms > 0 { terms } else { 1 }]);
+        let mut scratch = Array::<F>::new(SCRATCH);
         #[unroll]
         for v in 0..vars {
             ui[v] = u[v * nu + i];
@@ -457,17 +566,39 @@ fn flux_kernel<F: Float>(
                         }
                     }
                 }
-                normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, dim);
-                normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, dim);
-                let speed = F::max(
-                    max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim),
-                    max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim),
-                );
+                // The numerical flux into `fl`.
+                if comptime![flux == HLLC] {
+                    hllc::<F>(&ul, &ur, &nrm, params, &mut scratch, &mut fl, dim);
+                } else {
+                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, dim);
+                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, dim);
+                    if comptime![flux == RUSANOV] {
+                        let speed = F::max(
+                            max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim),
+                            max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim),
+                        );
+                        #[unroll]
+                        for v in 0..vars {
+                            fl[v] = F::new(0.5) * (fl[v] + fr[v])
+                                - F::new(0.5) * speed * (ur[v] - ul[v]);
+                        }
+                    } else if comptime![flux == CENTRAL] {
+                        #[unroll]
+                        for v in 0..vars {
+                            fl[v] = F::new(0.5) * (fl[v] + fr[v]);
+                        }
+                    } else {
+                        // Upwind (one variable): by the sign of the Rankine-Hugoniot speed.
+                        let du = ur[0] - ul[0];
+                        let df = fr[0] - fl[0];
+                        let right = (df >= F::new(0.0)) == (du >= F::new(0.0)) || du == F::new(0.0);
+                        fl[0] = select(right, fl[0], fr[0]);
+                    }
+                }
                 let lane = (k as usize) % LANES;
                 #[unroll]
                 for v in 0..vars {
-                    let mut t =
-                        F::new(0.5) * (fl[v] + fr[v]) - F::new(0.5) * speed * (ur[v] - ul[v]);
+                    let mut t = fl[v];
                     #[unroll]
                     for d in 0..dim {
                         t -= fi[d * vars + v] * nrm[d];
@@ -605,6 +736,8 @@ pub struct DeviceMuscl<F> {
     /// Venkatakrishnan's `eps^2 = (K dx)^3` (set by [`DeviceMuscl::prepare`]).
     limiter: Limiter,
     limiter_code: (u32, usize),
+    /// The numerical flux.
+    flux: FluxKind,
     limiter_eps2: DeviceArray<F>,
     /// The flux pass's stand-in for an `active` mask when it has none.
     no_mask: DeviceArray<u32>,
@@ -687,6 +820,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             periodic: gpu.upload("muscl_periodic", &[0u32; 3]).with_scaling(fixed),
             limiter: Limiter::none(),
             limiter_code: (0, 0),
+            flux: FluxKind::Rusanov,
             limiter_eps2: gpu
                 .upload("limiter_eps2", &[F::cast(0.0)])
                 .with_scaling(fixed),
@@ -708,6 +842,32 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     /// The limiter.
     pub fn limiter(&self) -> Limiter {
         self.limiter
+    }
+
+    /// Uses the numerical flux `kind`, as the CPU scheme's `with_flux`: Rusanov and central for
+    /// every equation, upwind for scalar advection, HLLC for Euler.
+    pub fn with_flux(mut self, kind: FluxKind) -> Result<Self, GpuError> {
+        let ok = match kind {
+            FluxKind::Rusanov | FluxKind::Central => true,
+            FluxKind::Upwind => matches!(self.equation, DeviceEquation::Advection { .. }),
+            FluxKind::Hllc => matches!(self.equation, DeviceEquation::Euler { .. }),
+        };
+        if !ok {
+            return Err(mote_cloud::CloudError::invalid(
+                "flux",
+                kind,
+                "one the equation provides (rusanov and central always, upwind for scalar \
+                 advection, hllc for euler)",
+            )
+            .into());
+        }
+        self.flux = kind;
+        Ok(self)
+    }
+
+    /// The numerical flux.
+    pub fn flux(&self) -> FluxKind {
+        self.flux
     }
 
     /// With `true`, every [`DeviceMuscl::rhs`] waits for each of its passes and accumulates
@@ -949,6 +1109,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             n,
             masked: active.is_some() as u32,
             wide: F::PRECISION == mote_core::Precision::F64,
+            flux: flux_code(self.flux),
             slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
             slots: slots as u32,
             max_count: list.max() as u32,
@@ -1074,6 +1235,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     a.order,
                     a.terms,
                     a.wide,
+                    a.flux,
                 );
             }
         }
@@ -1139,6 +1301,8 @@ struct Launch {
     masked: u32,
     /// Whether the float type is f64 (the finiteness test by bits).
     wide: bool,
+    /// The numerical flux's code.
+    flux: u32,
     slot_major: u32,
     slots: u32,
     max_count: u32,

@@ -3,6 +3,7 @@
 
 use mote_cloud::boundary::{Boundaries, Dirichlet, Outflow, SlipWall};
 use mote_cloud::equations::{Equation, Euler, LinearAdvection};
+use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::scheme::{Formulation, Limiter, Muscl};
@@ -21,6 +22,7 @@ struct Case<'a, R: GpuFloat, const D: usize> {
     order: usize,
     stepper: &'static str,
     limiter: Limiter,
+    flux: FluxKind,
     mood: MoodSettings,
     boundaries: Option<&'a dyn Fn() -> Boundaries<R, D>>,
     steps: usize,
@@ -44,6 +46,8 @@ fn compare<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout
     )
     .unwrap()
     .with_limiter(case.limiter)
+    .unwrap()
+    .with_flux(case.flux)
     .unwrap();
     let tableau = Tableau::by_name(case.stepper).unwrap();
     let mut cpu = MeshlessSimulation::<R, D, E, L>::new(
@@ -59,6 +63,8 @@ fn compare<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout
     let scheme = DeviceMuscl::<R>::new::<D>(g, device_eq, case.order, Weight::default())
         .unwrap()
         .with_limiter::<D>(case.limiter)
+        .unwrap()
+        .with_flux(case.flux)
         .unwrap();
     let mut dev = DeviceSimulation::<R, D>::new(g, &case.cloud, radius, scheme, tableau, layout)
         .unwrap()
@@ -125,6 +131,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
             order: 3,
             stepper: "rk3",
             limiter: Limiter::none(),
+            flux: FluxKind::Rusanov,
             mood: mood(c, s),
             boundaries: None,
             steps: 4,
@@ -147,6 +154,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
         order: 3,
         stepper: "rk2",
         limiter: Limiter::none(),
+        flux: FluxKind::Rusanov,
         mood: mood("u2", "epd1"),
         boundaries: None,
         steps: 3,
@@ -179,6 +187,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
         order: 2,
         stepper: "rk3",
         limiter: Limiter::by_name("bj", "soft").unwrap(),
+        flux: FluxKind::Rusanov,
         mood: MoodSettings::default(),
         boundaries: Some(&make),
         steps: 3,
@@ -193,9 +202,68 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     case.mood = mood("u1", "strict");
     check(
         &case.what,
-        compare::<R, 2, _, SlotMajor>(g, &case, euler, deu, DeviceLayout::SlotMajor),
+        compare::<R, 2, _, SlotMajor>(g, &case, euler.clone(), deu, DeviceLayout::SlotMajor),
         true,
     );
+    // The other numerical fluxes: HLLC in the walled box with MOOD and with a limiter, then
+    // central on a smooth periodic flow.
+    case.what = "2-D Euler in a walled box, order 2, rk3, HLLC, MOOD u1 epd1".into();
+    case.flux = FluxKind::Hllc;
+    case.mood = mood("u1", "epd1");
+    check(
+        &case.what,
+        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu, DeviceLayout::RowMajor),
+        true,
+    );
+    case.what = "2-D Euler in a walled box, order 2, rk3, HLLC, Venkatakrishnan".into();
+    case.mood = MoodSettings::default();
+    case.limiter = Limiter::by_name("vk", "soft").unwrap();
+    check(
+        &case.what,
+        compare::<R, 2, _, SlotMajor>(g, &case, euler.clone(), deu, DeviceLayout::SlotMajor),
+        false,
+    );
+    let mut cloud = box_cloud::<R, 2>(1.0 / 20.0, None, 47, 4);
+    cloud.orders_mut().fill(3);
+    initial_with_jump(&mut cloud, true, 0.0);
+    let case = Case {
+        what: "2-D Euler, smooth, order 3, rk4, central".into(),
+        cloud,
+        order: 3,
+        stepper: "rk4",
+        limiter: Limiter::none(),
+        flux: FluxKind::Central,
+        mood: MoodSettings::default(),
+        boundaries: None,
+        steps: 3,
+    };
+    check(
+        &case.what,
+        compare::<R, 2, _, RowMajor>(g, &case, euler, deu, DeviceLayout::RowMajor),
+        false,
+    );
+    // Scalar advection with the upwind and central fluxes.
+    for flux in [FluxKind::Upwind, FluxKind::Central] {
+        let mut cloud = box_cloud::<R, 1>(1.0 / 100.0, None, 48, 1);
+        cloud.orders_mut().fill(2);
+        initial_with_jump(&mut cloud, false, 0.0);
+        let case = Case {
+            what: format!("1-D advection, order 2, rk3, {flux}"),
+            cloud,
+            order: 2,
+            stepper: "rk3",
+            limiter: Limiter::none(),
+            flux,
+            mood: MoodSettings::default(),
+            boundaries: None,
+            steps: 4,
+        };
+        check(
+            &case.what,
+            compare::<R, 1, _, RowMajor>(g, &case, advection.clone(), dadv, DeviceLayout::RowMajor),
+            false,
+        );
+    }
     worst
 }
 
