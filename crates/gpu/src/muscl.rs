@@ -25,8 +25,11 @@
 //! Every numerical flux of the CPU (Rusanov, central, upwind, HLLC) is a compile-time choice
 //! ([`DeviceMuscl::with_flux`]).
 //!
-//! Not on the device yet (each is refused with "not supported on the GPU backend"): the
-//! conservative formulation, WENO, systems of advection equations.
+//! Both divergence formulations: the MLS divergence and the conservative face weights
+//! ([`DeviceMuscl::with_formulation`]; the reverse slots are found on the device).
+//!
+//! Not on the device yet (each is refused with "not supported on the GPU backend"): WENO,
+//! systems of advection equations.
 
 // Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
 // compile-time `if comptime![..]` stays apart from the run-time test inside it.
@@ -35,7 +38,7 @@
 use cubecl::prelude::*;
 use mote_cloud::equations::{Euler, LinearAdvection};
 use mote_cloud::flux::FluxKind;
-use mote_cloud::scheme::{Limiter, PassSeconds};
+use mote_cloud::scheme::{Formulation, Limiter, PassSeconds};
 
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
@@ -444,6 +447,8 @@ fn flux_kernel<F: Float>(
     recursion_inv: &Array<F>,
     parity: &Array<F>,
     terms_for_order: &Array<u32>,
+    volumes: &Array<F>,
+    reverse: &Array<u32>,
     du: &mut Array<F>,
     #[comptime] kind: u32,
     #[comptime] vars: usize,
@@ -452,6 +457,7 @@ fn flux_kernel<F: Float>(
     #[comptime] terms: usize,
     #[comptime] wide: bool,
     #[comptime] flux: u32,
+    #[comptime] conservative: bool,
 ) {
     let i = ABSOLUTE_POS;
     let mut skip = i >= n as usize;
@@ -481,18 +487,20 @@ fn flux_kernel<F: Float>(
         for v in 0..vars {
             ui[v] = u[v * nu + i];
         }
-        // F_d(u_i) along each axis, for the consistency term.
-        #[unroll]
-        for d in 0..dim {
+        // F_d(u_i) along each axis, for the consistency term (the MLS-divergence form).
+        if comptime![!conservative] {
             #[unroll]
-            for e in 0..dim {
-                nrm[e] = F::new(0.0);
-            }
-            nrm[d] = F::new(1.0);
-            normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, dim);
-            #[unroll]
-            for v in 0..vars {
-                fi[d * vars + v] = fl[v];
+            for d in 0..dim {
+                #[unroll]
+                for e in 0..dim {
+                    nrm[e] = F::new(0.0);
+                }
+                nrm[d] = F::new(1.0);
+                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, dim);
+                #[unroll]
+                for v in 0..vars {
+                    fi[d * vars + v] = fl[v];
+                }
             }
         }
         #[unroll]
@@ -506,6 +514,11 @@ fn flux_kernel<F: Float>(
                 #[unroll]
                 for d in 0..dim {
                     nrm[d] = coef[d * slots_u + s];
+                    if comptime![conservative] {
+                        // The antisymmetric face weight p_ij = V_i b_ij - V_j b_ji.
+                        nrm[d] = volumes[i] * nrm[d]
+                            - volumes[j] * coef[d * slots_u + reverse[s] as usize];
+                    }
                     let mut off = if d == 0 {
                         x[j] - x[i]
                     } else if d == 1 {
@@ -599,9 +612,11 @@ fn flux_kernel<F: Float>(
                 #[unroll]
                 for v in 0..vars {
                     let mut t = fl[v];
-                    #[unroll]
-                    for d in 0..dim {
-                        t -= fi[d * vars + v] * nrm[d];
+                    if comptime![!conservative] {
+                        #[unroll]
+                        for d in 0..dim {
+                            t -= fi[d * vars + v] * nrm[d];
+                        }
                     }
                     acc[v * LANES + lane] += t;
                 }
@@ -614,7 +629,11 @@ fn flux_kernel<F: Float>(
             for l in 0..LANES {
                 sum += acc[v * LANES + l];
             }
-            du[v * nu + i] = F::new(-2.0) * sum;
+            if comptime![conservative] {
+                du[v * nu + i] = -sum / volumes[i];
+            } else {
+                du[v * nu + i] = F::new(-2.0) * sum;
+            }
         }
     }
 }
@@ -713,6 +732,45 @@ fn non_finite_kernel<F: Float>(
     }
 }
 
+/// `reverse[s]`: for each slot `s` of `i` pointing at `j`, the slot of `j` pointing at `i`
+/// (the lists are symmetric). Written where found: a variable initialised from an integer
+/// constant would stay a compile-time value.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn reverse_kernel(
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    max_count: u32,
+    reverse: &mut Array<u32>,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let stride = select(slot_major == 1, nu, 1usize);
+        let count = counts[i];
+        let base = select(slot_major == 1, i, starts[i] as usize);
+        for k in 0..max_count {
+            if k < count {
+                let s = base + k as usize * stride;
+                let j = indices[s] as usize;
+                let count_j = counts[j];
+                let base_j = select(slot_major == 1, j, starts[j] as usize);
+                for t in 0..max_count {
+                    if t < count_j {
+                        let back = base_j + t as usize * stride;
+                        if indices[back] as usize == i {
+                            reverse[s] = back as u32;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The MUSCL right-hand side on a device: MLS fits, derivatives and the flux pass.
 pub struct DeviceMuscl<F> {
     equation: DeviceEquation,
@@ -738,6 +796,9 @@ pub struct DeviceMuscl<F> {
     limiter_code: (u32, usize),
     /// The numerical flux.
     flux: FluxKind,
+    /// The divergence formulation, and for the conservative one the reverse slots.
+    formulation: Formulation,
+    reverse: DeviceArray<u32>,
     limiter_eps2: DeviceArray<F>,
     /// The flux pass's stand-in for an `active` mask when it has none.
     no_mask: DeviceArray<u32>,
@@ -821,6 +882,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             limiter: Limiter::none(),
             limiter_code: (0, 0),
             flux: FluxKind::Rusanov,
+            formulation: Formulation::MlsDivergence,
+            reverse: gpu
+                .output("reverse_slot", 0)
+                .with_scaling(mote_core::Scaling::PerSlot(1)),
             limiter_eps2: gpu
                 .upload("limiter_eps2", &[F::cast(0.0)])
                 .with_scaling(fixed),
@@ -868,6 +933,19 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     /// The numerical flux.
     pub fn flux(&self) -> FluxKind {
         self.flux
+    }
+
+    /// Uses the divergence `formulation` (see [`mote_cloud::scheme::Formulation`]): the
+    /// MLS divergence (the default) or the conservative face weights `p_ij = V_i b_ij -
+    /// V_j b_ji`, which need the reverse slots (found by [`DeviceMuscl::prepare`]).
+    pub fn with_formulation(mut self, formulation: Formulation) -> Self {
+        self.formulation = formulation;
+        self
+    }
+
+    /// The divergence formulation.
+    pub fn formulation(&self) -> Formulation {
+        self.formulation
     }
 
     /// With `true`, every [`DeviceMuscl::rhs`] waits for each of its passes and accumulates
@@ -935,6 +1013,55 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             .with_scaling(mote_core::Scaling::Fixed);
         let m = self.equation.variables(D);
         self.derivatives.resize(cloud.len() * m * self.terms)?;
+        if self.formulation == Formulation::Conservative {
+            self.reverse_slots(gpu, cloud.len(), list)?;
+        }
+        Ok(())
+    }
+
+    /// For each slot of `i` pointing at `j`, the slot of `j` pointing back at `i` (the
+    /// conservative formulation's face weights).
+    fn reverse_slots(
+        &mut self,
+        gpu: &Gpu,
+        n: usize,
+        list: &DeviceNeighbours,
+    ) -> Result<(), GpuError> {
+        let slots = list.indices().len();
+        self.reverse.resize(slots)?;
+        gpu.check(list.counts(), n)?;
+        gpu.check(list.starts(), n + 1)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let (count, cube) = grid(n, gpu.workgroup());
+        fn go<Rt: Runtime>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            n: u32,
+            list: &DeviceNeighbours,
+            reverse: &DeviceArray<u32>,
+        ) {
+            // SAFETY: each unit writes the reverse entries of its own slots; every index read is
+            // a slot of a listed particle (below the slot count).
+            unsafe {
+                reverse_kernel::launch_unchecked::<Rt>(
+                    client,
+                    count,
+                    cube,
+                    n,
+                    list.counts().arg(),
+                    list.starts().arg(),
+                    list.indices().arg(),
+                    (list.layout() == DeviceLayout::SlotMajor) as u32,
+                    list.max() as u32,
+                    reverse.arg(),
+                )
+            }
+        }
+        let reverse = &self.reverse;
+        with_client!(&gpu.client, |c| go(c, count, cube, n as u32, list, reverse));
         Ok(())
     }
 
@@ -1089,6 +1216,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         gpu.check(du, n * m)?;
         if fluxes {
             gpu.check(orders.expect("the flux pass has orders"), n)?;
+            gpu.check(cloud.volumes(), n)?;
+            if self.formulation == Formulation::Conservative {
+                gpu.check(&self.reverse, list.indices().len())?;
+            }
         }
         if let Some(a) = active {
             gpu.check(a, n)?;
@@ -1110,6 +1241,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             masked: active.is_some() as u32,
             wide: F::PRECISION == mote_core::Precision::F64,
             flux: flux_code(self.flux),
+            conservative: self.formulation == Formulation::Conservative,
             slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
             slots: slots as u32,
             max_count: list.max() as u32,
@@ -1142,6 +1274,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             derivs: &DeviceArray<F>,
             eps2: &DeviceArray<F>,
             orders: (&DeviceArray<u32>, &DeviceArray<u32>),
+            extra: (&DeviceArray<F>, &DeviceArray<u32>),
             u: &DeviceArray<F>,
             du: &DeviceArray<F>,
             a: &Launch,
@@ -1228,6 +1361,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     basis.1.arg(),
                     basis.2.arg(),
                     basis.3.arg(),
+                    extra.0.arg(),
+                    extra.1.arg(),
                     du.arg(),
                     a.kind,
                     a.vars,
@@ -1236,6 +1371,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     a.terms,
                     a.wide,
                     a.flux,
+                    a.conservative,
                 );
             }
         }
@@ -1275,6 +1411,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                 &self.derivatives,
                 &self.limiter_eps2,
                 orders,
+                (cloud.volumes(), &self.reverse),
                 u,
                 du,
                 &launch,
@@ -1303,6 +1440,8 @@ struct Launch {
     wide: bool,
     /// The numerical flux's code.
     flux: u32,
+    /// The conservative formulation.
+    conservative: bool,
     slot_major: u32,
     slots: u32,
     max_count: u32,

@@ -245,18 +245,19 @@ fn pick_kernel(values: &Array<u32>, at: u32, out: &mut Array<u32>) {
     }
 }
 
-/// The positions of a cloud on a device: one array per axis, mirroring the host component
-/// arrays, with the domain they live in.
+/// The geometry of a cloud on a device: positions (one array per axis), tags and volumes,
+/// mirroring the host component arrays, with the domain they live in.
 pub struct DeviceCloud<R, const D: usize> {
     positions: Vec<DeviceArray<R>>,
     tags: DeviceArray<u32>,
+    volumes: DeviceArray<R>,
     domain: Domain<D>,
     spacing: [f64; D],
 }
 
 impl<R: GpuFloat, const D: usize> DeviceCloud<R, D> {
-    /// Uploads the positions of `cloud` to `gpu` (an error where the device cannot compute in
-    /// the cloud's precision).
+    /// Uploads the positions, tags and volumes of `cloud` to `gpu` (an error where the device
+    /// cannot compute in the cloud's precision).
     pub fn upload(gpu: &Gpu, cloud: &Cloud<R, D>) -> Result<Self, GpuError> {
         gpu.check_precision(R::PRECISION)?;
         const NAMES: [&str; 3] = ["x", "y", "z"];
@@ -269,6 +270,7 @@ impl<R: GpuFloat, const D: usize> DeviceCloud<R, D> {
         Ok(Self {
             positions,
             tags: gpu.upload("tag", cloud.tags()),
+            volumes: gpu.upload("volume", cloud.volumes()),
             domain: *cloud.domain(),
             spacing: cloud.spacing(),
         })
@@ -294,6 +296,11 @@ impl<R: GpuFloat, const D: usize> DeviceCloud<R, D> {
         &self.tags
     }
 
+    /// The particle volumes.
+    pub fn volumes(&self) -> &DeviceArray<R> {
+        &self.volumes
+    }
+
     /// The domain.
     pub fn domain(&self) -> &Domain<D> {
         &self.domain
@@ -304,13 +311,14 @@ impl<R: GpuFloat, const D: usize> DeviceCloud<R, D> {
         self.spacing
     }
 
-    /// Refuses unless the device positions and tags equal `cloud`'s, by fingerprint (the check after a
-    /// reservation moved them).
+    /// Refuses unless the device positions, tags and volumes equal `cloud`'s, by fingerprint
+    /// (the check after a reservation moved them).
     pub fn verify(&self, gpu: &Gpu, cloud: &Cloud<R, D>) -> Result<(), GpuError> {
         for (d, h) in self.positions.iter().zip(cloud.positions()) {
             gpu.verify(d, h)?;
         }
-        gpu.verify(&self.tags, cloud.tags())
+        gpu.verify(&self.tags, cloud.tags())?;
+        gpu.verify(&self.volumes, cloud.volumes())
     }
 }
 
@@ -322,6 +330,7 @@ impl<R: GpuFloat, const D: usize> Budgeted for DeviceCloud<R, D> {
             .map(|p| p as &dyn BudgetedBuffer)
             .collect();
         v.push(&self.tags);
+        v.push(&self.volumes);
         v
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
@@ -331,6 +340,7 @@ impl<R: GpuFloat, const D: usize> Budgeted for DeviceCloud<R, D> {
             .map(|p| p as &mut dyn BudgetedBuffer)
             .collect();
         v.push(&mut self.tags);
+        v.push(&mut self.volumes);
         v
     }
 }

@@ -35,8 +35,6 @@ pub struct DeviceSimulation<F: GpuFloat, const D: usize> {
     radius: f64,
     /// The cloud's per-particle orders (MOOD's maximum).
     max_orders: DeviceArray<u32>,
-    /// Particle volumes (the diagnostics' weights).
-    volumes: DeviceArray<F>,
     tableau: Tableau,
     /// The conserved variables end to end (`v * n + i`).
     state: DeviceArray<F>,
@@ -104,7 +102,6 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         let orders: Vec<u32> = cloud.orders().iter().map(|&o| u32::from(o)).collect();
         let state: Vec<F> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
         let max_orders = gpu.upload("order", &orders);
-        let volumes = gpu.upload("volume", cloud.volumes());
         let state = gpu.upload("state", &state);
         gpu.sync()?;
         let upload = clock.elapsed().as_secs_f64();
@@ -124,7 +121,6 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             scheme,
             radius,
             max_orders,
-            volumes,
             tableau,
             state,
             slopes: (0..stages).map(|_| gpu.output("slope", n * m)).collect(),
@@ -265,7 +261,13 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         let m = self.scheme.equation().variables(D);
         (0..m)
             .map(|v| {
-                crate::diagnostics::total(gpu, &self.state, v, &self.volumes, self.cloud.tags())
+                crate::diagnostics::total(
+                    gpu,
+                    &self.state,
+                    v,
+                    self.cloud.volumes(),
+                    self.cloud.tags(),
+                )
             })
             .collect()
     }
@@ -287,7 +289,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             gpu,
             &self.state,
             var,
-            &self.volumes,
+            self.cloud.volumes(),
             self.cloud.tags(),
             &values,
         )
