@@ -128,16 +128,17 @@ impl DeviceEquation {
 }
 
 /// Euler's primitive density, velocity (into `vel`) and pressure, with the floors (a NaN is
-/// floored too), as the CPU computes them.
+/// floored too, found by its bits: see [`finite`]), as the CPU computes them.
 #[cube]
 fn primitive<F: Float>(
     u: &Array<F>,
     params: &Array<F>,
     vel: &mut Array<F>,
     #[comptime] dim: usize,
+    #[comptime] wide: bool,
 ) -> (F, F) {
     let mut rho = u[0];
-    if !(rho >= params[2]) {
+    if !(rho >= params[2]) || is_nan::<F>(rho, wide) {
         rho = params[2];
     }
     #[unroll]
@@ -150,7 +151,7 @@ fn primitive<F: Float>(
         kinetic += u[1 + d] * vel[d];
     }
     let mut p = params[1] * (u[dim + 1] - F::new(0.5) * kinetic);
-    if !(p >= params[3]) {
+    if !(p >= params[3]) || is_nan::<F>(p, wide) {
         p = params[3];
     }
     (rho, p)
@@ -166,6 +167,7 @@ fn normal_flux<F: Float>(
     out: &mut Array<F>,
     #[comptime] kind: u32,
     #[comptime] dim: usize,
+    #[comptime] wide: bool,
 ) {
     if comptime![kind == 0] {
         let mut s = F::new(0.0);
@@ -175,7 +177,7 @@ fn normal_flux<F: Float>(
         }
         out[0] = s * u[0];
     } else {
-        let (rho, p) = primitive::<F>(u, params, vel, dim);
+        let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
         let mut vn = F::new(0.0);
         #[unroll]
         for d in 0..dim {
@@ -199,6 +201,7 @@ fn max_speed<F: Float>(
     vel: &mut Array<F>,
     #[comptime] kind: u32,
     #[comptime] dim: usize,
+    #[comptime] wide: bool,
 ) -> F {
     if comptime![kind == 0] {
         let mut s = F::new(0.0);
@@ -208,7 +211,7 @@ fn max_speed<F: Float>(
         }
         F::abs(s)
     } else {
-        let (rho, p) = primitive::<F>(u, params, vel, dim);
+        let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
         let mut vn = F::new(0.0);
         let mut nn = F::new(0.0);
         #[unroll]
@@ -250,6 +253,7 @@ fn hllc<F: Float>(
     scratch: &mut Array<F>,
     out: &mut Array<F>,
     #[comptime] dim: usize,
+    #[comptime] wide: bool,
 ) {
     // scratch: [0, 3) the unit normal, [3, 8) the state of the side whose flux is taken.
     let mut nn = F::new(0.0);
@@ -270,8 +274,8 @@ fn hllc<F: Float>(
         }
         let mut vl = Array::<F>::new(3usize);
         let mut vr = Array::<F>::new(3usize);
-        let (rho_l, p_l) = primitive::<F>(ul, params, &mut vl, dim);
-        let (rho_r, p_r) = primitive::<F>(ur, params, &mut vr, dim);
+        let (rho_l, p_l) = primitive::<F>(ul, params, &mut vl, dim, wide);
+        let (rho_r, p_r) = primitive::<F>(ur, params, &mut vr, dim, wide);
         let mut un_l = F::new(0.0);
         let mut un_r = F::new(0.0);
         #[unroll]
@@ -321,6 +325,16 @@ fn hllc<F: Float>(
         for q in 0..dim + 2 {
             out[q] *= len;
         }
+    }
+}
+
+/// Whether `x` is a NaN, by its bits (see [`finite`]).
+#[cube]
+pub(crate) fn is_nan<F: Float>(x: F, #[comptime] wide: bool) -> bool {
+    if comptime![wide] {
+        (u64::reinterpret(x) & 0x7fff_ffff_ffff_ffffu64) > 0x7ff0_0000_0000_0000u64
+    } else {
+        (u32::reinterpret(x) & 0x7fff_ffffu32) > 0x7f80_0000u32
     }
 }
 
@@ -496,7 +510,7 @@ fn flux_kernel<F: Float>(
                     nrm[e] = F::new(0.0);
                 }
                 nrm[d] = F::new(1.0);
-                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, dim);
+                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, dim, wide);
                 #[unroll]
                 for v in 0..vars {
                     fi[d * vars + v] = fl[v];
@@ -581,14 +595,14 @@ fn flux_kernel<F: Float>(
                 }
                 // The numerical flux into `fl`.
                 if comptime![flux == HLLC] {
-                    hllc::<F>(&ul, &ur, &nrm, params, &mut scratch, &mut fl, dim);
+                    hllc::<F>(&ul, &ur, &nrm, params, &mut scratch, &mut fl, dim, wide);
                 } else {
-                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, dim);
-                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, dim);
+                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, dim, wide);
+                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, dim, wide);
                     if comptime![flux == RUSANOV] {
                         let speed = F::max(
-                            max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim),
-                            max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim),
+                            max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim, wide),
+                            max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim, wide),
                         );
                         #[unroll]
                         for v in 0..vars {
@@ -656,6 +670,7 @@ fn rate_kernel<F: Float>(
     #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
+    #[comptime] wide: bool,
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
@@ -678,7 +693,7 @@ fn rate_kernel<F: Float>(
                 for d in 0..dim {
                     nrm[d] = coef[d * slots as usize + s];
                 }
-                sum += max_speed::<F>(&ui, &nrm, params, &mut vel, kind, dim);
+                sum += max_speed::<F>(&ui, &nrm, params, &mut vel, kind, dim, wide);
             }
         }
         rates[i] = F::new(2.0) * sum;
@@ -1121,6 +1136,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     c.0,
                     c.1,
                     c.2,
+                    F::PRECISION == mote_core::Precision::F64,
                 )
             }
         }
