@@ -22,7 +22,7 @@ use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::muscl::{DeviceMuscl, finite};
+use crate::muscl::{DeviceMuscl, admissible};
 use crate::primitives::grid;
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 
@@ -39,39 +39,6 @@ const EPD0: u32 = 0;
 const EPD1: u32 = 1;
 const EPD2: u32 = 2;
 const STRICT: u32 = 3;
-
-/// Whether a state of `vars` variables is admissible: finite values; for Euler (`kind` 1)
-/// also a positive density and pressure (the CPU's `Equation::admissible`).
-#[cube]
-fn admissible_state<F: Float>(
-    c: &Array<F>,
-    #[comptime] kind: u32,
-    #[comptime] vars: usize,
-    #[comptime] dim: usize,
-    #[comptime] wide: bool,
-) -> bool {
-    let mut ok = true;
-    #[unroll]
-    for v in 0..vars {
-        if !finite::<F>(c[v], wide) {
-            ok = false;
-        }
-    }
-    if comptime![kind == 1] {
-        if !(c[0] > F::new(0.0)) {
-            ok = false;
-        }
-        let mut kinetic = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            kinetic += c[1 + d] * c[1 + d];
-        }
-        if !(c[dim + 1] - F::new(0.5) * kinetic / c[0] > F::new(0.0)) {
-            ok = false;
-        }
-    }
-    ok
-}
 
 /// `orders[i] = clamp(max_orders[i], 1, cap)`.
 #[cube(launch_unchecked)]
@@ -117,7 +84,7 @@ fn detect_kernel<F: Float>(
             for v in 0..vars {
                 c[v] = candidate[v * nu + i];
             }
-            if !admissible_state::<F>(&c, kind, vars, dim, wide) {
+            if !admissible::<F>(&c, kind, vars, dim, wide) {
                 fail[i] = INADMISSIBLE;
             } else if comptime![criterion == ALWAYS] {
                 fail[i] = FAIL;

@@ -44,7 +44,7 @@ use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::limiter::limiter_kernel;
+use crate::limiter::{limiter_kernel, offset};
 use crate::mls::DeviceMls;
 use crate::primitives::grid;
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
@@ -352,23 +352,36 @@ pub(crate) fn finite<F: Float>(x: F, #[comptime] wide: bool) -> bool {
     }
 }
 
-/// Whether a reconstructed Euler state is admissible (finite, positive density and pressure).
+/// Whether a state of `vars` variables is admissible: finite values; for Euler (`kind` 1) also
+/// a positive density and pressure (the CPU's `Equation::admissible`): the reconstruction
+/// fallback's and MOOD's test.
 #[cube]
-fn admissible<F: Float>(u: &Array<F>, #[comptime] dim: usize, #[comptime] wide: bool) -> bool {
-    let mut ok = u[0] > F::new(0.0);
+pub(crate) fn admissible<F: Float>(
+    c: &Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+    #[comptime] wide: bool,
+) -> bool {
+    let mut ok = true;
     #[unroll]
-    for v in 0..dim + 2 {
-        if !finite::<F>(u[v], wide) {
+    for v in 0..vars {
+        if !finite::<F>(c[v], wide) {
             ok = false;
         }
     }
-    let mut kinetic = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        kinetic += u[1 + d] * u[1 + d];
-    }
-    if !(u[dim + 1] - F::new(0.5) * kinetic / u[0] > F::new(0.0)) {
-        ok = false;
+    if comptime![kind == 1] {
+        if !(c[0] > F::new(0.0)) {
+            ok = false;
+        }
+        let mut kinetic = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            kinetic += c[1 + d] * c[1 + d];
+        }
+        if !(c[dim + 1] - F::new(0.5) * kinetic / c[0] > F::new(0.0)) {
+            ok = false;
+        }
     }
     ok
 }
@@ -533,21 +546,7 @@ fn flux_kernel<F: Float>(
                         nrm[d] = volumes[i] * nrm[d]
                             - volumes[j] * coef[d * slots_u + reverse[s] as usize];
                     }
-                    let mut off = if d == 0 {
-                        x[j] - x[i]
-                    } else if d == 1 {
-                        y[j] - y[i]
-                    } else {
-                        z[j] - z[i]
-                    };
-                    if periodic[d] == 1 {
-                        if off > geo[3 + d] {
-                            off -= geo[d];
-                        } else if off < -geo[3 + d] {
-                            off += geo[d];
-                        }
-                    }
-                    delta[d] = F::new(0.5) * off;
+                    delta[d] = F::new(0.5) * offset::<F>(x, y, z, geo, periodic, i, j, d);
                 }
                 #[unroll]
                 for v in 0..vars {
@@ -582,7 +581,8 @@ fn flux_kernel<F: Float>(
                         if comptime![kind == 1] {
                             // A reconstruction outside the admissible states falls back to
                             // first order for that pair.
-                            if !(admissible::<F>(&ul, dim, wide) && admissible::<F>(&ur, dim, wide))
+                            if !(admissible::<F>(&ul, kind, vars, dim, wide)
+                                && admissible::<F>(&ur, kind, vars, dim, wide))
                             {
                                 #[unroll]
                                 for v in 0..vars {
