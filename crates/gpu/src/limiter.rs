@@ -20,6 +20,8 @@
 use cubecl::prelude::*;
 use mote_cloud::scheme::{Limiter, LimiterKind, LimiterMode};
 
+use crate::primitives::slot_base;
+
 /// The limiter kinds as the kernel's compile-time code.
 pub(crate) const BARTH_JESPERSEN: u32 = 1;
 pub(crate) const VENKATAKRISHNAN: u32 = 2;
@@ -129,8 +131,7 @@ pub(crate) fn limiter_kernel<F: Float>(
     if i < n as usize {
         let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let mut delta = Array::<F>::new(3usize);
         let mut phi = Array::<F>::new(comptime![if scaled > 0 { scaled } else { 1 }]);
         #[unroll]

@@ -25,7 +25,7 @@ use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::primitives::grid;
+use crate::primitives::{grid, slot_base};
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 
 /// Index of each constant in the kernel's `consts` array.
@@ -199,8 +199,7 @@ fn mls_kernel<F: Float, G: Float>(
         let count = counts[i];
         // (`select`, not a mutable literal reassigned in a branch: CubeCL keeps a variable
         // initialised from a literal at compile time.)
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, n as usize, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let slots_u = slots as usize;
         let mut ok = count >= cap as u32;
         if !ok && tags[i] == 0 {

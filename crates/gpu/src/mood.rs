@@ -23,7 +23,7 @@ use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::muscl::{DeviceMuscl, admissible};
-use crate::primitives::grid;
+use crate::primitives::{grid, slot_base};
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 
 const PASS: u32 = 0;
@@ -90,8 +90,7 @@ fn detect_kernel<F: Float>(
                 fail[i] = FAIL;
             } else {
                 let count = counts[i];
-                let base = select(slot_major == 1, i, starts[i] as usize);
-                let stride = select(slot_major == 1, nu, 1usize);
+                let (base, stride) = slot_base(i, n, starts, slot_major);
                 let delta = consts[0];
                 #[unroll]
                 for v in 0..vars {
@@ -140,8 +139,7 @@ fn curvature_kernel<F: Float>(
     if i < n as usize {
         let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         #[unroll]
         for v in 0..vars {
             let ui = input[v * nu + i];
@@ -182,10 +180,8 @@ fn smooth_kernel<F: Float>(
     let i = ABSOLUTE_POS;
     if i < n as usize {
         if fail[i] == FAIL {
-            let nu = n as usize;
             let count = counts[i];
-            let base = select(slot_major == 1, i, starts[i] as usize);
-            let stride = select(slot_major == 1, nu, 1usize);
+            let (base, stride) = slot_base(i, n, starts, slot_major);
             let mut smooth = true;
             #[unroll]
             for v in 0..vars {
@@ -255,10 +251,8 @@ fn cap_kernel(
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
-        let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let mut c = select(fail[i] != PASS, lower(orders[i]), NO_CAP);
         for k in 0..max_count {
             if k < count {
@@ -291,10 +285,8 @@ fn next_kernel(
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
-        let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let order = orders[i];
         let failing = fail[i] != PASS;
         let own = select(failing, lower(order), order);
@@ -345,10 +337,8 @@ fn active_kernel(
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
-        let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let mut changed = next[i] != orders[i];
         for k in 0..max_count {
             if k < count {

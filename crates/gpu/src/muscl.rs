@@ -46,7 +46,7 @@ use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::limiter::{limiter_kernel, offset};
 use crate::mls::DeviceMls;
-use crate::primitives::grid;
+use crate::primitives::{grid, slot_base};
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 
 /// Lanes of the CPU's batched sums.
@@ -408,8 +408,7 @@ fn derivatives_kernel<F: Float>(
     if i < n as usize {
         let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let slots_u = slots as usize;
         let mut acc = Array::<F>::new(terms * LANES);
         #[unroll]
@@ -494,8 +493,7 @@ fn flux_kernel<F: Float>(
     if !skip {
         let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let slots_u = slots as usize;
         let order_i = u32::min(orders[i], order);
         let mut ui = Array::<F>::new(vars);
@@ -676,8 +674,7 @@ fn rate_kernel<F: Float>(
     if i < n as usize {
         let nu = n as usize;
         let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        let stride = select(slot_major == 1, nu, 1usize);
+        let (base, stride) = slot_base(i, n, starts, slot_major);
         let mut ui = Array::<F>::new(vars);
         let mut nrm = Array::<F>::new(3usize);
         let mut vel = Array::<F>::new(3usize);

@@ -217,6 +217,16 @@ fn min_max_kernel<F: Float>(
     }
 }
 
+/// Where particle `i`'s slots start and how far apart they are, in either layout: from
+/// `starts[i]`, one apart (row-major), or from `i`, `n` apart (slot-major).
+#[cube]
+pub(crate) fn slot_base(i: usize, n: u32, starts: &Array<u32>, slot_major: u32) -> (usize, usize) {
+    (
+        select(slot_major == 1, i, starts[i] as usize),
+        select(slot_major == 1, n as usize, 1usize),
+    )
+}
+
 /// Copies the first `words` words of `src` into `dst` on the device.
 pub(crate) fn copy_words<Rt: Runtime>(
     client: &ComputeClient<Rt>,
