@@ -144,6 +144,52 @@ impl<const D: usize> Euler<D> {
         (rho, v, p)
     }
 
+    /// [`Equation::max_wave_speed_lanes`] from the primitive variables.
+    #[inline(always)]
+    fn speed_of_primitive_lanes<R: Real, const W: usize>(
+        &self,
+        (rho, v, p): &([R; W], [[R; W]; D], [R; W]),
+        n: &[[R; W]; D],
+    ) -> [R; W] {
+        std::array::from_fn(|l| {
+            let (mut vn, mut nn) = (R::zero(), R::zero());
+            for d in 0..D {
+                vn += v[d][l] * n[d][l];
+                nn += n[d][l] * n[d][l];
+            }
+            vn.abs() + self.sound_speed(rho[l], p[l]) * nn.sqrt()
+        })
+    }
+
+    /// Rusanov with each side's primitive variables computed once for its flux and its wave
+    /// speed (the generic [`crate::flux::rusanov_lanes`] converts each side twice): per lane the
+    /// same operations as the generic flux, so the same bits; floors count once per side.
+    #[inline(always)]
+    fn rusanov_lanes<R: Real, const M: usize, const W: usize>(
+        &self,
+        ul: &[[R; W]; M],
+        ur: &[[R; W]; M],
+        n: &[[R; W]; D],
+        out: &mut [[R; W]; M],
+    ) {
+        let (pl, pr) = (self.primitive_lanes(ul), self.primitive_lanes(ur));
+        let mut fl = [[R::zero(); W]; M];
+        let mut fr = [[R::zero(); W]; M];
+        flux_of_primitive_lanes(ul, &pl, n, &mut fl);
+        flux_of_primitive_lanes(ur, &pr, n, &mut fr);
+        let (sl, sr) = (
+            self.speed_of_primitive_lanes(&pl, n),
+            self.speed_of_primitive_lanes(&pr, n),
+        );
+        let half = R::cast(0.5);
+        for v in 0..D + 2 {
+            for l in 0..W {
+                let s = sl[l].max(sr[l]);
+                out[v][l] = half * (fl[v][l] + fr[v][l]) - half * s * (ur[v][l] - ul[v][l]);
+            }
+        }
+    }
+
     /// The conservative state of density, velocity and pressure.
     pub fn conservative<R: Real>(&self, rho: R, v: [R; D], p: R) -> Vec<R> {
         let mut out = vec![R::zero(); D + 2];
@@ -155,6 +201,27 @@ impl<const D: usize> Euler<D> {
     #[inline(always)]
     pub fn sound_speed<R: Real>(&self, rho: R, p: R) -> R {
         (R::cast(self.gamma) * p / rho).sqrt()
+    }
+}
+
+/// `F(u) . n` of `W` states in lanes from their primitive variables.
+#[inline(always)]
+fn flux_of_primitive_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
+    u: &[[R; W]; M],
+    (rho, v, p): &([R; W], [[R; W]; D], [R; W]),
+    n: &[[R; W]; D],
+    out: &mut [[R; W]; M],
+) {
+    for l in 0..W {
+        let mut vn = R::zero();
+        for d in 0..D {
+            vn += v[d][l] * n[d][l];
+        }
+        out[0][l] = rho[l] * vn;
+        for d in 0..D {
+            out[1 + d][l] = u[1 + d][l] * vn + p[l] * n[d][l];
+        }
+        out[D + 1][l] = (u[D + 1][l] + p[l]) * vn;
     }
 }
 
@@ -218,18 +285,8 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         n: &[[R; W]; D],
         out: &mut [[R; W]; M],
     ) {
-        let (rho, v, p) = self.primitive_lanes(u);
-        for l in 0..W {
-            let mut vn = R::zero();
-            for d in 0..D {
-                vn += v[d][l] * n[d][l];
-            }
-            out[0][l] = rho[l] * vn;
-            for d in 0..D {
-                out[1 + d][l] = u[1 + d][l] * vn + p[l] * n[d][l];
-            }
-            out[D + 1][l] = (u[D + 1][l] + p[l]) * vn;
-        }
+        let primitive = self.primitive_lanes(u);
+        flux_of_primitive_lanes(u, &primitive, n, out);
     }
 
     #[inline(always)]
@@ -239,15 +296,8 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         u: &[[R; W]; M],
         n: &[[R; W]; D],
     ) -> [R; W] {
-        let (rho, v, p) = self.primitive_lanes(u);
-        std::array::from_fn(|l| {
-            let (mut vn, mut nn) = (R::zero(), R::zero());
-            for d in 0..D {
-                vn += v[d][l] * n[d][l];
-                nn += n[d][l] * n[d][l];
-            }
-            vn.abs() + self.sound_speed(rho[l], p[l]) * nn.sqrt()
-        })
+        let primitive = self.primitive_lanes(u);
+        self.speed_of_primitive_lanes(&primitive, n)
     }
 
     fn floor_events(&self) -> u64 {
@@ -274,6 +324,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
     ) {
         match kind {
             FluxKind::Hllc => hllc_lanes::<R, D, M, W>(self, ul, ur, n, out),
+            FluxKind::Rusanov => self.rusanov_lanes(ul, ur, n, out),
             _ => standard_flux_lanes::<R, D, Self, M, W>(self, kind, m, ul, ur, n, out),
         }
     }
@@ -289,6 +340,34 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
             kinetic += u[1 + d] * u[1 + d];
         }
         u[D + 1] - R::cast(0.5) * kinetic / u[0] > R::zero()
+    }
+
+    /// [`admissible`](Self::admissible) in lanes, in the same operations (so the same
+    /// decisions), without the early exits, so that it vectorises.
+    #[inline(always)]
+    fn admissible_lanes<const M: usize, const W: usize>(
+        &self,
+        _m: usize,
+        u: &[[R; W]; M],
+    ) -> [bool; W] {
+        let half = R::cast(0.5);
+        let mut ok = [false; W];
+        for l in 0..W {
+            let mut finite = true;
+            for x in &u[..D + 2] {
+                finite &= x[l].is_finite();
+            }
+            let mut kinetic = R::zero();
+            for d in 0..D {
+                kinetic += u[1 + d][l] * u[1 + d][l];
+            }
+            // `&`, not `&&`: no branch per lane (a zero density gives a NaN that the first
+            // test already rejects).
+            let positive =
+                (u[0][l] > R::zero()) & (u[D + 1][l] - half * kinetic / u[0][l] > R::zero());
+            ok[l] = finite & positive;
+        }
+        ok
     }
 
     /// `(rho, u_1 .. u_D, p)`.

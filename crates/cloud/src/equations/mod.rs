@@ -121,6 +121,25 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
         u.iter().all(|x| x.is_finite())
     }
 
+    /// [`admissible`](Self::admissible) for `W` states in the lane layout of
+    /// [`flux_lanes`](Self::flux_lanes) (the first `m` variables): the flux pass's check of
+    /// reconstructed states. The default asks `admissible` lane by lane; an equation that
+    /// overrides `admissible` may override this with the same decisions in vectorisable form.
+    #[inline(always)]
+    fn admissible_lanes<const M: usize, const W: usize>(
+        &self,
+        m: usize,
+        u: &[[R; W]; M],
+    ) -> [bool; W]
+    where
+        Self: Sized,
+    {
+        std::array::from_fn(|l| {
+            let ul: [R; M] = std::array::from_fn(|v| u[v][l]);
+            self.admissible(&ul[..m])
+        })
+    }
+
     /// Whether the flux pass checks each reconstructed pair of states with
     /// [`admissible`](Self::admissible) and falls back to the particle values (first order for
     /// that pair) when either is not: Euler does (a negative reconstructed density or pressure

@@ -202,10 +202,18 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 }
                 assert!(j_l.iter().all(|&j| j < n), "neighbour index out of range");
                 let mut normal = [[R::zero(); W]; D];
-                for l in 0..count {
+                if L::CONTIGUOUS && count == W {
+                    let s0 = s_l[0];
                     for d in 0..D {
-                        // SAFETY: s < slot_len <= grad[d].len().
-                        normal[d][l] = unsafe { *grad[d].get_unchecked(s_l[l]) };
+                        // In bounds: s0 + W - 1 = s_l[W - 1] < slot_len <= grad[d].len().
+                        normal[d] = grad[d][s0..s0 + W].try_into().expect("W slots");
+                    }
+                } else {
+                    for l in 0..count {
+                        for d in 0..D {
+                            // SAFETY: s < slot_len <= grad[d].len().
+                            normal[d][l] = unsafe { *grad[d].get_unchecked(s_l[l]) };
+                        }
                     }
                 }
                 if conservative {
@@ -291,31 +299,39 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                     }
                     // The particle values, kept for the admissibility fallback.
                     let (ul0, ur0) = (ul, ur);
+                    // The neighbours' derivatives are gathered into a lane array first and the
+                    // sums kept in locals, so that the arithmetic vectorises.
                     for v in 0..m {
                         let ri = &di[v * mr..v * mr + tmax];
+                        let (mut left, mut right) = (ul[v], ur[v]);
                         for a in 0..tmax {
                             let pa = parity[a];
+                            let mut rj = [R::zero(); W];
                             for l in 0..W {
                                 // SAFETY: j < n and v * mr + a < width, so the index is below
                                 // n * width = derivs.len().
-                                let rj =
+                                rj[l] =
                                     unsafe { *derivs.get_unchecked(j_l[l] * width + v * mr + a) };
-                                ul[v][l] += ri[a] * phi[a][l];
-                                ur[v][l] += rj * (phi[a][l] * pa);
+                            }
+                            for l in 0..W {
+                                left[l] += ri[a] * phi[a][l];
+                                right[l] += rj[l] * (phi[a][l] * pa);
                             }
                         }
+                        (ul[v], ur[v]) = (left, right);
                     }
                     // A reconstruction outside the admissible states (negative density or
                     // pressure) falls back to first order for that pair, before any floor.
                     if checks {
-                        for l in 0..W {
-                            let a: [R; M] = std::array::from_fn(|v| ul[v][l]);
-                            let b: [R; M] = std::array::from_fn(|v| ur[v][l]);
-                            if !(eq.admissible(&a[..m]) && eq.admissible(&b[..m])) {
-                                for v in 0..m {
-                                    ul[v][l] = ul0[v][l];
-                                    ur[v][l] = ur0[v][l];
-                                }
+                        let (ok_l, ok_r) = (
+                            eq.admissible_lanes::<M, W>(m, &ul),
+                            eq.admissible_lanes::<M, W>(m, &ur),
+                        );
+                        for v in 0..m {
+                            for l in 0..W {
+                                let ok = ok_l[l] & ok_r[l];
+                                ul[v][l] = if ok { ul[v][l] } else { ul0[v][l] };
+                                ur[v][l] = if ok { ur[v][l] } else { ur0[v][l] };
                             }
                         }
                     }
@@ -452,14 +468,19 @@ impl<'a, R: Real> DerivativePass<'a, R> {
         });
     }
 
-    /// The body of every instantiation: per variable, `LANES` slots at a time, one
-    /// accumulator lane per slot position, summed in lane order at the end.
+    /// The body of every instantiation: `LANES` slots at a time, the batch's neighbour indices
+    /// and coefficients loaded once for all variables (as contiguous vectors when the layout's
+    /// slots are consecutive), one accumulator lane per slot position and term, summed in lane
+    /// order at the end.
     #[inline(always)]
     fn block<L: SlotLayout>(&self, list: &NeighbourList<L>, first: usize, out: &mut Chunks<'_, R>) {
         const W: usize = LANES;
         let Self { u, idx, coeffs } = *self;
         let (m, mr) = (u.len(), coeffs.len());
-        assert!(mr <= MAX_TERMS, "derivative pass: too many terms");
+        assert!(
+            mr <= MAX_TERMS && m <= MAX_VARIABLES,
+            "derivative pass: too many terms or variables"
+        );
         let n = u.first().map_or(0, |x| x.len());
         assert!(
             u.iter().all(|x| x.len() == n),
@@ -471,55 +492,75 @@ impl<'a, R: Real> DerivativePass<'a, R> {
             .min()
             .unwrap_or(0)
             .min(idx.len());
-        let mut acc = [[R::zero(); W]; MAX_TERMS];
+        // acc[v * mr + a][lane]
+        let mut acc = [[R::zero(); W]; MAX_VARIABLES * MAX_TERMS];
+        let mut c = [[R::zero(); W]; MAX_TERMS];
         for k in 0..SplitOutputs::len(out) {
             let i = first + k;
             let record = out.chunk_mut(k);
-            let all = list.slots(i);
+            let mut slots = list.slots(i);
             assert!(
-                all.end() <= slot_len,
+                slots.end() <= slot_len,
                 "derivative pass: slot beyond the slot arrays"
             );
-            for v in 0..m {
-                let uv = u[v];
-                let ui = uv[i];
-                for row in acc[..mr].iter_mut() {
-                    *row = [R::zero(); W];
+            let ui: [R; MAX_VARIABLES] =
+                std::array::from_fn(|v| if v < m { u[v][i] } else { R::zero() });
+            for row in acc[..m * mr].iter_mut() {
+                *row = [R::zero(); W];
+            }
+            let mut left = slots.len();
+            while left > 0 {
+                let count = left.min(W);
+                left -= count;
+                let mut s_l = [0usize; W];
+                let mut j_l = [i; W];
+                for l in 0..count {
+                    let s = slots.next().expect("slot count");
+                    s_l[l] = s;
+                    // SAFETY: s < slot_len <= idx.len() (checked per particle).
+                    j_l[l] = unsafe { *idx.get_unchecked(s) } as usize;
                 }
-                let mut slots = all;
-                let mut left = slots.len();
-                while left > 0 {
-                    let count = left.min(W);
-                    left -= count;
-                    let mut s_l = [0usize; W];
-                    let mut diff = [R::zero(); W];
-                    for l in 0..count {
-                        let s = slots.next().expect("slot count");
-                        s_l[l] = s;
-                        // SAFETY: s < slot_len <= idx.len() (checked per particle).
-                        let j = unsafe { *idx.get_unchecked(s) } as usize;
-                        assert!(j < n, "neighbour index out of range");
-                        // SAFETY: j < n = uv.len().
-                        diff[l] = unsafe { *uv.get_unchecked(j) } - ui;
+                assert!(j_l.iter().all(|&j| j < n), "neighbour index out of range");
+                // Padding lanes have a zero coefficient and a zero difference (their neighbour
+                // is the particle itself): they add +0 to every accumulator.
+                if L::CONTIGUOUS && count == W {
+                    let s0 = s_l[0];
+                    for (ca, coeff) in c.iter_mut().zip(coeffs) {
+                        // In bounds: s0 + W - 1 = s_l[W - 1] < slot_len <= coeff.len().
+                        *ca = coeff[s0..s0 + W].try_into().expect("W slots");
                     }
-                    // Padding lanes read the batch's first slot with a zero difference.
-                    for l in count..W {
-                        s_l[l] = s_l[0];
-                    }
-                    for (a, c) in coeffs.iter().enumerate() {
+                } else {
+                    for (ca, coeff) in c.iter_mut().zip(coeffs) {
                         for l in 0..W {
-                            // SAFETY: every s_l[l] < slot_len <= c.len().
-                            acc[a][l] += unsafe { *c.get_unchecked(s_l[l]) } * diff[l];
+                            // SAFETY: every s_l[l] < slot_len <= coeff.len().
+                            ca[l] = if l < count {
+                                unsafe { *coeff.get_unchecked(s_l[l]) }
+                            } else {
+                                R::zero()
+                            };
                         }
                     }
                 }
-                for a in 0..mr {
-                    let mut sum = R::zero();
+                for v in 0..m {
+                    let uv = u[v];
+                    let mut diff = [R::zero(); W];
                     for l in 0..W {
-                        sum += acc[a][l];
+                        // SAFETY: j_l[l] < n = uv.len().
+                        diff[l] = unsafe { *uv.get_unchecked(j_l[l]) } - ui[v];
                     }
-                    record[v * mr + a] = sum;
+                    for (row, ca) in acc[v * mr..(v + 1) * mr].iter_mut().zip(&c) {
+                        for l in 0..W {
+                            row[l] += ca[l] * diff[l];
+                        }
+                    }
                 }
+            }
+            for (out, row) in record.iter_mut().zip(&acc[..m * mr]) {
+                let mut sum = R::zero();
+                for l in 0..W {
+                    sum += row[l];
+                }
+                *out = sum;
             }
         }
     }

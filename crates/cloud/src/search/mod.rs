@@ -73,6 +73,9 @@ impl Slots {
 pub trait SlotLayout: Budgeted + Send + Sync + Sized {
     /// `row` or `slot`.
     const NAME: &'static str;
+    /// Whether each particle's slots are consecutive (stride 1): batched passes then load
+    /// per-slot arrays as contiguous vectors instead of gathering them.
+    const CONTIGUOUS: bool;
     /// An empty list.
     fn empty() -> Self;
     /// The slots of particle `i`.
@@ -143,6 +146,7 @@ impl Budgeted for SlotMajor {
 
 impl SlotLayout for RowMajor {
     const NAME: &'static str = "row";
+    const CONTIGUOUS: bool = true;
     type Writer<'a, T: Send + 'a> = Rows<'a, T>;
 
     fn writer<'a, T: Send + 'a>(&'a self, data: &'a mut [T]) -> Rows<'a, T> {
@@ -215,6 +219,7 @@ impl SlotLayout for RowMajor {
 
 impl SlotLayout for SlotMajor {
     const NAME: &'static str = "slot";
+    const CONTIGUOUS: bool = false;
     type Writer<'a, T: Send + 'a> = StridedRows<'a, T>;
 
     fn writer<'a, T: Send + 'a>(&'a self, data: &'a mut [T]) -> StridedRows<'a, T> {
