@@ -11,7 +11,7 @@
 //! takes its resolutions from this study.
 
 use mote_cloud::equations::Euler;
-use mote_cloud::exact::errors;
+use mote_cloud::exact::{IsentropicVortex, errors};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::scheme::{Formulation, Muscl};
@@ -20,21 +20,13 @@ use mote_cloud::{Cloud, Domain, LatticeOptions, MeshlessSimulation, RowMajor, We
 use mote_core::CpuBackend;
 
 const GAMMA: f64 = 1.4;
-const STRENGTH: f64 = 5.0;
 const HALF: f64 = 5.0;
-
-/// Density, velocity and pressure of the vortex centred at `c`, at `x` (minimum image).
-fn vortex(x: [f64; 2], c: [f64; 2]) -> (f64, [f64; 2], f64) {
-    let wrap = |d: f64| d - 2.0 * HALF * (d / (2.0 * HALF)).round();
-    let (dx, dy) = (wrap(x[0] - c[0]), wrap(x[1] - c[1]));
-    let r2 = dx * dx + dy * dy;
-    let pi = std::f64::consts::PI;
-    let temperature =
-        1.0 - (GAMMA - 1.0) * STRENGTH * STRENGTH / (8.0 * GAMMA * pi * pi) * (1.0 - r2).exp();
-    let rho = temperature.powf(1.0 / (GAMMA - 1.0));
-    let s = STRENGTH / (2.0 * pi) * (0.5 * (1.0 - r2)).exp();
-    (rho, [1.0 - s * dy, 1.0 + s * dx], rho.powf(GAMMA))
-}
+/// Strength 5 on [-5, 5)^2.
+const VORTEX: IsentropicVortex = IsentropicVortex {
+    gamma: GAMMA,
+    strength: 5.0,
+    half: HALF,
+};
 
 /// The run's settings.
 struct Study {
@@ -62,7 +54,7 @@ fn vortex_errors(study: &Study, per_side: usize) -> (f64, f64) {
         *o = study.order as u8;
     }
     for i in 0..cloud.len() {
-        let (rho, v, p) = vortex(cloud.position_of(i), [0.0, 0.0]);
+        let (rho, v, p) = VORTEX.state(cloud.position_of(i), 0.0);
         for (k, value) in eq.conservative(rho, v, p).iter().enumerate() {
             cloud.state_var_mut(k)[i] = *value;
         }
@@ -87,7 +79,7 @@ fn vortex_errors(study: &Study, per_side: usize) -> (f64, f64) {
     while sim.time() < study.end {
         sim.step(dt.min(study.end - sim.time())).unwrap();
     }
-    let e = errors(&sim.cloud, 0, |x| vortex(x, [study.end, study.end]).0);
+    let e = errors(&sim.cloud, 0, |x| VORTEX.state(x, study.end).0);
     (e.l1, e.max)
 }
 

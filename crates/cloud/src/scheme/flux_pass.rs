@@ -21,7 +21,7 @@ use crate::cloud::{Geometry, MAX_VARIABLES};
 use crate::equations::Equation;
 use crate::flux::FluxKind;
 use crate::mls::Basis;
-use crate::search::{NeighbourList, SlotLayout};
+use crate::search::{NeighbourList, SlotLayout, Slots};
 
 /// Slots per batch: one AVX-512 vector of `f64`.
 pub(super) const LANES: usize = 8;
@@ -29,6 +29,30 @@ pub(super) const LANES: usize = 8;
 /// Largest number of reconstruction terms: degree `MAX_ORDER - 1 = 4` in 3-D, without the
 /// constant.
 const MAX_TERMS: usize = 34;
+
+/// The next batch of up to [`LANES`] of particle `i`'s remaining `slots`: the slots, their
+/// neighbours (checked below `n`) and how many lanes are real. Padding lanes have slot 0 and
+/// the particle itself as neighbour.
+#[inline(always)]
+fn next_batch(
+    slots: &mut Slots,
+    idx: &[u32],
+    i: usize,
+    n: usize,
+) -> ([usize; LANES], [usize; LANES], usize) {
+    assert!(slots.end() <= idx.len(), "slot beyond the index array");
+    let count = slots.len().min(LANES);
+    let mut s_l = [0usize; LANES];
+    let mut j_l = [i; LANES];
+    for l in 0..count {
+        let s = slots.next().expect("slot count");
+        s_l[l] = s;
+        // SAFETY: s < slots.end() <= idx.len() (asserted above).
+        j_l[l] = unsafe { *idx.get_unchecked(s) } as usize;
+    }
+    assert!(j_l.iter().all(|&j| j < n), "neighbour index out of range");
+    (s_l, j_l, count)
+}
 
 /// Everything the flux pass reads.
 pub(super) struct FluxPass<'a, R, const D: usize, E> {
@@ -187,20 +211,8 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             if conservative {
                 assert!(slots.end() <= reverse.len(), "flux pass: no reverse slots");
             }
-            let mut left = slots.len();
-            while left > 0 {
-                let count = left.min(W);
-                left -= count;
-                // Gather.
-                let mut s_l = [0usize; W];
-                let mut j_l = [i; W];
-                for l in 0..count {
-                    let s = slots.next().expect("slot count");
-                    s_l[l] = s;
-                    // SAFETY: s < slot_len <= idx.len() (checked per particle).
-                    j_l[l] = unsafe { *idx.get_unchecked(s) } as usize;
-                }
-                assert!(j_l.iter().all(|&j| j < n), "neighbour index out of range");
+            while slots.len() > 0 {
+                let (s_l, j_l, count) = next_batch(&mut slots, idx, i, n);
                 let mut normal = [[R::zero(); W]; D];
                 if L::CONTIGUOUS && count == W {
                     let s0 = s_l[0];
@@ -508,19 +520,8 @@ impl<'a, R: Real> DerivativePass<'a, R> {
             for row in acc[..m * mr].iter_mut() {
                 *row = [R::zero(); W];
             }
-            let mut left = slots.len();
-            while left > 0 {
-                let count = left.min(W);
-                left -= count;
-                let mut s_l = [0usize; W];
-                let mut j_l = [i; W];
-                for l in 0..count {
-                    let s = slots.next().expect("slot count");
-                    s_l[l] = s;
-                    // SAFETY: s < slot_len <= idx.len() (checked per particle).
-                    j_l[l] = unsafe { *idx.get_unchecked(s) } as usize;
-                }
-                assert!(j_l.iter().all(|&j| j < n), "neighbour index out of range");
+            while slots.len() > 0 {
+                let (s_l, j_l, count) = next_batch(&mut slots, idx, i, n);
                 // Padding lanes have a zero coefficient and a zero difference (their neighbour
                 // is the particle itself): they add +0 to every accumulator.
                 if L::CONTIGUOUS && count == W {

@@ -2,7 +2,7 @@
 //! Euler, periodic) for MUSCL 2 and 3, and smooth Burgers before the shock forms.
 
 use mote_cloud::equations::{Burgers, Euler};
-use mote_cloud::exact::{burgers_smooth, errors};
+use mote_cloud::exact::{IsentropicVortex, burgers_smooth, errors};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::scheme::{Formulation, Muscl};
@@ -11,22 +11,13 @@ use mote_cloud::{Cloud, Domain, LatticeOptions, MeshlessSimulation, RowMajor, We
 use mote_core::CpuBackend;
 
 const GAMMA: f64 = 1.4;
-const STRENGTH: f64 = 5.0;
 const HALF: f64 = 5.0;
-
-/// The isentropic vortex of strength 5 centred at `c`, on a uniform flow (1, 1): density,
-/// velocity, pressure at `x` (minimum image on the periodic box [-5, 5)^2).
-fn vortex(x: [f64; 2], c: [f64; 2]) -> (f64, [f64; 2], f64) {
-    let wrap = |d: f64| d - 2.0 * HALF * (d / (2.0 * HALF)).round();
-    let (dx, dy) = (wrap(x[0] - c[0]), wrap(x[1] - c[1]));
-    let r2 = dx * dx + dy * dy;
-    let pi = std::f64::consts::PI;
-    let temperature =
-        1.0 - (GAMMA - 1.0) * STRENGTH * STRENGTH / (8.0 * GAMMA * pi * pi) * (1.0 - r2).exp();
-    let rho = temperature.powf(1.0 / (GAMMA - 1.0));
-    let s = STRENGTH / (2.0 * pi) * (0.5 * (1.0 - r2)).exp();
-    (rho, [1.0 - s * dy, 1.0 + s * dx], rho.powf(GAMMA))
-}
+/// Strength 5 on [-5, 5)^2.
+const VORTEX: IsentropicVortex = IsentropicVortex {
+    gamma: GAMMA,
+    strength: 5.0,
+    half: HALF,
+};
 
 /// Density L1 error of the vortex at time `end` with `per_side` particles per side, MUSCL
 /// `order`.
@@ -46,7 +37,7 @@ fn vortex_error(per_side: usize, order: usize, end: f64) -> f64 {
         *o = order as u8;
     }
     for i in 0..cloud.len() {
-        let (rho, v, p) = vortex(cloud.position_of(i), [0.0, 0.0]);
+        let (rho, v, p) = VORTEX.state(cloud.position_of(i), 0.0);
         for (k, value) in eq.conservative(rho, v, p).iter().enumerate() {
             cloud.state_var_mut(k)[i] = *value;
         }
@@ -65,7 +56,7 @@ fn vortex_error(per_side: usize, order: usize, end: f64) -> f64 {
         sim.step(dt.min(end - sim.time())).unwrap();
     }
     assert_eq!(sim.scheme.equation().floor_events(), 0);
-    errors(&sim.cloud, 0, |x| vortex(x, [end, end]).0).l1
+    errors(&sim.cloud, 0, |x| VORTEX.state(x, end).0).l1
 }
 
 /// Both orders converge at design order once the resolution is asymptotic. MUSCL2 is there at
