@@ -53,12 +53,7 @@ fn vortex_errors(study: &Study, per_side: usize) -> (f64, f64) {
     for o in cloud.orders_mut() {
         *o = study.order as u8;
     }
-    for i in 0..cloud.len() {
-        let (rho, v, p) = VORTEX.state(cloud.position_of(i), 0.0);
-        for (k, value) in eq.conservative(rho, v, p).iter().enumerate() {
-            cloud.state_var_mut(k)[i] = *value;
-        }
-    }
+    VORTEX.fill(&mut cloud, 0.0).unwrap();
     let scheme = Muscl::new(
         eq,
         study.order,

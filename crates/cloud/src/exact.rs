@@ -4,6 +4,8 @@ use mote_core::Real;
 
 use crate::cloud::{Cloud, INTERIOR};
 use crate::domain::Domain;
+use crate::equations::Euler;
+use crate::error::CloudError;
 
 /// The solution of scalar linear advection with velocity `a` at time `t` from `u0`, by
 /// characteristic tracing: `u(x, t) = u0(x - a t)`, wrapped into the domain on periodic axes.
@@ -51,6 +53,19 @@ impl IsentropicVortex {
         let rho = temperature.powf(1.0 / (gamma - 1.0));
         let s = strength / (2.0 * pi) * (0.5 * (1.0 - r2)).exp();
         (rho, [1.0 - s * dy, 1.0 + s * dx], rho.powf(gamma))
+    }
+
+    /// Sets every particle of `cloud` (four variables) to the vortex's conservative state at
+    /// time `t`.
+    pub fn fill<R: Real>(&self, cloud: &mut Cloud<R, 2>, t: f64) -> Result<(), CloudError> {
+        let eq = Euler::<2>::new(self.gamma)?;
+        for i in 0..cloud.len() {
+            let (rho, v, p) = self.state(cloud.position_of(i), t);
+            for (k, value) in eq.conservative(rho, v, p).into_iter().enumerate() {
+                cloud.state_var_mut(k)[i] = R::cast(value);
+            }
+        }
+        Ok(())
     }
 }
 

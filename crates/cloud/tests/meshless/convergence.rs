@@ -36,12 +36,7 @@ fn vortex_error(per_side: usize, order: usize, end: f64) -> f64 {
     for o in cloud.orders_mut() {
         *o = order as u8;
     }
-    for i in 0..cloud.len() {
-        let (rho, v, p) = VORTEX.state(cloud.position_of(i), 0.0);
-        for (k, value) in eq.conservative(rho, v, p).iter().enumerate() {
-            cloud.state_var_mut(k)[i] = *value;
-        }
-    }
+    VORTEX.fill(&mut cloud, 0.0).unwrap();
     let scheme = Muscl::new(eq, order, Formulation::MlsDivergence, Weight::default()).unwrap();
     let mut sim = MeshlessSimulation::<f64, 2, _, RowMajor>::new(
         cloud,
