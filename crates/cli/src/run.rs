@@ -5,16 +5,18 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use mote_io::meshless::run_meshless;
 use mote_io::runner::{Progress, run_gravity};
-use mote_io::{GravityConfig, Source};
+use mote_io::{Config, GravityConfig, Source};
 
 use crate::CliError;
 
 /// Options of `mote run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The configuration file (TOML). Without one, the built-in defaults run: a 4096-body
-    /// Plummer sphere, leapfrog, to t = 2 (`mote show` prints them).
+    /// The configuration file (TOML): `physics = "gravity"` or `"meshless"`. Without one, the
+    /// built-in defaults run: a 4096-body Plummer sphere, leapfrog, to t = 2 (`mote show`
+    /// prints them).
     config: Option<PathBuf>,
     /// The run directory (default: runs/<config name>). It must not exist or be empty.
     #[arg(long, value_name = "DIR")]
@@ -76,7 +78,24 @@ fn read_config(path: Option<&Path>) -> Result<(String, String), CliError> {
     }
 }
 
-fn load(path: Option<&Path>, overrides: &[String]) -> Result<(GravityConfig, String), CliError> {
+fn load(path: Option<&Path>, overrides: &[String]) -> Result<(Config, String), CliError> {
+    let (text, stem) = read_config(path)?;
+    let config = Config::parse(
+        &Source {
+            file: path,
+            text: &text,
+        },
+        overrides,
+    )
+    .map_err(|e| CliError::Config(e.to_string()))?;
+    Ok((config, stem))
+}
+
+/// A gravity configuration (for the commands that work on gravity runs only).
+fn load_gravity(
+    path: Option<&Path>,
+    overrides: &[String],
+) -> Result<(GravityConfig, String), CliError> {
     let (text, stem) = read_config(path)?;
     let config = GravityConfig::parse(
         &Source {
@@ -146,7 +165,7 @@ impl Reporter {
     }
 
     fn report(&mut self, p: Progress) {
-        let msg = format!("t = {:.4}  |dE/E| = {:.2e}", p.time, p.energy_error);
+        let msg = format!("t = {:.4}  {}", p.time, p.status);
         if let Some(b) = &self.bar {
             b.set_length(p.total_steps);
             b.set_position(p.step);
@@ -200,16 +219,43 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
         .unwrap_or_else(|| Path::new("runs").join(&stem));
 
     let mut reporter = Reporter::new(args.quiet);
-    let result = run_gravity(
-        &config,
-        &dir,
-        args.force,
-        env!("MOTE_GIT_COMMIT"),
-        &mut |p| reporter.report(p),
-    );
-    reporter.finish();
-    let report = result.map_err(|e| CliError::Run(e.to_string()))?;
-    print_summary(&report);
+    let commit = env!("MOTE_GIT_COMMIT");
+    match config {
+        Config::Gravity(config) => {
+            let result = run_gravity(&config, &dir, args.force, commit, &mut |p| {
+                reporter.report(p)
+            });
+            reporter.finish();
+            let report = result.map_err(|e| CliError::Run(e.to_string()))?;
+            print_summary(&report);
+        }
+        Config::Meshless(config) => {
+            let result = run_meshless(&config, &dir, args.force, commit, &mut |p| {
+                reporter.report(p)
+            });
+            reporter.finish();
+            let r = result.map_err(|e| CliError::Run(e.to_string()))?;
+            let errors = r.errors.map_or(String::new(), |e| {
+                format!(
+                    ", error against the exact solution: L1 {:.3e}, relative L2 {:.3e}",
+                    e.l1, e.relative_l2
+                )
+            });
+            println!(
+                "finished: {} ({} particles, {:.1} neighbours), {} steps to t = {}{errors}, \
+                 {} MOOD reductions, {} floor events, {:.2} s; output in {}",
+                r.problem,
+                r.particles,
+                r.neighbours_mean,
+                r.steps,
+                r.time,
+                r.mood.reductions,
+                r.floor_events,
+                r.wall_seconds,
+                r.dir.display()
+            );
+        }
+    }
     Ok(())
 }
 
@@ -241,7 +287,7 @@ pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(),
     if let Some(t) = threads {
         overrides.push(format!("run.threads={t}"));
     }
-    let (config, stem) = load(args.config.as_deref(), &overrides)?;
+    let (config, stem) = load_gravity(args.config.as_deref(), &overrides)?;
     let study = mote_io::convergence::convergence_gravity(&config, args.levels)
         .map_err(|e| CliError::Run(e.to_string()))?;
     println!(

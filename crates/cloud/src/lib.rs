@@ -13,7 +13,8 @@
 //!   [`flux`] (Rusanov, upwind, HLLC), [`scheme`] (MUSCL of orders 1-5 in two flux-divergence
 //!   formulations, slope limiters), [`mood`] (a-posteriori order reduction), [`boundary`]
 //!   (conditions per boundary tag), [`time`] (explicit Runge-Kutta by tableau, driven by a stage
-//!   operator), [`exact`] (exact solutions, error norms and totals).
+//!   operator), [`exact`] (exact solutions, error norms and totals), [`problems`] (standard
+//!   problems with their boundaries and exact solutions, as `mote run` builds them).
 //!
 //! Everything is generic over the precision `R: Real` and the dimension `D` (1, 2 or 3, a
 //! compile-time constant).
@@ -33,6 +34,7 @@ pub mod flux;
 pub mod mls;
 pub mod mood;
 pub mod motion;
+pub mod problems;
 pub mod scheme;
 pub mod search;
 pub mod simulation;

@@ -312,6 +312,30 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         }
     }
 
+    /// Every budgeted part of the run (cloud, neighbour lists, scheme, search, stepper, MOOD,
+    /// motion), for [`mote_core::memory::reserve`]: what a run prices and sizes once before its
+    /// first step. Stage buffers that the first step will allocate are priced already (a buffer's
+    /// price is its scaling, not its current length).
+    pub fn budgeted_parts(&mut self) -> Vec<&mut dyn Budgeted> {
+        let mut parts: Vec<&mut dyn Budgeted> = vec![
+            &mut self.cloud,
+            &mut self.list,
+            &mut self.scheme,
+            &mut self.search,
+        ];
+        match &mut self.stepper {
+            Stepper::Explicit(rk) => parts.push(rk),
+            Stepper::Imex(imex, _) => parts.push(imex),
+        }
+        if let Some(mood) = &mut self.mood {
+            parts.push(mood);
+        }
+        if let Some(moving) = &mut self.moving {
+            parts.push(moving);
+        }
+        parts
+    }
+
     /// Simulated time.
     pub fn time(&self) -> f64 {
         self.time

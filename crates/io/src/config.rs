@@ -44,6 +44,8 @@ pub enum Physics {
     /// Self-gravitating N-body systems.
     #[default]
     Gravity,
+    /// Meshless conservation laws on point clouds.
+    Meshless,
 }
 
 /// A gravity run.
@@ -361,68 +363,10 @@ impl GravityConfig {
     /// Parses and validates a configuration, applying `overrides` (`section.key=value`, the value
     /// in TOML syntax, or a bare word taken as a string) on top of the file.
     pub fn parse(source: &Source<'_>, overrides: &[String]) -> Result<Self, ConfigError> {
-        let err = |line, key: Option<String>, message: String| ConfigError {
-            file: source.file.map(Path::to_path_buf),
-            line,
-            key,
-            message,
-        };
-        let mut table: toml::Table = source.text.parse().map_err(|e: toml::de::Error| {
-            let line = e.span().map(|s| line_of_offset(source.text, s.start));
-            err(line, None, e.message().to_string())
-        })?;
-        let mut overridden = Vec::new();
-        for o in overrides {
-            let key = apply_override(&mut table, o).map_err(|m| err(None, None, m))?;
-            overridden.push(key);
-        }
-        match table.get("physics") {
-            None => {
-                return Err(err(
-                    None,
-                    Some("physics".into()),
-                    "missing: set `physics = \"gravity\"` (the only family available so far)"
-                        .into(),
-                ));
-            }
-            Some(toml::Value::String(s)) if s == "gravity" => {}
-            Some(v) => {
-                let key = "physics".to_string();
-                return Err(err(
-                    find_key_line(source.text, &key),
-                    Some(key),
-                    format!(
-                        "`{v}` is not available: expected \"gravity\" (meshless conservation laws \
-                         are not implemented yet)"
-                    ),
-                ));
-            }
-        }
-        let config: GravityConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
-            .map_err(|e| {
-                let key = e.path().to_string();
-                let line = if overridden.contains(&key) {
-                    None
-                } else {
-                    find_key_line(source.text, &key)
-                };
-                let key = (key != ".").then_some(key);
-                err(line, key, e.into_inner().message().to_string())
-            })?;
-        let mut config = config;
-        config.validate().map_err(|(key, message)| {
-            let line = if overridden.contains(&key) {
-                None
-            } else {
-                find_key_line(source.text, &key)
-            };
-            let message = if overridden.contains(&key) {
-                format!("{message} (set with --set)")
-            } else {
-                message
-            };
-            err(line, Some(key), message)
-        })?;
+        let (table, overridden) = read_table(source, overrides)?;
+        expect_physics(source, &table, Physics::Gravity)?;
+        let mut config: GravityConfig =
+            deserialize_and_validate(source, table, &overridden, GravityConfig::validate)?;
         config.initial_conditions = config.initial_conditions.with_defaults();
         Ok(config)
     }
@@ -521,6 +465,145 @@ impl GravityConfig {
     /// The resolved configuration as TOML, every default included.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("a valid configuration serialises")
+    }
+}
+
+/// A configuration of either family, as its `physics` key says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Config {
+    /// `physics = "gravity"`.
+    Gravity(GravityConfig),
+    /// `physics = "meshless"`.
+    Meshless(crate::meshless::MeshlessConfig),
+}
+
+impl Config {
+    /// Parses and validates a configuration of the family its `physics` key names, applying
+    /// `overrides` (`section.key=value`) on top of the file.
+    pub fn parse(source: &Source<'_>, overrides: &[String]) -> Result<Self, ConfigError> {
+        let (table, _) = read_table(source, overrides)?;
+        match physics_of(source, &table)? {
+            Physics::Gravity => GravityConfig::parse(source, overrides).map(Config::Gravity),
+            Physics::Meshless => {
+                crate::meshless::MeshlessConfig::parse(source, overrides).map(Config::Meshless)
+            }
+        }
+    }
+
+    /// The resolved configuration as TOML, every default included.
+    pub fn to_toml(&self) -> String {
+        match self {
+            Config::Gravity(c) => c.to_toml(),
+            Config::Meshless(c) => c.to_toml(),
+        }
+    }
+}
+
+/// The text of `source` as a table with `overrides` applied, and the key paths overridden.
+pub(crate) fn read_table(
+    source: &Source<'_>,
+    overrides: &[String],
+) -> Result<(toml::Table, Vec<String>), ConfigError> {
+    let mut table: toml::Table = source.text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map(|s| line_of_offset(source.text, s.start));
+        source.error(line, None, e.message().to_string())
+    })?;
+    let mut overridden = Vec::new();
+    for o in overrides {
+        let key = apply_override(&mut table, o).map_err(|m| source.error(None, None, m))?;
+        overridden.push(key);
+    }
+    Ok((table, overridden))
+}
+
+/// The family `table` declares with its `physics` key.
+fn physics_of(source: &Source<'_>, table: &toml::Table) -> Result<Physics, ConfigError> {
+    let key = "physics".to_string();
+    match table.get("physics") {
+        None => Err(source.error(
+            None,
+            Some(key),
+            "missing: set `physics = \"gravity\"` or `physics = \"meshless\"`".into(),
+        )),
+        Some(toml::Value::String(s)) if s == "gravity" => Ok(Physics::Gravity),
+        Some(toml::Value::String(s)) if s == "meshless" => Ok(Physics::Meshless),
+        Some(v) => Err(source.error(
+            find_key_line(source.text, &key),
+            Some(key),
+            format!("`{v}` is not available: expected \"gravity\" or \"meshless\""),
+        )),
+    }
+}
+
+/// Fails unless `table` declares the family `expected` (a command that works on one family
+/// only, such as `mote convergence` on gravity, says so).
+pub(crate) fn expect_physics(
+    source: &Source<'_>,
+    table: &toml::Table,
+    expected: Physics,
+) -> Result<(), ConfigError> {
+    let found = physics_of(source, table)?;
+    if found != expected {
+        let key = "physics".to_string();
+        let name = |p: Physics| match p {
+            Physics::Gravity => "gravity",
+            Physics::Meshless => "meshless",
+        };
+        return Err(source.error(
+            find_key_line(source.text, &key),
+            Some(key),
+            format!(
+                "a {} configuration where a {} one is needed (this command works on {} runs only)",
+                name(found),
+                name(expected),
+                name(expected)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Deserializes `table` into `T` and checks it with `validate`, blaming the file's line for a
+/// key the file sets and `--set` for one an override set.
+pub(crate) fn deserialize_and_validate<T: serde::de::DeserializeOwned>(
+    source: &Source<'_>,
+    table: toml::Table,
+    overridden: &[String],
+    validate: impl Fn(&T) -> Result<(), (String, String)>,
+) -> Result<T, ConfigError> {
+    let line_for = |key: &str| {
+        if overridden.iter().any(|k| k == key) {
+            None
+        } else {
+            find_key_line(source.text, key)
+        }
+    };
+    let config: T = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        let line = line_for(&key);
+        let key = (key != ".").then_some(key);
+        source.error(line, key, e.into_inner().message().to_string())
+    })?;
+    validate(&config).map_err(|(key, message)| {
+        let message = if overridden.contains(&key) {
+            format!("{message} (set with --set)")
+        } else {
+            message
+        };
+        source.error(line_for(&key), Some(key), message)
+    })?;
+    Ok(config)
+}
+
+impl Source<'_> {
+    /// A [`ConfigError`] in this source.
+    fn error(&self, line: Option<usize>, key: Option<String>, message: String) -> ConfigError {
+        ConfigError {
+            file: self.file.map(Path::to_path_buf),
+            line,
+            key,
+            message,
+        }
     }
 }
 
@@ -676,8 +759,10 @@ mod tests {
         assert_eq!(e.line, Some(2), "{e}");
         let e = parse("[run]\ndt = 0.1\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("physics"));
-        let e = parse("physics = \"meshless\"\n").unwrap_err();
+        let e = parse("physics = \"plasma\"\n").unwrap_err();
         assert!(e.message.contains("not available"), "{e}");
+        let e = parse("physics = \"meshless\"\n").unwrap_err();
+        assert!(e.message.contains("gravity runs only"), "{e}");
     }
 
     #[test]

@@ -9,8 +9,10 @@ pub mod checkpoint;
 pub mod config;
 pub mod convergence;
 pub mod files;
+pub mod meshless;
 pub mod plot;
 pub mod runner;
 pub mod vtk;
 
-pub use config::{ConfigError, GravityConfig, Source};
+pub use config::{Config, ConfigError, GravityConfig, Source};
+pub use meshless::MeshlessConfig;

@@ -46,6 +46,27 @@ pub enum RunError {
     /// The GPU could not be opened or failed.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    /// A component that has no GPU version yet.
+    #[error("not supported on the GPU backend: {0}")]
+    NotOnGpu(String),
+    /// A meshless problem or scheme could not be built.
+    #[error(transparent)]
+    Cloud(#[from] mote_cloud::CloudError),
+    /// A meshless run stopped: a non-finite state (the message names the particle) or no
+    /// stable time step.
+    #[error(
+        "step {step} from time {time}: {source}; the diagnostics up to the previous row are in {csv}"
+    )]
+    Meshless {
+        /// The step that failed.
+        step: u64,
+        /// The simulated time it started from.
+        time: f64,
+        /// What went wrong.
+        source: mote_cloud::CloudError,
+        /// Where the diagnostics so far are.
+        csv: String,
+    },
     /// The state became NaN or infinite.
     #[error(
         "non-finite state at step {step}, time {time}: particle id {id} (index {index}) has {what}; \
@@ -68,16 +89,17 @@ pub enum RunError {
 }
 
 /// Where a run stands, for progress display.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Progress {
     /// Steps taken.
     pub step: u64,
-    /// Steps the run will take.
+    /// Steps the run will take (an estimate where the step size adapts).
     pub total_steps: u64,
     /// Simulated time.
     pub time: f64,
-    /// Relative energy error at the last diagnostics output.
-    pub energy_error: f64,
+    /// The family's headline quantity at the last diagnostics row (gravity: the relative
+    /// energy error; meshless: the step size).
+    pub status: String,
 }
 
 /// What a finished run reports.
@@ -694,7 +716,7 @@ fn drive<R: Real>(
                 step: k,
                 total_steps,
                 time,
-                energy_error: last.relative_energy_error(e0),
+                status: format!("|dE/E| = {:.2e}", last.relative_energy_error(e0)),
             });
         }
         if is_one_of(time, &snapshot_times) {

@@ -8,6 +8,7 @@ use mote_cloud::boundary::{Boundaries, BoundaryCondition, Outflow, SlipWall};
 use mote_cloud::equations::Euler;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings};
+use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Formulation, Limiter, LimiterKind, LimiterMode, Muscl};
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, Domain, LatticeOptions, MeshlessSimulation, RowMajor, Weight};
@@ -70,38 +71,20 @@ fn run(
     sim
 }
 
-fn set(cloud: &mut Cloud<f64, 2>, i: usize, rho: f64, v: [f64; 2], p: f64) {
-    let eq = Euler::<2>::new(GAMMA).unwrap();
-    for (k, value) in eq.conservative(rho, v, p).iter().enumerate() {
-        cloud.state_var_mut(k)[i] = *value;
-    }
-}
-
 #[test]
 fn quadrant_riemann_problem_runs_with_positive_density_and_pressure() {
     let spacing = 1.0 / 48.0;
-    let domain = Domain::new_box([0.0; 2], [1.0; 2], [false; 2]).unwrap();
-    let lattice = LatticeOptions {
-        spacing,
+    let options = ProblemOptions {
+        resolution: 48,
         jitter: 0.2,
         seed: 8,
         boundary_layers: 2,
     };
-    let mut cloud = Cloud::<f64, 2>::lattice(domain, lattice, 4).unwrap();
-    cloud.reorder_morton();
-    for i in 0..cloud.len() {
-        let [x, y] = cloud.position_of(i);
-        let (rho, v, p) = match (x > 0.5, y > 0.5) {
-            (true, true) => (1.5, [0.0, 0.0], 1.5),
-            (false, true) => (0.5323, [1.206, 0.0], 0.3),
-            (false, false) => (0.138, [1.206, 1.206], 0.029),
-            (true, false) => (0.5323, [0.0, 1.206], 0.3),
-        };
-        set(&mut cloud, i, rho, v, p);
-    }
-    let bc = Boundaries::new()
-        .with_axis(0, Outflow)
-        .with_axis(1, Outflow);
+    let Problem {
+        cloud,
+        boundaries: bc,
+        ..
+    } = problems::quadrant::<f64>(&options, GAMMA).unwrap();
     let initial = cloud.state(0).to_vec();
     let mut sim = run(cloud, spacing, bc, 0.3, 0.3);
     let (rho_min, p_min, rho_max, finite) = extremes(&sim);

@@ -3,12 +3,12 @@
 //! conservation to round-off and thread-count independence with everything switched on, and
 //! MOOD's precision-scaled relaxation in `f32`.
 
-use mote_cloud::boundary::{Boundaries, Outflow};
 use mote_cloud::equations::{Burgers, Euler, LinearAdvection};
-use mote_cloud::exact::{EulerRiemann, GasState, burgers_top_hat, errors, total};
+use mote_cloud::exact::{burgers_top_hat, errors, total};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
+use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Formulation, Limiter, LimiterKind, LimiterMode, Muscl};
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, Domain, LatticeOptions, MeshlessSimulation, RowMajor, Weight};
@@ -48,26 +48,22 @@ impl Sod {
 fn sod(opts: Sod) -> (f64, u64, MoodStats) {
     let particles = 1000;
     let spacing = 1.0 / particles as f64;
-    let domain = Domain::new_box([0.0], [1.0], [false]).unwrap();
-    let lattice = LatticeOptions {
-        spacing,
+    let options = ProblemOptions {
+        resolution: particles,
         jitter: 0.2,
         seed: 5,
         boundary_layers: 2,
     };
-    let eq = Euler::<1>::new(1.4).unwrap();
-    let mut cloud = Cloud::<f64, 1>::lattice(domain, lattice, 3).unwrap();
-    cloud.reorder_morton();
+    let Problem {
+        mut cloud,
+        equation: eq,
+        boundaries,
+        exact,
+        ..
+    } = problems::sod::<f64>(&options, 1.4).unwrap();
     assert_eq!(cloud.tags().iter().filter(|&&t| t == 0).count(), particles);
     for o in cloud.orders_mut() {
         *o = opts.order as u8;
-    }
-    for i in 0..cloud.len() {
-        let x = cloud.position_of(i)[0];
-        let (rho, p) = if x < 0.5 { (1.0, 1.0) } else { (0.125, 0.1) };
-        for (v, value) in eq.conservative(rho, [0.0], p).iter().enumerate() {
-            cloud.state_var_mut(v)[i] = *value;
-        }
     }
     let scheme = Muscl::new(
         eq,
@@ -96,7 +92,7 @@ fn sod(opts: Sod) -> (f64, u64, MoodStats) {
         CpuBackend::threads(2),
     )
     .unwrap()
-    .with_boundaries(Boundaries::new().with_axis(0, Outflow))
+    .with_boundaries(boundaries)
     .unwrap()
     .with_mood(opts.mood)
     .unwrap();
@@ -107,9 +103,8 @@ fn sod(opts: Sod) -> (f64, u64, MoodStats) {
     }
     let floors = sim.scheme.equation().floor_events();
     let stats = sim.take_mood_stats();
-    let gas = |rho, u, p| GasState { rho, u, p };
-    let exact = EulerRiemann::solve(gas(1.0, 0.0, 1.0), gas(0.125, 0.0, 0.1), 1.4).unwrap();
-    let l1 = errors(&sim.cloud, 0, |x| exact.sample((x[0] - 0.5) / end).rho).l1;
+    let exact = exact.expect("Sod has an exact solution");
+    let l1 = errors(&sim.cloud, 0, |x| exact(x, end)).l1;
     (l1, floors, stats)
 }
 
@@ -178,20 +173,15 @@ fn sod_first_order_muscl2_with_mood_and_with_limiters() {
 /// extremes of the solution, its L1 error and MOOD's statistics.
 fn top_hat(mood: MoodSettings, limiter: Limiter) -> (f64, f64, f64, MoodStats) {
     let spacing = 1.0 / 400.0;
-    let lattice = LatticeOptions {
-        spacing,
+    let options = ProblemOptions {
+        resolution: 400,
         jitter: 0.2,
         seed: 3,
         boundary_layers: 0,
     };
-    let mut cloud = Cloud::<f64, 1>::lattice(Domain::unit_periodic(), lattice, 1).unwrap();
-    cloud.reorder_morton();
+    let mut cloud = problems::burgers_top_hat::<f64>(&options).unwrap().cloud;
     for o in cloud.orders_mut() {
         *o = 3;
-    }
-    for i in 0..cloud.len() {
-        let x = cloud.position_of(i)[0];
-        cloud.state_var_mut(0)[i] = if (0.2..0.4).contains(&x) { 1.0 } else { 0.0 };
     }
     let scheme = Muscl::new(
         Burgers::<1>,

@@ -1,0 +1,413 @@
+//! The configuration of a meshless run (`physics = "meshless"`): the problem, the scheme, the
+//! run's length and resources, the output. Defaults are stated once, in the `Default`
+//! implementations; what depends on the problem (its resolution, end time, dimension, gamma) is
+//! filled by [`MeshlessConfig::with_defaults`], so `mote show` prints every resolved value.
+
+use mote_cloud::flux::FluxKind;
+use mote_cloud::mood::MoodSettings;
+use mote_cloud::scheme::{Formulation, Limiter, MAX_ORDER};
+use mote_cloud::time::Tableau;
+use mote_core::Precision;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{
+    ConfigError, Physics, Source, deserialize_and_validate, expect_physics, parse_memory_limit,
+    read_table,
+};
+
+/// A meshless run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeshlessConfig {
+    /// Always `meshless`.
+    pub physics: Physics,
+    /// Run length, CFL number, precision, threads, memory, backend.
+    #[serde(default)]
+    pub run: MeshlessRunSection,
+    /// The problem: initial state, domain, boundaries, exact solution.
+    #[serde(default)]
+    pub problem: ProblemSection,
+    /// The spatial scheme and the time stepper.
+    #[serde(default)]
+    pub scheme: SchemeSection,
+    /// What is written, and how often.
+    #[serde(default)]
+    pub output: MeshlessOutputSection,
+}
+
+/// `[run]` of a meshless run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeshlessRunSection {
+    /// Simulated time at which the run ends (default: the problem's standard end time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<f64>,
+    /// CFL number: every step is this fraction of the stable step at the current state (the
+    /// step before an output time is shortened to land on it).
+    pub cfl: f64,
+    /// `f32` or `f64`.
+    pub precision: Precision,
+    /// CPU threads (0: one per core).
+    pub threads: usize,
+    /// Memory limit for the run's buffers (`"4 GiB"`, `"500MB"`); none by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<String>,
+    /// `cpu` (the only backend of meshless runs so far; `gpu` is refused with a message).
+    pub backend: String,
+    /// The device for `backend = "gpu"`.
+    pub device: String,
+}
+
+impl Default for MeshlessRunSection {
+    fn default() -> Self {
+        Self {
+            end_time: None,
+            cfl: 0.4,
+            precision: Precision::F64,
+            threads: 0,
+            memory_limit: None,
+            backend: "cpu".to_string(),
+            device: "wgpu:0".to_string(),
+        }
+    }
+}
+
+/// The standard problems (see `mote_cloud::problems`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// Scalar linear advection of a sine wave on the periodic unit box (1, 2 or 3-D).
+    AdvectionWave,
+    /// 1-D Burgers top-hat on the periodic unit interval.
+    BurgersTopHat,
+    /// The 1-D Sod shock tube (Euler), outflow ends.
+    #[default]
+    Sod,
+    /// The 2-D isentropic vortex (Euler), periodic.
+    IsentropicVortex,
+    /// The 2-D quadrant Riemann problem (Euler, configuration 3), outflow faces.
+    Quadrant,
+}
+
+impl ProblemKind {
+    /// The name as the configuration spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::AdvectionWave => "advection_wave",
+            ProblemKind::BurgersTopHat => "burgers_top_hat",
+            ProblemKind::Sod => "sod",
+            ProblemKind::IsentropicVortex => "isentropic_vortex",
+            ProblemKind::Quadrant => "quadrant",
+        }
+    }
+
+    /// Whether the problem solves the Euler equations (and so takes `gamma`).
+    pub fn is_gas(self) -> bool {
+        matches!(
+            self,
+            ProblemKind::Sod | ProblemKind::IsentropicVortex | ProblemKind::Quadrant
+        )
+    }
+
+    /// The problem's dimension (`dim` for the advection wave).
+    pub fn dimension(self, dim: Option<usize>) -> usize {
+        match self {
+            ProblemKind::AdvectionWave => dim.unwrap_or(2),
+            ProblemKind::BurgersTopHat | ProblemKind::Sod => 1,
+            ProblemKind::IsentropicVortex | ProblemKind::Quadrant => 2,
+        }
+    }
+
+    /// The standard resolution: particles per unit length (per side for the vortex).
+    fn default_resolution(self, dim: usize) -> usize {
+        match self {
+            ProblemKind::AdvectionWave => [200, 64, 24][dim - 1],
+            ProblemKind::BurgersTopHat => 400,
+            ProblemKind::Sod => 1000,
+            ProblemKind::IsentropicVortex => 64,
+            ProblemKind::Quadrant => 100,
+        }
+    }
+
+    /// The time the standard test runs to.
+    pub fn default_end_time(self) -> f64 {
+        match self {
+            ProblemKind::AdvectionWave | ProblemKind::IsentropicVortex => 1.0,
+            ProblemKind::BurgersTopHat => 0.15,
+            ProblemKind::Sod => 0.2,
+            ProblemKind::Quadrant => 0.3,
+        }
+    }
+}
+
+/// `[problem]`: one flat table; `dim` applies to the advection wave only and `gamma` to the gas
+/// problems only (a key that does not apply is an error, as in gravity's initial conditions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProblemSection {
+    /// Which problem.
+    pub kind: ProblemKind,
+    /// Particles per unit length (per side for the isentropic vortex, whose box is 10 wide);
+    /// default: the problem's standard resolution.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<usize>,
+    /// Lattice jitter, a fraction of the spacing in `[0, 1)`.
+    pub jitter: f64,
+    /// Seed of the jitter.
+    pub seed: u64,
+    /// Dimension of the advection wave (1, 2 or 3; default 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dim: Option<usize>,
+    /// Ratio of specific heats of the gas problems (default 1.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+}
+
+impl Default for ProblemSection {
+    fn default() -> Self {
+        Self {
+            kind: ProblemKind::default(),
+            resolution: None,
+            jitter: 0.2,
+            seed: 1,
+            dim: None,
+            gamma: None,
+        }
+    }
+}
+
+/// `[scheme]`: MUSCL reconstruction from MLS derivatives, a numerical flux, optional limiter,
+/// WENO-type reconstruction and MOOD, and an explicit Runge-Kutta stepper.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemeSection {
+    /// Reconstruction order, 1 to 5 (MLS degree = order, interface order = the lower of the
+    /// two particles').
+    pub order: usize,
+    /// Numerical flux: `rusanov`, `upwind` (scalar equations), `hllc` (Euler) or `central`.
+    pub flux: String,
+    /// `mls_divergence` (the MLS divergence of pairwise fluxes) or `conservative`
+    /// (antisymmetric face weights: conservative to round-off).
+    pub formulation: Formulation,
+    /// Time stepper: `euler`, `rk2`, `rk3` (SSP) or `rk4`.
+    pub stepper: String,
+    /// Slope limiter: `none`, `bj` (Barth-Jespersen), `vk` (Venkatakrishnan), `minmod` or
+    /// `superbee` (the last two in 1-D).
+    pub limiter: String,
+    /// `soft` (the limiter scales first derivatives) or `hard` (every derivative).
+    pub limiter_mode: String,
+    /// WENO-type MLS reconstruction (orders >= 2).
+    pub weno: bool,
+    /// MOOD criterion: `none`, `u1`, `u2` or `always`.
+    pub mood: String,
+    /// MOOD halo strategy: `epd0`, `epd1`, `epd2` or `strict`.
+    pub mood_strategy: String,
+    /// Neighbour search radius in particle spacings (default: enough neighbours for the MLS
+    /// fit of the order, at least that of order 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub radius: Option<f64>,
+}
+
+impl Default for SchemeSection {
+    fn default() -> Self {
+        Self {
+            order: 2,
+            flux: "rusanov".to_string(),
+            formulation: Formulation::MlsDivergence,
+            stepper: "rk3".to_string(),
+            limiter: "none".to_string(),
+            limiter_mode: "soft".to_string(),
+            weno: false,
+            mood: "u1".to_string(),
+            mood_strategy: "epd1".to_string(),
+            radius: None,
+        }
+    }
+}
+
+/// `[output]` of a meshless run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeshlessOutputSection {
+    /// A diagnostics row every this many steps (and at every snapshot and the end).
+    pub diagnostics_every: u64,
+    /// Snapshots (`snapshots/snap_NNNNN.vtu` + `snapshots.pvd`) at this many evenly spaced
+    /// times after the initial one (0: only the initial state). Their times are hit exactly.
+    pub snapshots: u64,
+}
+
+impl Default for MeshlessOutputSection {
+    fn default() -> Self {
+        Self {
+            diagnostics_every: 1,
+            snapshots: 10,
+        }
+    }
+}
+
+impl MeshlessConfig {
+    /// Parses and validates a meshless configuration, applying `overrides` (`section.key=value`)
+    /// on top of the file, and fills the problem-dependent defaults.
+    pub fn parse(source: &Source<'_>, overrides: &[String]) -> Result<Self, ConfigError> {
+        let (table, overridden) = read_table(source, overrides)?;
+        expect_physics(source, &table, Physics::Meshless)?;
+        let config: MeshlessConfig =
+            deserialize_and_validate(source, table, &overridden, MeshlessConfig::validate)?;
+        Ok(config.with_defaults())
+    }
+
+    /// The configuration with the problem-dependent defaults filled in.
+    pub fn with_defaults(mut self) -> Self {
+        let kind = self.problem.kind;
+        if kind == ProblemKind::AdvectionWave {
+            self.problem.dim.get_or_insert(2);
+        }
+        if kind.is_gas() {
+            self.problem.gamma.get_or_insert(1.4);
+        }
+        let dim = kind.dimension(self.problem.dim);
+        self.problem
+            .resolution
+            .get_or_insert(kind.default_resolution(dim));
+        self.run.end_time.get_or_insert(kind.default_end_time());
+        self
+    }
+
+    /// The problem's dimension.
+    pub fn dimension(&self) -> usize {
+        self.problem.kind.dimension(self.problem.dim)
+    }
+
+    /// Checks ranges and consistency; returns the offending key path and what is allowed.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, msg: String| Err((key.to_string(), msg));
+        let r = &self.run;
+        if let Some(t) = r.end_time
+            && !(t.is_finite() && t > 0.0)
+        {
+            return bad(
+                "run.end_time",
+                format!("{t} is not allowed: a finite time > 0"),
+            );
+        }
+        if !(r.cfl.is_finite() && r.cfl > 0.0 && r.cfl <= 1.0) {
+            return bad(
+                "run.cfl",
+                format!("{} is not allowed: a CFL number in (0, 1]", r.cfl),
+            );
+        }
+        if let Some(m) = &r.memory_limit {
+            parse_memory_limit(m).map_err(|e| ("run.memory_limit".to_string(), e))?;
+        }
+        if r.backend != "cpu" && r.backend != "gpu" {
+            return bad(
+                "run.backend",
+                format!("`{}`: expected cpu or gpu", r.backend),
+            );
+        }
+        if let Err(e) = r.device.parse::<mote_core::DeviceSpec>() {
+            return bad("run.device", e.to_string());
+        }
+        let p = &self.problem;
+        if p.dim.is_some() && p.kind != ProblemKind::AdvectionWave {
+            return bad(
+                "problem.dim",
+                format!(
+                    "does not apply to kind `{}` (its dimension is fixed: {}); only \
+                     advection_wave takes a dimension",
+                    p.kind.name(),
+                    p.kind.dimension(None)
+                ),
+            );
+        }
+        if let Some(d) = p.dim
+            && !(1..=3).contains(&d)
+        {
+            return bad("problem.dim", format!("{d}: expected 1, 2 or 3"));
+        }
+        if p.gamma.is_some() && !p.kind.is_gas() {
+            return bad(
+                "problem.gamma",
+                format!(
+                    "does not apply to kind `{}` (not a gas); the gas problems are sod, \
+                     isentropic_vortex and quadrant",
+                    p.kind.name()
+                ),
+            );
+        }
+        if let Some(g) = p.gamma
+            && !(g.is_finite() && g > 1.0)
+        {
+            return bad(
+                "problem.gamma",
+                format!("{g} is not allowed: a ratio of specific heats > 1"),
+            );
+        }
+        if let Some(n) = p.resolution
+            && !(4..=1_000_000).contains(&n)
+        {
+            return bad(
+                "problem.resolution",
+                format!("{n} is not allowed: between 4 and 1000000 particles per unit length"),
+            );
+        }
+        if !(0.0..1.0).contains(&p.jitter) {
+            return bad(
+                "problem.jitter",
+                format!(
+                    "{} is not allowed: a fraction of the spacing in [0, 1)",
+                    p.jitter
+                ),
+            );
+        }
+        let s = &self.scheme;
+        if !(1..=MAX_ORDER).contains(&s.order) {
+            return bad(
+                "scheme.order",
+                format!("{}: expected 1 to {MAX_ORDER}", s.order),
+            );
+        }
+        let by_name = |key: &str, r: Result<(), mote_cloud::CloudError>| {
+            r.map_err(|e| (key.to_string(), e.to_string()))
+        };
+        by_name("scheme.flux", FluxKind::by_name(&s.flux).map(drop))?;
+        by_name("scheme.stepper", Tableau::by_name(&s.stepper).map(drop))?;
+        by_name(
+            "scheme.limiter",
+            Limiter::by_name(&s.limiter, &s.limiter_mode).map(drop),
+        )?;
+        by_name(
+            "scheme.mood",
+            MoodSettings::by_name(&s.mood, &s.mood_strategy).map(drop),
+        )?;
+        if let Some(radius) = s.radius
+            && !(radius.is_finite() && radius > 0.0 && radius <= 20.0)
+        {
+            return bad(
+                "scheme.radius",
+                format!("{radius} is not allowed: between 0 and 20 particle spacings"),
+            );
+        }
+        if self.output.snapshots > 100_000 {
+            return bad(
+                "output.snapshots",
+                format!("{} is too many: at most 100000", self.output.snapshots),
+            );
+        }
+        if self.output.diagnostics_every == 0 {
+            return bad(
+                "output.diagnostics_every",
+                "0 is not allowed: at least 1 step".into(),
+            );
+        }
+        // What only the equation can judge (HLLC needs Euler, upwind a scalar equation,
+        // minmod one dimension, WENO order >= 2): the scheme is built here once, without a
+        // cloud, so that the mistake is reported as this file's, not as a failed run.
+        super::check_scheme(self).map_err(|(key, e)| (key.to_string(), e.to_string()))
+    }
+
+    /// The resolved configuration as TOML, every default included.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a valid configuration serialises")
+    }
+}

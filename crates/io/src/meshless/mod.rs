@@ -1,0 +1,616 @@
+//! Running a configured meshless simulation: build the problem, price and reserve its memory,
+//! step it to the end time at the configured CFL number, and write the run directory.
+//!
+//! The run directory holds `config.toml` (every resolved setting), `provenance.json` (what
+//! ran, where, when, how it ended), `diagnostics.csv` (per row: step, time, step size, the
+//! total of every conserved variable over the interior particles, the range of the first
+//! variable, its L1 and relative L2 errors against the exact solution where the problem has one,
+//! MOOD's order reductions and the positivity floors that acted since the previous row) and
+//! `snapshots/*.vtu` with `snapshots.pvd` for ParaView (every particle, boundary layers included,
+//! with its tag, order, volume, conserved and primitive variables). Files are written atomically;
+//! the diagnostics grow in `diagnostics.csv.partial` until the run ends. Snapshot times and the
+//! end are hit exactly. Meshless runs write no checkpoint yet (`mote resume` says so).
+
+pub mod config;
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use mote_cloud::cloud::INTERIOR;
+use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
+use mote_cloud::exact;
+use mote_cloud::flux::FluxKind;
+use mote_cloud::mls::default_radius_factor;
+use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::problems::{self, Problem, ProblemOptions};
+use mote_cloud::scheme::{Limiter, Muscl};
+use mote_cloud::time::Tableau;
+use mote_cloud::{CloudError, MeshlessSimulation, RowMajor, Weight};
+use mote_core::memory::{MemoryModel, ReserveOptions, memory_limit, reserve};
+use mote_core::{
+    Budgeted, CapacityError, CapacityUnit, CpuBackend, MachineInfo, PrecisionJob, Real,
+};
+use serde::Serialize;
+
+pub use config::{
+    MeshlessConfig, MeshlessOutputSection, MeshlessRunSection, ProblemKind, ProblemSection,
+    SchemeSection,
+};
+
+use crate::config::parse_memory_limit;
+use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic};
+use crate::runner::{Progress, RunError};
+use crate::vtk::{self, Field};
+
+/// What a finished meshless run reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeshlessReport {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The problem's name.
+    pub problem: String,
+    /// Particles, boundary layers included.
+    pub particles: usize,
+    /// Mean neighbours per particle.
+    pub neighbours_mean: f64,
+    /// Steps taken.
+    pub steps: u64,
+    /// Final simulated time.
+    pub time: f64,
+    /// Wall-clock seconds.
+    pub wall_seconds: f64,
+    /// Errors of the first variable against the exact solution at the end, where one exists.
+    pub errors: Option<exact::Errors>,
+    /// MOOD's statistics over the run.
+    pub mood: MoodStats,
+    /// Positivity floor events over the run.
+    pub floor_events: u64,
+}
+
+/// The scheme a configuration describes, for equation `eq`. On failure, the configuration key
+/// to blame and why.
+pub fn build_scheme<R: Real, const D: usize, E: Equation<R, D>>(
+    eq: E,
+    s: &SchemeSection,
+) -> Result<Muscl<R, D, E>, (&'static str, CloudError)> {
+    let scheme = Muscl::new(eq, s.order, s.formulation, Weight::default())
+        .map_err(|e| ("scheme.order", e))?;
+    let flux = FluxKind::by_name(&s.flux).map_err(|e| ("scheme.flux", e))?;
+    let scheme = scheme.with_flux(flux).map_err(|e| ("scheme.flux", e))?;
+    let limiter =
+        Limiter::by_name(&s.limiter, &s.limiter_mode).map_err(|e| ("scheme.limiter", e))?;
+    let scheme = scheme
+        .with_limiter(limiter)
+        .map_err(|e| ("scheme.limiter", e))?;
+    if s.weno {
+        // The central fit's weight of the WENO-type combination: the value validated in the
+        // tests (docs/validation.md).
+        scheme.with_weno(1000.0).map_err(|e| ("scheme.weno", e))
+    } else {
+        Ok(scheme)
+    }
+}
+
+/// Builds the configured scheme for the problem's equation (no cloud needed), so that a
+/// combination the equation refuses is a configuration error.
+pub(crate) fn check_scheme(c: &MeshlessConfig) -> Result<(), (&'static str, CloudError)> {
+    let s = &c.scheme;
+    let gamma = c.problem.gamma.unwrap_or(1.4);
+    let euler = |e: Result<(), CloudError>| e.map_err(|e| ("problem.gamma", e));
+    match (c.problem.kind, c.dimension()) {
+        (ProblemKind::AdvectionWave, 1) => {
+            build_scheme::<f64, 1, _>(LinearAdvection::scalar([1.0], 1), s).map(drop)
+        }
+        (ProblemKind::AdvectionWave, 2) => {
+            build_scheme::<f64, 2, _>(LinearAdvection::scalar([1.0; 2], 1), s).map(drop)
+        }
+        (ProblemKind::AdvectionWave, _) => {
+            build_scheme::<f64, 3, _>(LinearAdvection::scalar([1.0; 3], 1), s).map(drop)
+        }
+        (ProblemKind::BurgersTopHat, _) => build_scheme::<f64, 1, _>(Burgers::<1>, s).map(drop),
+        (_, 1) => {
+            let eq = Euler::<1>::new(gamma);
+            euler(eq.as_ref().map(drop).map_err(Clone::clone))?;
+            build_scheme::<f64, 1, _>(eq.expect("checked"), s).map(drop)
+        }
+        _ => {
+            let eq = Euler::<2>::new(gamma);
+            euler(eq.as_ref().map(drop).map_err(Clone::clone))?;
+            build_scheme::<f64, 2, _>(eq.expect("checked"), s).map(drop)
+        }
+    }
+}
+
+/// Runs `config` into `dir` (created; an existing non-empty one only with `force`). The run
+/// directory is created only once the problem is built and its memory priced, so a mistake
+/// leaves nothing behind. `progress` is called at every diagnostics row.
+pub fn run_meshless(
+    config: &MeshlessConfig,
+    dir: &Path,
+    force: bool,
+    git_commit: &str,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<MeshlessReport, RunError> {
+    let config = config.clone().with_defaults();
+    if config.run.backend == "gpu" {
+        return Err(RunError::NotOnGpu(
+            "meshless runs (`mote bench cloud --backend gpu` steps them on a device; `mote run` \
+             does not yet)"
+                .into(),
+        ));
+    }
+    config.run.precision.dispatch(MeshlessRun {
+        config: &config,
+        dir,
+        force,
+        git_commit,
+        progress,
+    })
+}
+
+struct MeshlessRun<'a> {
+    config: &'a MeshlessConfig,
+    dir: &'a Path,
+    force: bool,
+    git_commit: &'a str,
+    progress: &'a mut dyn FnMut(Progress),
+}
+
+impl PrecisionJob for MeshlessRun<'_> {
+    type Output = Result<MeshlessReport, RunError>;
+
+    fn run<R: Real>(self) -> Self::Output {
+        let p = &self.config.problem;
+        let gamma = p.gamma.unwrap_or(1.4);
+        match (p.kind, self.config.dimension()) {
+            (ProblemKind::AdvectionWave, 1) => self.drive(problems::advection_wave::<R, 1>),
+            (ProblemKind::AdvectionWave, 2) => self.drive(problems::advection_wave::<R, 2>),
+            (ProblemKind::AdvectionWave, _) => self.drive(problems::advection_wave::<R, 3>),
+            (ProblemKind::BurgersTopHat, _) => self.drive(problems::burgers_top_hat::<R>),
+            (ProblemKind::Sod, _) => self.drive(|o| problems::sod::<R>(o, gamma)),
+            (ProblemKind::IsentropicVortex, _) => {
+                self.drive(|o| problems::isentropic_vortex::<R>(o, gamma))
+            }
+            (ProblemKind::Quadrant, _) => self.drive(|o| problems::quadrant::<R>(o, gamma)),
+        }
+    }
+}
+
+/// Everything a run's output needs to know about the run.
+#[derive(Serialize)]
+struct Provenance<'a> {
+    mote_version: &'a str,
+    git_commit: &'a str,
+    physics: &'a str,
+    problem: &'a str,
+    equation: &'a str,
+    backend: &'a str,
+    threads: usize,
+    precision: String,
+    particles: usize,
+    interior_particles: usize,
+    neighbours_mean: f64,
+    radius_spacings: f64,
+    memory_limit_bytes: Option<u64>,
+    reserved_bytes: Option<u64>,
+    machine: MachineInfo,
+    started: String,
+    finished: Option<String>,
+    wall_seconds: Option<f64>,
+    steps: Option<u64>,
+    errors: Option<exact::Errors>,
+    mood: Option<MoodStats>,
+    floor_events: Option<u64>,
+}
+
+type Simulation<R, const D: usize, E> = MeshlessSimulation<R, D, E, RowMajor>;
+
+impl MeshlessRun<'_> {
+    /// The search radius in particle spacings: the configured one, or enough neighbours for the
+    /// MLS fit of the order (at least order 2's, so that every order sees the same
+    /// neighbourhoods near boundaries).
+    fn radius_factor<const D: usize>(&self) -> f64 {
+        let s = &self.config.scheme;
+        s.radius
+            .unwrap_or_else(|| default_radius_factor::<D>(s.order.max(2)))
+    }
+
+    /// The configured simulation of `problem` (its cloud, boundaries and equation), and the
+    /// exact solution and names the problem brings.
+    fn simulation<R: Real, const D: usize, E: Equation<R, D>>(
+        &self,
+        problem: Problem<R, D, E>,
+        radius: f64,
+    ) -> Result<(Simulation<R, D, E>, ProblemRest<D>), RunError> {
+        let c = self.config;
+        let Problem {
+            name,
+            mut cloud,
+            equation,
+            boundaries,
+            variables,
+            primitive,
+            exact,
+            ..
+        } = problem;
+        for o in cloud.orders_mut() {
+            *o = c.scheme.order as u8;
+        }
+        let scheme = build_scheme(equation, &c.scheme).map_err(|(_, e)| e)?;
+        let tableau = Tableau::by_name(&c.scheme.stepper)?;
+        let mood = MoodSettings::by_name(&c.scheme.mood, &c.scheme.mood_strategy)?;
+        let backend = CpuBackend::threads(c.run.threads);
+        let mut sim = Simulation::new(cloud, radius, scheme, tableau, backend)?;
+        if !boundaries.is_empty() {
+            sim = sim.with_boundaries(boundaries)?;
+        }
+        let sim = sim.with_mood(mood)?;
+        let rest = ProblemRest {
+            name,
+            variables,
+            primitive,
+            exact,
+        };
+        Ok((sim, rest))
+    }
+
+    /// Builds the problem with `build`, prices it, runs it and writes the run directory.
+    fn drive<R: Real, const D: usize, E: Equation<R, D>>(
+        self,
+        build: impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
+    ) -> Result<MeshlessReport, RunError> {
+        let c = self.config;
+        let started = SystemTime::now();
+        let clock = Instant::now();
+        let factor = self.radius_factor::<D>();
+        let options = ProblemOptions {
+            resolution: c.problem.resolution.expect("filled by with_defaults"),
+            jitter: c.problem.jitter,
+            seed: c.problem.seed,
+            boundary_layers: factor.ceil() as usize,
+        };
+        let problem = build(&options)?;
+        let radius = factor * max_spacing(&problem.cloud);
+        let limit = match &c.run.memory_limit {
+            Some(text) => Some(parse_memory_limit(text).expect("validated with the config")),
+            None => memory_limit(),
+        };
+        if let Some(limit) = limit {
+            self.price(&build, &options, problem.cloud.len(), limit)?;
+        }
+        let (mut sim, rest) = self.simulation(problem, radius)?;
+        let reservation = match limit {
+            Some(limit) => Some(reserve(
+                &mut sim.budgeted_parts(),
+                limit,
+                ReserveOptions::default(),
+            )?),
+            None => None,
+        };
+        create_run_dir(self.dir, self.force)?;
+        write_atomic(&self.dir.join("config.toml"), c.to_toml().as_bytes())?;
+
+        let n = sim.cloud.len();
+        let interior = sim.cloud.tags().iter().filter(|&&t| t == INTERIOR).count();
+        let neighbours_mean = sim.list.mean();
+        let backend = CpuBackend::threads(c.run.threads);
+        let mut provenance = Provenance {
+            mote_version: env!("CARGO_PKG_VERSION"),
+            git_commit: self.git_commit,
+            physics: "meshless",
+            problem: rest.name,
+            equation: sim.scheme.equation().name(),
+            backend: "cpu",
+            threads: backend.thread_count(),
+            precision: R::PRECISION.to_string(),
+            particles: n,
+            interior_particles: interior,
+            neighbours_mean,
+            radius_spacings: factor,
+            memory_limit_bytes: limit,
+            reserved_bytes: reservation.map(|r| r.bytes),
+            machine: MachineInfo::detect(),
+            started: humantime::format_rfc3339_seconds(started).to_string(),
+            finished: None,
+            wall_seconds: None,
+            steps: None,
+            errors: None,
+            mood: None,
+            floor_events: None,
+        };
+        let provenance_path = self.dir.join("provenance.json");
+        let write_provenance = |p: &Provenance<'_>| {
+            write_atomic(
+                &provenance_path,
+                serde_json::to_string_pretty(p)
+                    .expect("serialisable")
+                    .as_bytes(),
+            )
+        };
+        write_provenance(&provenance)?;
+
+        let mut header: Vec<String> = ["step", "time", "dt"].map(String::from).to_vec();
+        header.extend(rest.variables.iter().map(|v| format!("total_{v}")));
+        header.push(format!("min_{}", rest.variables[0]));
+        header.push(format!("max_{}", rest.variables[0]));
+        if rest.exact.is_some() {
+            header.push(format!("l1_error_{}", rest.variables[0]));
+            header.push(format!("relative_l2_error_{}", rest.variables[0]));
+        }
+        header.extend(["mood_reductions", "floor_events", "wall_seconds"].map(String::from));
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let csv_path = self.dir.join("diagnostics.csv");
+        let mut csv = CsvWriter::create(&csv_path, &header)?;
+
+        let end = c.run.end_time.expect("filled by with_defaults");
+        let cfl = c.run.cfl;
+        let snapshot_times: Vec<f64> = (1..=c.output.snapshots)
+            .map(|k| end * k as f64 / c.output.snapshots as f64)
+            .collect();
+        let mut snapshots = Vec::new();
+        let mut totals = Totals::default();
+        let row = |sim: &mut Simulation<R, D, E>,
+                   time: f64,
+                   dt: f64,
+                   totals: &mut Totals,
+                   csv: &mut CsvWriter|
+         -> Result<(), RunError> {
+            let mood = sim.take_mood_stats();
+            let floors = sim.scheme.equation().floor_events();
+            totals.add(&mood);
+            let cloud = &sim.cloud;
+            let mut values = vec![sim.steps() as f64, time, dt];
+            values.extend((0..cloud.variables()).map(|v| exact::total(cloud, v)));
+            let (lo, hi) = range(cloud.state(0), cloud.tags());
+            values.extend([lo, hi]);
+            if let Some(ex) = &rest.exact {
+                let e = exact::errors(cloud, 0, |x| ex(x, time));
+                values.extend([e.l1, e.relative_l2]);
+            }
+            values.extend([
+                mood.reductions as f64,
+                (floors - totals.floors_reported) as f64,
+                clock.elapsed().as_secs_f64(),
+            ]);
+            totals.floors_reported = floors;
+            csv.row(&values)?;
+            Ok(())
+        };
+        row(&mut sim, 0.0, 0.0, &mut totals, &mut csv)?;
+        write_snapshot(self.dir, &sim, &rest, 0.0, &mut snapshots)?;
+
+        let mut time = 0.0;
+        while time < end {
+            let stable = sim.stable_dt(cfl);
+            if !(stable.is_finite() && stable > 0.0) {
+                return Err(RunError::Meshless {
+                    step: sim.steps(),
+                    time,
+                    source: CloudError::invalid(
+                        "stable time step",
+                        stable,
+                        "finite and > 0 (a state without wave speeds or a degenerate cloud)",
+                    ),
+                    csv: partial_path(&csv_path).display().to_string(),
+                });
+            }
+            let next_output = snapshot_times
+                .iter()
+                .copied()
+                .find(|&t| t > time)
+                .unwrap_or(end)
+                .min(end);
+            let t_next = if time + stable >= next_output {
+                next_output
+            } else {
+                time + stable
+            };
+            sim.step(t_next - time)
+                .map_err(|source| RunError::Meshless {
+                    step: sim.steps() + 1,
+                    time,
+                    source,
+                    csv: partial_path(&csv_path).display().to_string(),
+                })?;
+            let dt = t_next - time;
+            time = t_next;
+            let at_output = time == next_output;
+            if sim.steps() % c.output.diagnostics_every == 0 || at_output {
+                row(&mut sim, time, dt, &mut totals, &mut csv)?;
+                let remaining = ((end - time) / stable).ceil() as u64;
+                (self.progress)(Progress {
+                    step: sim.steps(),
+                    total_steps: sim.steps() + remaining,
+                    time,
+                    status: format!("dt = {dt:.3e}"),
+                });
+            }
+            if at_output && snapshot_times.contains(&time) {
+                write_snapshot(self.dir, &sim, &rest, time, &mut snapshots)?;
+            }
+        }
+        csv.finish()?;
+        let errors = rest
+            .exact
+            .as_ref()
+            .map(|ex| exact::errors(&sim.cloud, 0, |x| ex(x, time)));
+        let wall = clock.elapsed().as_secs_f64();
+        provenance.finished =
+            Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
+        provenance.wall_seconds = Some(wall);
+        provenance.steps = Some(sim.steps());
+        provenance.errors = errors;
+        provenance.mood = Some(totals.mood);
+        provenance.floor_events = Some(totals.floors_reported);
+        write_provenance(&provenance)?;
+        Ok(MeshlessReport {
+            dir: self.dir.to_path_buf(),
+            problem: rest.name.to_string(),
+            particles: n,
+            neighbours_mean,
+            steps: sim.steps(),
+            time,
+            wall_seconds: wall,
+            errors,
+            mood: totals.mood,
+            floor_events: totals.floors_reported,
+        })
+    }
+
+    /// Fails, before the full run's neighbour lists and MLS coefficients exist, if `limit`
+    /// cannot hold `particles` particles: the bytes per particle and per neighbour slot, and
+    /// the slots per particle, are measured on the same problem at a low resolution.
+    fn price<R: Real, const D: usize, E: Equation<R, D>>(
+        &self,
+        build: &impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
+        options: &ProblemOptions,
+        particles: usize,
+        limit: u64,
+    ) -> Result<(), RunError> {
+        let small = ProblemOptions {
+            resolution: options.resolution.min(16),
+            ..*options
+        };
+        let prototype = build(&small)?;
+        let radius = self.radius_factor::<D>() * max_spacing(&prototype.cloud);
+        let (mut sim, _) = self.simulation(prototype, radius)?;
+        let parts = sim.budgeted_parts();
+        let refs: Vec<&dyn Budgeted> = parts.iter().map(|p| &**p).collect();
+        let model = MemoryModel::of(&refs);
+        let slots = (particles as f64 * model.slots_per_particle()).ceil() as usize;
+        let needed = model.bytes(particles, slots);
+        let options = ReserveOptions::default();
+        let usable = (limit as f64 * (1.0 - options.tolerance)) as u64;
+        if needed > usable {
+            return Err(CapacityError {
+                what: format!(
+                    "memory limit for {particles} particles and about {slots} neighbour slots in {} \
+                     (estimate {needed} bytes; limit {limit} bytes less {:.0} % tolerance)",
+                    R::PRECISION,
+                    options.tolerance * 100.0
+                ),
+                requested: needed,
+                available: usable,
+                unit: CapacityUnit::Bytes,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// What a run keeps of its problem besides the simulation.
+struct ProblemRest<const D: usize> {
+    name: &'static str,
+    variables: Vec<String>,
+    primitive: Vec<String>,
+    exact: Option<problems::ExactFn<D>>,
+}
+
+/// MOOD's statistics summed over the run, and the floor count last reported.
+#[derive(Default)]
+struct Totals {
+    mood: MoodStats,
+    floors_reported: u64,
+}
+
+impl Totals {
+    fn add(&mut self, m: &MoodStats) {
+        let t = &mut self.mood;
+        t.stages += m.stages;
+        t.iterations += m.iterations;
+        t.reductions += m.reductions;
+        t.failures += m.failures;
+        t.inadmissible += m.inadmissible;
+        t.capped_stages += m.capped_stages;
+        t.unresolved += m.unresolved;
+    }
+}
+
+/// The largest nominal spacing over the axes of `cloud`.
+fn max_spacing<R: Real, const D: usize>(cloud: &mote_cloud::Cloud<R, D>) -> f64 {
+    cloud.spacing().into_iter().fold(0.0, f64::max)
+}
+
+/// The smallest and largest value of `u` over the interior particles.
+fn range<R: Real>(u: &[R], tags: &[u32]) -> (f64, f64) {
+    u.iter()
+        .zip(tags)
+        .filter(|(_, t)| **t == INTERIOR)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (x, _)| {
+            (lo.min(x.as_f64()), hi.max(x.as_f64()))
+        })
+}
+
+/// A snapshot of every particle at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing
+/// all so far.
+fn write_snapshot<R: Real, const D: usize, E: Equation<R, D>>(
+    dir: &Path,
+    sim: &Simulation<R, D, E>,
+    rest: &ProblemRest<D>,
+    time: f64,
+    list: &mut Vec<(f64, String)>,
+) -> Result<(), RunError> {
+    let snap_dir = dir.join("snapshots");
+    std::fs::create_dir_all(&snap_dir).map_err(|e| FileError {
+        path: snap_dir.clone(),
+        message: e.to_string(),
+    })?;
+    let name = format!("snapshots/snap_{:05}.vtu", list.len());
+    let cloud = &sim.cloud;
+    let n = cloud.len();
+    let pos = cloud.positions();
+    let points: Vec<f64> = (0..n)
+        .flat_map(|i| {
+            std::array::from_fn::<f64, 3, _>(|d| if d < D { pos[d][i].as_f64() } else { 0.0 })
+        })
+        .collect();
+    let tags: Vec<u64> = cloud.tags().iter().map(|&t| t as u64).collect();
+    let orders: Vec<f64> = sim
+        .mood_orders()
+        .unwrap_or(cloud.orders())
+        .iter()
+        .map(|&o| o as f64)
+        .collect();
+    let volumes: Vec<f64> = cloud.volumes().iter().map(|v| v.as_f64()).collect();
+    let m = cloud.variables();
+    let conserved: Vec<Vec<f64>> = (0..m)
+        .map(|v| cloud.state(v).iter().map(|x| x.as_f64()).collect())
+        .collect();
+    // Primitive variables whose names differ from the conserved ones (Euler: velocity and
+    // pressure), through the equation's own conversion.
+    let mut primitive: Vec<Vec<f64>> = vec![Vec::with_capacity(n); m];
+    let (mut u, mut w) = (vec![R::zero(); m], vec![R::zero(); m]);
+    if !rest.primitive.is_empty() {
+        for i in 0..n {
+            for (v, x) in u.iter_mut().enumerate() {
+                *x = cloud.state(v)[i];
+            }
+            sim.scheme.equation().to_primitive(&u, &mut w);
+            for (col, x) in primitive.iter_mut().zip(&w) {
+                col.push(x.as_f64());
+            }
+        }
+    }
+    let mut fields = vec![
+        Field::U64("id", cloud.ids()),
+        Field::U64("tag", &tags),
+        Field::F64("order", &orders),
+        Field::F64("volume", &volumes),
+    ];
+    for (name, values) in rest.variables.iter().zip(&conserved) {
+        fields.push(Field::F64(name, values));
+    }
+    for (name, values) in rest.primitive.iter().zip(&primitive) {
+        if !rest.variables.contains(name) {
+            fields.push(Field::F64(name, values));
+        }
+    }
+    vtk::write_vtu(&dir.join(&name), &points, &fields)?;
+    list.push((time, name));
+    vtk::write_pvd(&dir.join("snapshots.pvd"), list)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
