@@ -243,14 +243,17 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
             });
             println!(
                 "finished: {} ({} particles, {:.1} neighbours), {} steps to t = {}{errors}, \
-                 {} MOOD reductions, {} floor events, {:.2} s; output in {}",
+                 {} MOOD reductions, {}, {:.2} s; output in {}",
                 r.problem,
                 r.particles,
                 r.neighbours_mean,
                 r.steps,
                 r.time,
                 r.mood.reductions,
-                r.floor_events,
+                r.floor_events
+                    .map_or("floor events not counted on the device".into(), |f| {
+                        format!("{f} floor events")
+                    }),
                 r.wall_seconds,
                 r.dir.display()
             );

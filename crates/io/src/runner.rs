@@ -55,7 +55,7 @@ pub enum RunError {
     /// A meshless run stopped: a non-finite state (the message names the particle) or no
     /// stable time step.
     #[error(
-        "step {step} from time {time}: {source}; the diagnostics up to the previous row are in {csv}"
+        "step {step} from time {time}: {reason}; the diagnostics up to the previous row are in {csv}"
     )]
     Meshless {
         /// The step that failed.
@@ -63,7 +63,7 @@ pub enum RunError {
         /// The simulated time it started from.
         time: f64,
         /// What went wrong.
-        source: mote_cloud::CloudError,
+        reason: String,
         /// Where the diagnostics so far are.
         csv: String,
     },

@@ -12,6 +12,7 @@
 //! end are hit exactly. Meshless runs write no checkpoint yet (`mote resume` says so).
 
 pub mod config;
+mod engine;
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
@@ -21,15 +22,16 @@ use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
 use mote_cloud::exact;
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
-use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::mood::MoodStats;
 use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl};
-use mote_cloud::time::Tableau;
-use mote_cloud::{CloudError, MeshlessSimulation, RowMajor, Weight};
-use mote_core::memory::{MemoryModel, ReserveOptions, memory_limit, reserve};
+use mote_cloud::{CloudError, Weight};
+use mote_core::memory::{MemoryModel, ReserveOptions, memory_limit};
 use mote_core::{
-    Budgeted, CapacityError, CapacityUnit, CpuBackend, MachineInfo, PrecisionJob, Real,
+    Budgeted, CapacityError, CapacityUnit, CpuBackend, DeviceSpec, MachineInfo, Precision,
+    PrecisionJob, Real,
 };
+use mote_gpu::{Gpu, GpuFloat};
 use serde::Serialize;
 
 pub use config::{
@@ -41,6 +43,7 @@ use crate::config::parse_memory_limit;
 use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic};
 use crate::runner::{Progress, RunError};
 use crate::vtk::{self, Field};
+use engine::{CpuEngine, DeviceEngine, Engine};
 
 /// What a finished meshless run reports.
 #[derive(Clone, Debug, Serialize)]
@@ -63,8 +66,8 @@ pub struct MeshlessReport {
     pub errors: Option<exact::Errors>,
     /// MOOD's statistics over the run.
     pub mood: MoodStats,
-    /// Positivity floor events over the run.
-    pub floor_events: u64,
+    /// Positivity floor events over the run (`None` on the device, which does not count them).
+    pub floor_events: Option<u64>,
 }
 
 /// The scheme a configuration describes, for equation `eq`. On failure, the configuration key
@@ -132,20 +135,36 @@ pub fn run_meshless(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<MeshlessReport, RunError> {
     let config = config.clone().with_defaults();
-    if config.run.backend == "gpu" {
-        return Err(RunError::NotOnGpu(
-            "meshless runs (`mote bench cloud --backend gpu` steps them on a device; `mote run` \
-             does not yet)"
-                .into(),
-        ));
-    }
-    config.run.precision.dispatch(MeshlessRun {
+    let run = MeshlessRun {
         config: &config,
         dir,
         force,
         git_commit,
         progress,
-    })
+    };
+    if config.run.backend != "gpu" {
+        return config.run.precision.dispatch(run);
+    }
+    if config.problem.kind == ProblemKind::BurgersTopHat {
+        return Err(RunError::NotOnGpu(
+            "Burgers (problem burgers_top_hat)".into(),
+        ));
+    }
+    if config.scheme.weno {
+        return Err(RunError::NotOnGpu(
+            "WENO-type reconstruction (scheme.weno)".into(),
+        ));
+    }
+    let spec: DeviceSpec = config
+        .run
+        .device
+        .parse()
+        .expect("validated with the config");
+    let gpu = Gpu::open(spec)?;
+    match config.run.precision {
+        Precision::F32 => run.on_device::<f32>(gpu),
+        Precision::F64 => run.on_device::<f64>(gpu),
+    }
 }
 
 struct MeshlessRun<'a> {
@@ -163,17 +182,79 @@ impl PrecisionJob for MeshlessRun<'_> {
         let p = &self.config.problem;
         let gamma = p.gamma.unwrap_or(1.4);
         match (p.kind, self.config.dimension()) {
-            (ProblemKind::AdvectionWave, 1) => self.drive(problems::advection_wave::<R, 1>),
-            (ProblemKind::AdvectionWave, 2) => self.drive(problems::advection_wave::<R, 2>),
-            (ProblemKind::AdvectionWave, _) => self.drive(problems::advection_wave::<R, 3>),
-            (ProblemKind::BurgersTopHat, _) => self.drive(problems::burgers_top_hat::<R>),
-            (ProblemKind::Sod, _) => self.drive(|o| problems::sod::<R>(o, gamma)),
-            (ProblemKind::IsentropicVortex, _) => {
-                self.drive(|o| problems::isentropic_vortex::<R>(o, gamma))
+            (ProblemKind::AdvectionWave, 1) => {
+                self.drive(problems::advection_wave::<R, 1>, CpuEngine::new, true)
             }
-            (ProblemKind::Quadrant, _) => self.drive(|o| problems::quadrant::<R>(o, gamma)),
+            (ProblemKind::AdvectionWave, 2) => {
+                self.drive(problems::advection_wave::<R, 2>, CpuEngine::new, true)
+            }
+            (ProblemKind::AdvectionWave, _) => {
+                self.drive(problems::advection_wave::<R, 3>, CpuEngine::new, true)
+            }
+            (ProblemKind::BurgersTopHat, _) => {
+                self.drive(problems::burgers_top_hat::<R>, CpuEngine::new, true)
+            }
+            (ProblemKind::Sod, _) => {
+                self.drive(|o| problems::sod::<R>(o, gamma), CpuEngine::new, true)
+            }
+            (ProblemKind::IsentropicVortex, _) => self.drive(
+                |o| problems::isentropic_vortex::<R>(o, gamma),
+                CpuEngine::new,
+                true,
+            ),
+            (ProblemKind::Quadrant, _) => {
+                self.drive(|o| problems::quadrant::<R>(o, gamma), CpuEngine::new, true)
+            }
         }
     }
+}
+
+impl MeshlessRun<'_> {
+    /// The run on `gpu` in precision `F` (the problem built on the host, then uploaded). The
+    /// host's memory limit does not price a device run; the device's own budget applies to its
+    /// arrays.
+    fn on_device<F: GpuFloat>(self, gpu: Gpu) -> Result<MeshlessReport, RunError> {
+        let p = &self.config.problem;
+        let gamma = p.gamma.unwrap_or(1.4);
+        match (p.kind, self.config.dimension()) {
+            (ProblemKind::AdvectionWave, 1) => {
+                self.drive(problems::advection_wave::<F, 1>, device(gpu), false)
+            }
+            (ProblemKind::AdvectionWave, 2) => {
+                self.drive(problems::advection_wave::<F, 2>, device(gpu), false)
+            }
+            (ProblemKind::AdvectionWave, _) => {
+                self.drive(problems::advection_wave::<F, 3>, device(gpu), false)
+            }
+            (ProblemKind::Sod, _) => {
+                self.drive(|o| problems::sod::<F>(o, gamma), device(gpu), false)
+            }
+            (ProblemKind::IsentropicVortex, _) => self.drive(
+                |o| problems::isentropic_vortex::<F>(o, gamma),
+                device(gpu),
+                false,
+            ),
+            (ProblemKind::Quadrant, _) => {
+                self.drive(|o| problems::quadrant::<F>(o, gamma), device(gpu), false)
+            }
+            (ProblemKind::BurgersTopHat, _) => unreachable!("refused before the device opened"),
+        }
+    }
+}
+
+/// The maker of a device engine on `gpu` (generic, so one per problem type).
+#[allow(clippy::type_complexity)]
+fn device<F: GpuFloat, const D: usize, E>(
+    gpu: Gpu,
+) -> impl FnOnce(
+    &MeshlessConfig,
+    Problem<F, D, E>,
+    f64,
+) -> Result<(DeviceEngine<F, D, E>, ProblemRest<D>), RunError>
+where
+    E: Equation<F, D> + engine::OnDevice<D>,
+{
+    move |c, problem, radius| DeviceEngine::new(gpu, c, problem, radius)
 }
 
 /// Everything a run's output needs to know about the run.
@@ -203,8 +284,6 @@ struct Provenance<'a> {
     floor_events: Option<u64>,
 }
 
-type Simulation<R, const D: usize, E> = MeshlessSimulation<R, D, E, RowMajor>;
-
 impl MeshlessRun<'_> {
     /// The search radius in particle spacings: the configured one, or enough neighbours for the
     /// MLS fit of the order (at least order 2's, so that every order sees the same
@@ -215,49 +294,17 @@ impl MeshlessRun<'_> {
             .unwrap_or_else(|| default_radius_factor::<D>(s.order.max(2)))
     }
 
-    /// The configured simulation of `problem` (its cloud, boundaries and equation), and the
-    /// exact solution and names the problem brings.
-    fn simulation<R: Real, const D: usize, E: Equation<R, D>>(
-        &self,
-        problem: Problem<R, D, E>,
-        radius: f64,
-    ) -> Result<(Simulation<R, D, E>, ProblemRest<D>), RunError> {
-        let c = self.config;
-        let Problem {
-            name,
-            mut cloud,
-            equation,
-            boundaries,
-            variables,
-            primitive,
-            exact,
-            ..
-        } = problem;
-        for o in cloud.orders_mut() {
-            *o = c.scheme.order as u8;
-        }
-        let scheme = build_scheme(equation, &c.scheme).map_err(|(_, e)| e)?;
-        let tableau = Tableau::by_name(&c.scheme.stepper)?;
-        let mood = MoodSettings::by_name(&c.scheme.mood, &c.scheme.mood_strategy)?;
-        let backend = CpuBackend::threads(c.run.threads);
-        let mut sim = Simulation::new(cloud, radius, scheme, tableau, backend)?;
-        if !boundaries.is_empty() {
-            sim = sim.with_boundaries(boundaries)?;
-        }
-        let sim = sim.with_mood(mood)?;
-        let rest = ProblemRest {
-            name,
-            variables,
-            primitive,
-            exact,
-        };
-        Ok((sim, rest))
-    }
-
-    /// Builds the problem with `build`, prices it, runs it and writes the run directory.
-    fn drive<R: Real, const D: usize, E: Equation<R, D>>(
+    /// Builds the problem with `build`, prices it on the host (with `price`), makes its engine
+    /// with `make`, runs it and writes the run directory.
+    fn drive<R: Real, const D: usize, E: Equation<R, D>, G: Engine<R, D>>(
         self,
         build: impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
+        make: impl FnOnce(
+            &MeshlessConfig,
+            Problem<R, D, E>,
+            f64,
+        ) -> Result<(G, ProblemRest<D>), RunError>,
+        price: bool,
     ) -> Result<MeshlessReport, RunError> {
         let c = self.config;
         let started = SystemTime::now();
@@ -275,32 +322,34 @@ impl MeshlessRun<'_> {
             Some(text) => Some(parse_memory_limit(text).expect("validated with the config")),
             None => memory_limit(),
         };
+        let limit = limit.filter(|_| price);
         if let Some(limit) = limit {
             self.price(&build, &options, problem.cloud.len(), limit)?;
         }
-        let (mut sim, rest) = self.simulation(problem, radius)?;
-        let reservation = match limit {
-            Some(limit) => Some(reserve(
-                &mut sim.budgeted_parts(),
-                limit,
-                ReserveOptions::default(),
-            )?),
-            None => None,
-        };
+        let (n, interior) = (
+            problem.cloud.len(),
+            problem
+                .cloud
+                .tags()
+                .iter()
+                .filter(|&&t| t == INTERIOR)
+                .count(),
+        );
+        let (mut sim, rest) = make(c, problem, radius)?;
+        let reserved = sim.reserve(limit)?;
         create_run_dir(self.dir, self.force)?;
         write_atomic(&self.dir.join("config.toml"), c.to_toml().as_bytes())?;
 
-        let n = sim.cloud.len();
-        let interior = sim.cloud.tags().iter().filter(|&&t| t == INTERIOR).count();
-        let neighbours_mean = sim.list.mean();
+        let neighbours_mean = sim.neighbours_mean();
         let backend = CpuBackend::threads(c.run.threads);
+        let backend_name = sim.backend();
         let mut provenance = Provenance {
             mote_version: env!("CARGO_PKG_VERSION"),
             git_commit: self.git_commit,
             physics: "meshless",
             problem: rest.name,
-            equation: sim.scheme.equation().name(),
-            backend: "cpu",
+            equation: sim.equation_name(),
+            backend: &backend_name,
             threads: backend.thread_count(),
             precision: R::PRECISION.to_string(),
             particles: n,
@@ -308,7 +357,7 @@ impl MeshlessRun<'_> {
             neighbours_mean,
             radius_spacings: factor,
             memory_limit_bytes: limit,
-            reserved_bytes: reservation.map(|r| r.bytes),
+            reserved_bytes: reserved,
             machine: MachineInfo::detect(),
             started: humantime::format_rfc3339_seconds(started).to_string(),
             finished: None,
@@ -349,16 +398,17 @@ impl MeshlessRun<'_> {
             .collect();
         let mut snapshots = Vec::new();
         let mut totals = Totals::default();
-        let row = |sim: &mut Simulation<R, D, E>,
+        let row = |sim: &mut G,
                    time: f64,
                    dt: f64,
                    totals: &mut Totals,
                    csv: &mut CsvWriter|
          -> Result<(), RunError> {
             let mood = sim.take_mood_stats();
-            let floors = sim.scheme.equation().floor_events();
+            let floors = sim.floor_events();
             totals.add(&mood);
-            let cloud = &sim.cloud;
+            sim.sync()?;
+            let cloud = sim.cloud();
             let mut values = vec![sim.steps() as f64, time, dt];
             values.extend((0..cloud.variables()).map(|v| exact::total(cloud, v)));
             let (lo, hi) = range(cloud.state(0), cloud.tags());
@@ -367,29 +417,30 @@ impl MeshlessRun<'_> {
                 let e = exact::errors(cloud, 0, |x| ex(x, time));
                 values.extend([e.l1, e.relative_l2]);
             }
+            // The device does not count floor events: NaN, not a misleading 0.
+            let new_floors = floors.map_or(f64::NAN, |f| (f - totals.floors_reported) as f64);
             values.extend([
                 mood.reductions as f64,
-                (floors - totals.floors_reported) as f64,
+                new_floors,
                 clock.elapsed().as_secs_f64(),
             ]);
-            totals.floors_reported = floors;
+            totals.floors_reported = floors.unwrap_or(0);
             csv.row(&values)?;
             Ok(())
         };
         row(&mut sim, 0.0, 0.0, &mut totals, &mut csv)?;
-        write_snapshot(self.dir, &sim, &rest, 0.0, &mut snapshots)?;
+        write_snapshot(self.dir, &mut sim, &rest, 0.0, &mut snapshots)?;
 
         let mut time = 0.0;
         while time < end {
-            let stable = sim.stable_dt(cfl);
+            let stable = sim.stable_dt(cfl)?;
             if !(stable.is_finite() && stable > 0.0) {
                 return Err(RunError::Meshless {
                     step: sim.steps(),
                     time,
-                    source: CloudError::invalid(
-                        "stable time step",
-                        stable,
-                        "finite and > 0 (a state without wave speeds or a degenerate cloud)",
+                    reason: format!(
+                        "the stable time step is {stable} (a state without wave speeds or a \
+                         degenerate cloud)"
                     ),
                     csv: partial_path(&csv_path).display().to_string(),
                 });
@@ -405,13 +456,13 @@ impl MeshlessRun<'_> {
             } else {
                 time + stable
             };
-            sim.step(t_next - time)
-                .map_err(|source| RunError::Meshless {
-                    step: sim.steps() + 1,
-                    time,
-                    source,
-                    csv: partial_path(&csv_path).display().to_string(),
-                })?;
+            let steps = sim.steps();
+            sim.step(t_next - time).map_err(|e| RunError::Meshless {
+                step: steps + 1,
+                time,
+                reason: e.to_string(),
+                csv: partial_path(&csv_path).display().to_string(),
+            })?;
             let dt = t_next - time;
             time = t_next;
             let at_output = time == next_output;
@@ -426,14 +477,16 @@ impl MeshlessRun<'_> {
                 });
             }
             if at_output && snapshot_times.contains(&time) {
-                write_snapshot(self.dir, &sim, &rest, time, &mut snapshots)?;
+                write_snapshot(self.dir, &mut sim, &rest, time, &mut snapshots)?;
             }
         }
         csv.finish()?;
+        sim.sync()?;
+        let cloud = sim.cloud();
         let errors = rest
             .exact
             .as_ref()
-            .map(|ex| exact::errors(&sim.cloud, 0, |x| ex(x, time)));
+            .map(|ex| exact::errors(cloud, 0, |x| ex(x, time)));
         let wall = clock.elapsed().as_secs_f64();
         provenance.finished =
             Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
@@ -441,7 +494,7 @@ impl MeshlessRun<'_> {
         provenance.steps = Some(sim.steps());
         provenance.errors = errors;
         provenance.mood = Some(totals.mood);
-        provenance.floor_events = Some(totals.floors_reported);
+        provenance.floor_events = sim.floor_events();
         write_provenance(&provenance)?;
         Ok(MeshlessReport {
             dir: self.dir.to_path_buf(),
@@ -453,7 +506,7 @@ impl MeshlessRun<'_> {
             wall_seconds: wall,
             errors,
             mood: totals.mood,
-            floor_events: totals.floors_reported,
+            floor_events: sim.floor_events(),
         })
     }
 
@@ -473,8 +526,8 @@ impl MeshlessRun<'_> {
         };
         let prototype = build(&small)?;
         let radius = self.radius_factor::<D>() * max_spacing(&prototype.cloud);
-        let (mut sim, _) = self.simulation(prototype, radius)?;
-        let parts = sim.budgeted_parts();
+        let (mut engine, _) = CpuEngine::new(self.config, prototype, radius)?;
+        let parts = engine.sim.budgeted_parts();
         let refs: Vec<&dyn Budgeted> = parts.iter().map(|p| &**p).collect();
         let model = MemoryModel::of(&refs);
         let slots = (particles as f64 * model.slots_per_particle()).ceil() as usize;
@@ -544,9 +597,9 @@ fn range<R: Real>(u: &[R], tags: &[u32]) -> (f64, f64) {
 
 /// A snapshot of every particle at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing
 /// all so far.
-fn write_snapshot<R: Real, const D: usize, E: Equation<R, D>>(
+fn write_snapshot<R: Real, const D: usize>(
     dir: &Path,
-    sim: &Simulation<R, D, E>,
+    sim: &mut impl Engine<R, D>,
     rest: &ProblemRest<D>,
     time: f64,
     list: &mut Vec<(f64, String)>,
@@ -557,36 +610,31 @@ fn write_snapshot<R: Real, const D: usize, E: Equation<R, D>>(
         message: e.to_string(),
     })?;
     let name = format!("snapshots/snap_{:05}.vtu", list.len());
-    let cloud = &sim.cloud;
-    let n = cloud.len();
+    let orders: Vec<f64> = sim.orders()?.into_iter().map(f64::from).collect();
+    sim.sync()?;
+    let cloud = sim.cloud();
+    let (n, m) = (cloud.len(), cloud.variables());
     let pos = cloud.positions();
     let points: Vec<f64> = (0..n)
         .flat_map(|i| {
             std::array::from_fn::<f64, 3, _>(|d| if d < D { pos[d][i].as_f64() } else { 0.0 })
         })
         .collect();
-    let tags: Vec<u64> = cloud.tags().iter().map(|&t| t as u64).collect();
-    let orders: Vec<f64> = sim
-        .mood_orders()
-        .unwrap_or(cloud.orders())
-        .iter()
-        .map(|&o| o as f64)
-        .collect();
+    let tags: Vec<u64> = cloud.tags().iter().map(|&t| u64::from(t)).collect();
     let volumes: Vec<f64> = cloud.volumes().iter().map(|v| v.as_f64()).collect();
-    let m = cloud.variables();
     let conserved: Vec<Vec<f64>> = (0..m)
         .map(|v| cloud.state(v).iter().map(|x| x.as_f64()).collect())
         .collect();
     // Primitive variables whose names differ from the conserved ones (Euler: velocity and
     // pressure), through the equation's own conversion.
     let mut primitive: Vec<Vec<f64>> = vec![Vec::with_capacity(n); m];
-    let (mut u, mut w) = (vec![R::zero(); m], vec![R::zero(); m]);
     if !rest.primitive.is_empty() {
+        let (mut u, mut w) = (vec![R::zero(); m], vec![R::zero(); m]);
         for i in 0..n {
             for (v, x) in u.iter_mut().enumerate() {
                 *x = cloud.state(v)[i];
             }
-            sim.scheme.equation().to_primitive(&u, &mut w);
+            sim.to_primitive(&u, &mut w);
             for (col, x) in primitive.iter_mut().zip(&w) {
                 col.push(x.as_f64());
             }
