@@ -1,6 +1,7 @@
 //! Pictures of a run, drawn with `plotters` and an embedded DejaVu Sans font (no system fonts
 //! needed): for gravity runs, the relative energy error (log scale) and the virial ratio
-//! against time.
+//! against time; for meshless runs, the relative change of every conserved total and the error
+//! against the exact solution (or the range of the first variable, without one).
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -70,6 +71,9 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
         message: format!("no column `{c}` (is this a gravity run?)"),
     };
     let time = table.column("time").ok_or_else(|| missing("time"))?;
+    if table.header.iter().any(|h| h.starts_with("total_")) {
+        return plot_meshless(dir, &table, &time);
+    }
     let error = table
         .column("relative_energy_error")
         .ok_or_else(|| missing("relative_energy_error"))?;
@@ -88,6 +92,144 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
         message: e.to_string(),
     })?;
     Ok(vec![out])
+}
+
+/// One panel of a meshless run's picture: named lines against time.
+struct Panel {
+    title: String,
+    log: bool,
+    lines: Vec<(String, Vec<f64>)>,
+}
+
+/// `RUN_DIR/diagnostics.png` of a meshless run.
+fn plot_meshless(dir: &Path, table: &Table, time: &[f64]) -> Result<Vec<PathBuf>, FileError> {
+    let totals: Vec<(String, Vec<f64>)> = table
+        .header
+        .iter()
+        .filter_map(|h| h.strip_prefix("total_").map(|name| (name, h)))
+        .map(|(name, h)| {
+            let t = table.column(h).expect("a listed column");
+            let scale = t.first().map_or(1.0, |t0| t0.abs()).max(1e-300);
+            let change = t.iter().map(|x| (x - t[0]).abs() / scale).collect();
+            (name.to_string(), change)
+        })
+        .collect();
+    let second = match table.header.iter().find(|h| h.starts_with("l1_error_")) {
+        Some(h) => Panel {
+            title: format!("L1 error of {} against the exact solution", &h[9..]),
+            log: true,
+            lines: vec![("L1".into(), table.column(h).expect("a listed column"))],
+        },
+        None => {
+            let lo = table.header.iter().find(|h| h.starts_with("min_"));
+            let hi = table.header.iter().find(|h| h.starts_with("max_"));
+            let name = lo.map_or("", |h| &h[4..]).to_string();
+            Panel {
+                title: format!("range of {name}"),
+                log: false,
+                lines: [lo, hi]
+                    .into_iter()
+                    .flatten()
+                    .map(|h| (h.clone(), table.column(h).expect("a listed column")))
+                    .collect(),
+            }
+        }
+    };
+    let panels = [
+        Panel {
+            title: "conserved totals: |T - T(0)| / |T(0)|".into(),
+            log: true,
+            lines: totals,
+        },
+        second,
+    ];
+    let out = dir.join("diagnostics.png");
+    let tmp = dir.join("diagnostics.partial.png");
+    draw_panels(&tmp, time, &panels).map_err(|e| FileError {
+        path: out.clone(),
+        message: e,
+    })?;
+    std::fs::rename(&tmp, &out).map_err(|e| FileError {
+        path: out.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(vec![out])
+}
+
+/// Panels stacked vertically, each with its lines against `time` (zeros and non-finite values
+/// are left out of a log axis).
+fn draw_panels(path: &Path, time: &[f64], panels: &[Panel]) -> Result<(), String> {
+    const COLOURS: [RGBColor; 5] = [RED, BLUE, GREEN, MAGENTA, BLACK];
+    let root = BitMapBackend::new(path, (1000, 400 * panels.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let t_max = time.iter().copied().fold(0.0, f64::max).max(1e-300);
+    for (area, panel) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
+        let shown = |v: f64| v.is_finite() && (!panel.log || v > 0.0);
+        let values = panel.lines.iter().flat_map(|(_, v)| v).copied();
+        let (lo, hi) = values
+            .filter(|&v| shown(v))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+                (l.min(v), h.max(v))
+            });
+        let (lo, hi) = if lo > hi { (1e-17, 1.0) } else { (lo, hi) };
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .caption(&panel.title, ("sans-serif", 24))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(80);
+        let series = |k: usize| {
+            let (name, v) = &panel.lines[k];
+            let points: Vec<(f64, f64)> = time
+                .iter()
+                .copied()
+                .zip(v.iter().copied())
+                .filter(|&(_, y)| shown(y))
+                .collect();
+            (name.clone(), points, COLOURS[k % COLOURS.len()])
+        };
+        macro_rules! draw_lines {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc("time")
+                    .y_label_formatter(&|v| format!("{v:.2e}"))
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+                for k in 0..panel.lines.len() {
+                    let (name, points, colour) = series(k);
+                    chart
+                        .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+                        .map_err(|e| e.to_string())?
+                        .label(name)
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                        });
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(|e| e.to_string())?;
+            }};
+        }
+        if panel.log {
+            let chart = builder
+                .build_cartesian_2d(0.0..t_max, (lo / 2.0..hi * 2.0).log_scale())
+                .map_err(|e| e.to_string())?;
+            draw_lines!(chart);
+        } else {
+            let pad = ((hi - lo) * 0.1).max(1e-3);
+            let chart = builder
+                .build_cartesian_2d(0.0..t_max, (lo - pad)..(hi + pad))
+                .map_err(|e| e.to_string())?;
+            draw_lines!(chart);
+        }
+    }
+    root.present().map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 fn draw(path: &Path, time: &[f64], error: &[f64], virial: &[f64]) -> Result<(), String> {

@@ -93,6 +93,9 @@ fn a_sod_run_writes_its_directory_and_matches_the_exact_solution() {
             .unwrap();
     assert_eq!(provenance["physics"], "meshless");
     assert_eq!(provenance["steps"], report.steps);
+    // `mote plot` draws the totals' drift and the error.
+    let png = crate::plot::plot_run(&dir).unwrap();
+    assert!(std::fs::read(&png[0]).unwrap().starts_with(b"\x89PNG"));
     // The resolved configuration reads back to the same run.
     let again = std::fs::read_to_string(dir.join("config.toml")).unwrap();
     assert_eq!(config(&again, &[]).unwrap(), c);
@@ -252,6 +255,10 @@ fn every_problem_runs() {
                 assert!(e.l1.is_finite() && e.l1 < 0.05, "{kind} {precision}: {e:?}");
             }
             assert!(dir.join("snapshots/snap_00001.vtu").exists());
+            if kind == "quadrant" {
+                // Without an exact solution, the plot shows the first variable's range.
+                crate::plot::plot_run(&dir).unwrap();
+            }
         }
     }
 }
