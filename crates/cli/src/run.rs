@@ -78,17 +78,24 @@ fn read_config(path: Option<&Path>) -> Result<(String, String), CliError> {
     }
 }
 
-fn load(path: Option<&Path>, overrides: &[String]) -> Result<(Config, String), CliError> {
+/// The configuration at `path` (or the built-in default) parsed by `parse`, and its name.
+fn load_with<T>(
+    path: Option<&Path>,
+    overrides: &[String],
+    parse: impl Fn(&Source<'_>, &[String]) -> Result<T, mote_io::ConfigError>,
+) -> Result<(T, String), CliError> {
     let (text, stem) = read_config(path)?;
-    let config = Config::parse(
-        &Source {
-            file: path,
-            text: &text,
-        },
-        overrides,
-    )
-    .map_err(|e| CliError::Config(e.to_string()))?;
+    let source = Source {
+        file: path,
+        text: &text,
+    };
+    let config = parse(&source, overrides).map_err(|e| CliError::Config(e.to_string()))?;
     Ok((config, stem))
+}
+
+/// A configuration of either family.
+fn load(path: Option<&Path>, overrides: &[String]) -> Result<(Config, String), CliError> {
+    load_with(path, overrides, Config::parse)
 }
 
 /// A gravity configuration (for the commands that work on gravity runs only).
@@ -96,16 +103,7 @@ fn load_gravity(
     path: Option<&Path>,
     overrides: &[String],
 ) -> Result<(GravityConfig, String), CliError> {
-    let (text, stem) = read_config(path)?;
-    let config = GravityConfig::parse(
-        &Source {
-            file: path,
-            text: &text,
-        },
-        overrides,
-    )
-    .map_err(|e| CliError::Config(e.to_string()))?;
-    Ok((config, stem))
+    load_with(path, overrides, GravityConfig::parse)
 }
 
 /// `mote show`.

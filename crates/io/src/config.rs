@@ -396,18 +396,7 @@ impl GravityConfig {
                 ),
             );
         }
-        if let Some(m) = &r.memory_limit {
-            parse_memory_limit(m).map_err(|e| ("run.memory_limit".to_string(), e))?;
-        }
-        if r.backend != "cpu" && r.backend != "gpu" {
-            return bad(
-                "run.backend",
-                format!("`{}`: expected cpu or gpu", r.backend),
-            );
-        }
-        if let Err(e) = r.device.parse::<mote_core::DeviceSpec>() {
-            return bad("run.device", e.to_string());
-        }
+        validate_resources(r.memory_limit.as_deref(), &r.backend, &r.device)?;
         if let Err(e) = Softening::new(self.solver.softening) {
             return bad("solver.softening", e.to_string());
         }
@@ -466,6 +455,27 @@ impl GravityConfig {
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("a valid configuration serialises")
     }
+}
+
+/// Checks the `[run]` keys both families share: the memory limit, the backend and the device.
+pub(crate) fn validate_resources(
+    memory_limit: Option<&str>,
+    backend: &str,
+    device: &str,
+) -> Result<(), (String, String)> {
+    if let Some(m) = memory_limit {
+        parse_memory_limit(m).map_err(|e| ("run.memory_limit".to_string(), e))?;
+    }
+    if backend != "cpu" && backend != "gpu" {
+        return Err((
+            "run.backend".to_string(),
+            format!("`{backend}`: expected cpu or gpu"),
+        ));
+    }
+    if let Err(e) = device.parse::<mote_core::DeviceSpec>() {
+        return Err(("run.device".to_string(), e.to_string()));
+    }
+    Ok(())
 }
 
 /// A configuration of either family, as its `physics` key says.

@@ -71,19 +71,36 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
         message: format!("no column `{c}` (is this a gravity run?)"),
     };
     let time = table.column("time").ok_or_else(|| missing("time"))?;
-    if table.header.iter().any(|h| h.starts_with("total_")) {
-        return plot_meshless(dir, &table, &time);
-    }
-    let error = table
-        .column("relative_energy_error")
-        .ok_or_else(|| missing("relative_energy_error"))?;
-    let virial = table
-        .column("virial_ratio")
-        .ok_or_else(|| missing("virial_ratio"))?;
+    let panels = if table.header.iter().any(|h| h.starts_with("total_")) {
+        meshless_panels(&table)
+    } else {
+        let error = table
+            .column("relative_energy_error")
+            .ok_or_else(|| missing("relative_energy_error"))?;
+        let virial = table
+            .column("virial_ratio")
+            .ok_or_else(|| missing("virial_ratio"))?;
+        // Zeros (the first row) cannot be drawn on a log axis: floor them at 1e-17.
+        [
+            Panel {
+                title: "relative energy error |E - E0| / |E0|".into(),
+                log: true,
+                lines: vec![(
+                    "energy error".into(),
+                    error.iter().map(|&e| e.max(1e-17)).collect(),
+                )],
+            },
+            Panel {
+                title: "virial ratio 2T/|W|".into(),
+                log: false,
+                lines: vec![("2T/|W|".into(), virial)],
+            },
+        ]
+    };
     let out = dir.join("diagnostics.png");
     // The image encoder picks the format from the extension: keep `.png` last.
     let tmp = dir.join("diagnostics.partial.png");
-    draw(&tmp, &time, &error, &virial).map_err(|e| FileError {
+    draw_panels(&tmp, &time, &panels).map_err(|e| FileError {
         path: out.clone(),
         message: e,
     })?;
@@ -94,22 +111,26 @@ pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     Ok(vec![out])
 }
 
-/// One panel of a meshless run's picture: named lines against time.
+/// One panel of a run's picture: named lines against time.
 struct Panel {
     title: String,
     log: bool,
     lines: Vec<(String, Vec<f64>)>,
 }
 
-/// `RUN_DIR/diagnostics.png` of a meshless run.
-fn plot_meshless(dir: &Path, table: &Table, time: &[f64]) -> Result<Vec<PathBuf>, FileError> {
+/// The panels of a meshless run: the relative change of every conserved total, and the error
+/// against the exact solution (or the first variable's range without one).
+fn meshless_panels(table: &Table) -> [Panel; 2] {
     let totals: Vec<(String, Vec<f64>)> = table
         .header
         .iter()
         .filter_map(|h| h.strip_prefix("total_").map(|name| (name, h)))
         .map(|(name, h)| {
             let t = table.column(h).expect("a listed column");
-            let scale = t.first().map_or(1.0, |t0| t0.abs()).max(1e-300);
+            // Relative to the total's largest magnitude: a momentum that starts at 0 still
+            // gets a meaningful scale.
+            let scale = t.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let scale = if scale > 0.0 { scale } else { 1.0 };
             let change = t.iter().map(|x| (x - t[0]).abs() / scale).collect();
             (name.to_string(), change)
         })
@@ -135,25 +156,14 @@ fn plot_meshless(dir: &Path, table: &Table, time: &[f64]) -> Result<Vec<PathBuf>
             }
         }
     };
-    let panels = [
+    [
         Panel {
-            title: "conserved totals: |T - T(0)| / |T(0)|".into(),
+            title: "conserved totals: |T - T(0)| / max |T|".into(),
             log: true,
             lines: totals,
         },
         second,
-    ];
-    let out = dir.join("diagnostics.png");
-    let tmp = dir.join("diagnostics.partial.png");
-    draw_panels(&tmp, time, &panels).map_err(|e| FileError {
-        path: out.clone(),
-        message: e,
-    })?;
-    std::fs::rename(&tmp, &out).map_err(|e| FileError {
-        path: out.clone(),
-        message: e.to_string(),
-    })?;
-    Ok(vec![out])
+    ]
 }
 
 /// Panels stacked vertically, each with its lines against `time` (zeros and non-finite values
@@ -228,68 +238,6 @@ fn draw_panels(path: &Path, time: &[f64], panels: &[Panel]) -> Result<(), String
             draw_lines!(chart);
         }
     }
-    root.present().map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-fn draw(path: &Path, time: &[f64], error: &[f64], virial: &[f64]) -> Result<(), String> {
-    let root = BitMapBackend::new(path, (1000, 800)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let (top, bottom) = root.split_vertically(400);
-    let t_max = time.iter().copied().fold(0.0, f64::max).max(1e-300);
-    // Zeros (the first row) cannot be drawn on a log axis: floor them at 1e-17.
-    let err: Vec<f64> = error.iter().map(|&e| e.max(1e-17)).collect();
-    let e_max = err.iter().copied().fold(1e-16, f64::max) * 2.0;
-    let e_min = err
-        .iter()
-        .copied()
-        .filter(|&e| e > 1e-17)
-        .fold(e_max, f64::min)
-        .max(1e-17)
-        / 2.0;
-    let mut chart = ChartBuilder::on(&top)
-        .caption("relative energy error |E - E0| / |E0|", ("sans-serif", 24))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..t_max, (e_min..e_max).log_scale())
-        .map_err(|e| e.to_string())?;
-    chart
-        .configure_mesh()
-        .x_desc("time")
-        .y_label_formatter(&|v| format!("{v:.0e}"))
-        .draw()
-        .map_err(|e| e.to_string())?;
-    chart
-        .draw_series(LineSeries::new(
-            time.iter().copied().zip(err.iter().copied()),
-            RED.stroke_width(2),
-        ))
-        .map_err(|e| e.to_string())?;
-    let (v_min, v_max) = virial
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
-            (l.min(v), h.max(v))
-        });
-    let pad = ((v_max - v_min) * 0.1).max(0.01);
-    let mut chart = ChartBuilder::on(&bottom)
-        .caption("virial ratio 2T/|W|", ("sans-serif", 24))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..t_max, (v_min - pad)..(v_max + pad))
-        .map_err(|e| e.to_string())?;
-    chart
-        .configure_mesh()
-        .x_desc("time")
-        .draw()
-        .map_err(|e| e.to_string())?;
-    chart
-        .draw_series(LineSeries::new(
-            time.iter().copied().zip(virial.iter().copied()),
-            BLUE.stroke_width(2),
-        ))
-        .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())?;
     Ok(())
 }

@@ -325,12 +325,6 @@ fn write_snapshot<R: Real>(
     time: f64,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
-    let snap_dir = dir.join("snapshots");
-    std::fs::create_dir_all(&snap_dir).map_err(|e| FileError {
-        path: snap_dir.clone(),
-        message: e.to_string(),
-    })?;
-    let name = format!("snapshots/snap_{:05}.vtu", list.len());
     let interleave = |s: mote_core::Vec3Span<'_, R>| -> Vec<f64> {
         let (x, y, z) = s.components();
         (0..x.len())
@@ -341,19 +335,13 @@ fn write_snapshot<R: Real>(
     let velocity = interleave(p.velocities());
     let acceleration = interleave(p.accelerations());
     let mass: Vec<f64> = p.masses().iter().map(|m| m.as_f64()).collect();
-    vtk::write_vtu(
-        &dir.join(&name),
-        &points,
-        &[
-            Field::U64("id", p.ids()),
-            Field::Vec3F64("velocity", &velocity),
-            Field::Vec3F64("acceleration", &acceleration),
-            Field::F64("mass", &mass),
-        ],
-    )?;
-    list.push((time, name));
-    vtk::write_pvd(&dir.join("snapshots.pvd"), list)?;
-    Ok(())
+    let fields = [
+        Field::U64("id", p.ids()),
+        Field::Vec3F64("velocity", &velocity),
+        Field::Vec3F64("acceleration", &acceleration),
+        Field::F64("mass", &mass),
+    ];
+    Ok(vtk::write_snapshot(dir, time, list, &points, &fields)?)
 }
 
 /// Where a run starts: fresh from the configuration, or from a checkpoint.

@@ -173,3 +173,24 @@ impl Array {
         }
     }
 }
+
+/// Writes the next snapshot of a run into `dir`: `snapshots/snap_NNNNN.vtu` (`NNNNN` the number
+/// of snapshots in `list` so far) with `points` and `fields`, then appends it to `list` at
+/// `time` and rewrites `snapshots.pvd` with the whole list.
+pub fn write_snapshot(
+    dir: &Path,
+    time: f64,
+    list: &mut Vec<(f64, String)>,
+    points: &[f64],
+    fields: &[Field<'_>],
+) -> Result<(), FileError> {
+    let snap_dir = dir.join("snapshots");
+    std::fs::create_dir_all(&snap_dir).map_err(|e| FileError {
+        path: snap_dir.clone(),
+        message: e.to_string(),
+    })?;
+    let name = format!("snapshots/snap_{:05}.vtu", list.len());
+    write_vtu(&dir.join(&name), points, fields)?;
+    list.push((time, name));
+    write_pvd(&dir.join("snapshots.pvd"), list)
+}

@@ -11,8 +11,8 @@ use mote_core::Precision;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{
-    ConfigError, Physics, Source, deserialize_and_validate, expect_physics, parse_memory_limit,
-    read_table,
+    ConfigError, Physics, Source, deserialize_and_validate, expect_physics, read_table,
+    validate_resources,
 };
 
 /// A meshless run.
@@ -52,9 +52,10 @@ pub struct MeshlessRunSection {
     /// Memory limit for the run's buffers (`"4 GiB"`, `"500MB"`); none by default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<String>,
-    /// `cpu` (the only backend of meshless runs so far; `gpu` is refused with a message).
+    /// Where the run steps: `cpu` (default) or `gpu` (advection and Euler problems; Burgers and
+    /// WENO are refused as not supported on the GPU backend).
     pub backend: String,
-    /// The device for `backend = "gpu"`.
+    /// The device for `backend = "gpu"`: `wgpu` or `cuda`, with an optional `:INDEX`.
     pub device: String,
 }
 
@@ -296,18 +297,7 @@ impl MeshlessConfig {
                 format!("{} is not allowed: a CFL number in (0, 1]", r.cfl),
             );
         }
-        if let Some(m) = &r.memory_limit {
-            parse_memory_limit(m).map_err(|e| ("run.memory_limit".to_string(), e))?;
-        }
-        if r.backend != "cpu" && r.backend != "gpu" {
-            return bad(
-                "run.backend",
-                format!("`{}`: expected cpu or gpu", r.backend),
-            );
-        }
-        if let Err(e) = r.device.parse::<mote_core::DeviceSpec>() {
-            return bad("run.device", e.to_string());
-        }
+        validate_resources(r.memory_limit.as_deref(), &r.backend, &r.device)?;
         let p = &self.problem;
         if p.dim.is_some() && p.kind != ProblemKind::AdvectionWave {
             return bad(

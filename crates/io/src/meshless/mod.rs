@@ -40,7 +40,7 @@ pub use config::{
 };
 
 use crate::config::parse_memory_limit;
-use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic};
+use crate::files::{CsvWriter, create_run_dir, partial_path, write_atomic};
 use crate::runner::{Progress, RunError};
 use crate::vtk::{self, Field};
 use engine::{CpuEngine, DeviceEngine, Engine};
@@ -604,12 +604,6 @@ fn write_snapshot<R: Real, const D: usize>(
     time: f64,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
-    let snap_dir = dir.join("snapshots");
-    std::fs::create_dir_all(&snap_dir).map_err(|e| FileError {
-        path: snap_dir.clone(),
-        message: e.to_string(),
-    })?;
-    let name = format!("snapshots/snap_{:05}.vtu", list.len());
     let orders: Vec<f64> = sim.orders()?.into_iter().map(f64::from).collect();
     sim.sync()?;
     let cloud = sim.cloud();
@@ -654,10 +648,7 @@ fn write_snapshot<R: Real, const D: usize>(
             fields.push(Field::F64(name, values));
         }
     }
-    vtk::write_vtu(&dir.join(&name), &points, &fields)?;
-    list.push((time, name));
-    vtk::write_pvd(&dir.join("snapshots.pvd"), list)?;
-    Ok(())
+    Ok(vtk::write_snapshot(dir, time, list, &points, &fields)?)
 }
 
 #[cfg(test)]
