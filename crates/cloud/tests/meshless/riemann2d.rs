@@ -1,17 +1,18 @@
 //! Two-dimensional shock problems, coarse: a quadrant Riemann problem (Lax-Liu configuration 3)
 //! and the double Mach reflection (Woodward-Colella). They must run to completion with finite,
 //! positive density and pressure everywhere; how often the positivity floors acted and what MOOD
-//! did is printed. The double Mach reflection also shows a user-defined boundary condition (the
-//! bottom face is a wall for x > 1/6 and post-shock gas before it; the top follows the shock).
+//! did is printed. Both clouds come from `mote_cloud::problems`; the double Mach reflection's
+//! bottom and top faces are conditions of its own (a wall for x > 1/6 and post-shock gas before
+//! it; the top follows the shock).
 
-use mote_cloud::boundary::{Boundaries, BoundaryCondition, Outflow, SlipWall};
+use mote_cloud::boundary::Boundaries;
 use mote_cloud::equations::Euler;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings};
 use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Formulation, Limiter, LimiterKind, LimiterMode, Muscl};
 use mote_cloud::time::Tableau;
-use mote_cloud::{Cloud, Domain, LatticeOptions, MeshlessSimulation, RowMajor, Weight};
+use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, Weight};
 use mote_core::CpuBackend;
 
 const GAMMA: f64 = 1.4;
@@ -107,85 +108,20 @@ fn quadrant_riemann_problem_runs_with_positive_density_and_pressure() {
     assert!(change > 0.05, "the solution hardly moved: {change}");
 }
 
-/// The double Mach reflection's boundary at the bottom: post-shock gas for x < 1/6, a
-/// reflecting wall after it.
-struct DmrBottom {
-    post: [f64; 4],
-}
-
-impl BoundaryCondition<f64, 2> for DmrBottom {
-    fn name(&self) -> &str {
-        "dmr_bottom"
-    }
-    fn state(
-        &self,
-        t: f64,
-        x: [f64; 2],
-        n: [f64; 2],
-        init: &[f64],
-        inner: &[f64],
-        out: &mut [f64],
-    ) {
-        if x[0] < 1.0 / 6.0 {
-            out.copy_from_slice(&self.post);
-        } else {
-            SlipWall::default().state(t, x, n, init, inner, out);
-        }
-    }
-}
-
-/// The top: post-shock gas left of the moving shock `x = 1/6 + (1 + 20 t) / sqrt(3)`.
-struct DmrTop {
-    pre: [f64; 4],
-    post: [f64; 4],
-}
-
-impl BoundaryCondition<f64, 2> for DmrTop {
-    fn name(&self) -> &str {
-        "dmr_top"
-    }
-    fn state(&self, t: f64, x: [f64; 2], _: [f64; 2], _: &[f64], _: &[f64], out: &mut [f64]) {
-        let shock = 1.0 / 6.0 + (1.0 + 20.0 * t) / 3f64.sqrt();
-        out.copy_from_slice(if x[0] < shock { &self.post } else { &self.pre });
-    }
-}
-
 #[test]
 fn double_mach_reflection_runs_with_positive_density_and_pressure() {
     let spacing = 1.0 / 24.0;
-    let domain = Domain::new_box([0.0, 0.0], [3.0, 1.0], [false, false]).unwrap();
-    let lattice = LatticeOptions {
-        spacing,
+    let options = ProblemOptions {
+        resolution: 24,
         jitter: 0.0,
         seed: 1,
         boundary_layers: 2,
     };
-    let eq = Euler::<2>::new(GAMMA).unwrap();
-    let angle = std::f64::consts::FRAC_PI_6;
-    let post_v = [8.25 * angle.cos(), -8.25 * angle.sin()];
-    let state = |rho, v, p| -> [f64; 4] { eq.conservative(rho, v, p).try_into().unwrap() };
-    let (pre, post) = (state(1.4, [0.0, 0.0], 1.0), state(8.0, post_v, 116.5));
-    let mut cloud = Cloud::<f64, 2>::lattice(domain, lattice, 4).unwrap();
-    cloud.reorder_morton();
-    for i in 0..cloud.len() {
-        let [x, y] = cloud.position_of(i);
-        let u = if x < 1.0 / 6.0 + y / 3f64.sqrt() {
-            post
-        } else {
-            pre
-        };
-        for (k, value) in u.iter().enumerate() {
-            cloud.state_var_mut(k)[i] = *value;
-        }
-    }
-    let bc = Boundaries::new()
-        .with(
-            Cloud::<f64, 2>::face_tag(0, false),
-            mote_cloud::boundary::Dirichlet,
-        )
-        .with(Cloud::<f64, 2>::face_tag(0, true), Outflow)
-        .with(Cloud::<f64, 2>::face_tag(1, false), DmrBottom { post })
-        .with(Cloud::<f64, 2>::face_tag(1, true), DmrTop { pre, post });
+    let Problem {
+        cloud,
+        boundaries: bc,
+        ..
+    } = problems::double_mach::<f64>(&options, GAMMA).unwrap();
     let mut sim = run(cloud, spacing, bc, 0.2, 0.3);
     let (rho_min, p_min, rho_max, finite) = extremes(&sim);
     let floors = sim.scheme.equation().floor_events();

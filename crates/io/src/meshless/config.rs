@@ -88,6 +88,8 @@ pub enum ProblemKind {
     IsentropicVortex,
     /// The 2-D quadrant Riemann problem (Euler, configuration 3), outflow faces.
     Quadrant,
+    /// Woodward and Colella's double Mach reflection (2-D Euler, Mach 10 shock on a wall).
+    DoubleMach,
 }
 
 impl ProblemKind {
@@ -99,6 +101,7 @@ impl ProblemKind {
             ProblemKind::Sod => "sod",
             ProblemKind::IsentropicVortex => "isentropic_vortex",
             ProblemKind::Quadrant => "quadrant",
+            ProblemKind::DoubleMach => "double_mach",
         }
     }
 
@@ -106,7 +109,10 @@ impl ProblemKind {
     pub fn is_gas(self) -> bool {
         matches!(
             self,
-            ProblemKind::Sod | ProblemKind::IsentropicVortex | ProblemKind::Quadrant
+            ProblemKind::Sod
+                | ProblemKind::IsentropicVortex
+                | ProblemKind::Quadrant
+                | ProblemKind::DoubleMach
         )
     }
 
@@ -115,7 +121,7 @@ impl ProblemKind {
         match self {
             ProblemKind::AdvectionWave => dim.unwrap_or(2),
             ProblemKind::BurgersTopHat | ProblemKind::Sod => 1,
-            ProblemKind::IsentropicVortex | ProblemKind::Quadrant => 2,
+            ProblemKind::IsentropicVortex | ProblemKind::Quadrant | ProblemKind::DoubleMach => 2,
         }
     }
 
@@ -127,6 +133,7 @@ impl ProblemKind {
             ProblemKind::Sod => 1000,
             ProblemKind::IsentropicVortex => 64,
             ProblemKind::Quadrant => 100,
+            ProblemKind::DoubleMach => 60,
         }
     }
 
@@ -135,7 +142,7 @@ impl ProblemKind {
         match self {
             ProblemKind::AdvectionWave | ProblemKind::IsentropicVortex => 1.0,
             ProblemKind::BurgersTopHat => 0.15,
-            ProblemKind::Sod => 0.2,
+            ProblemKind::Sod | ProblemKind::DoubleMach => 0.2,
             ProblemKind::Quadrant => 0.3,
         }
     }
@@ -320,7 +327,7 @@ impl MeshlessConfig {
                 "problem.gamma",
                 format!(
                     "does not apply to kind `{}` (not a gas); the gas problems are sod, \
-                     isentropic_vortex and quadrant",
+                     isentropic_vortex, quadrant and double_mach",
                     p.kind.name()
                 ),
             );

@@ -205,6 +205,11 @@ impl PrecisionJob for MeshlessRun<'_> {
             (ProblemKind::Quadrant, _) => {
                 self.drive(|o| problems::quadrant::<R>(o, gamma), CpuEngine::new, true)
             }
+            (ProblemKind::DoubleMach, _) => self.drive(
+                |o| problems::double_mach::<R>(o, gamma),
+                CpuEngine::new,
+                true,
+            ),
         }
     }
 }
@@ -236,6 +241,9 @@ impl MeshlessRun<'_> {
             ),
             (ProblemKind::Quadrant, _) => {
                 self.drive(|o| problems::quadrant::<F>(o, gamma), device(gpu), false)
+            }
+            (ProblemKind::DoubleMach, _) => {
+                self.drive(|o| problems::double_mach::<F>(o, gamma), device(gpu), false)
             }
             (ProblemKind::BurgersTopHat, _) => unreachable!("refused before the device opened"),
         }
