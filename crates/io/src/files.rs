@@ -5,6 +5,12 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+/// Writes `value` as pretty-printed JSON to `path`, atomically (provenance records).
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), FileError> {
+    let text = serde_json::to_string_pretty(value).expect("serialisable");
+    write_atomic(path, text.as_bytes())
+}
+
 /// An error with the path it concerns.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {message}")]

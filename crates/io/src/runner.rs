@@ -28,7 +28,7 @@ use crate::config::{
     ConfigError, GravityConfig, InitialConditions, InitialConditionsKind, Source,
     parse_memory_limit,
 };
-use crate::files::{CsvWriter, FileError, create_run_dir, write_atomic};
+use crate::files::{CsvWriter, FileError, create_run_dir, write_atomic, write_json};
 use crate::vtk::{self, Field};
 
 /// Why a run stopped early.
@@ -612,14 +612,7 @@ fn drive<R: Real>(
         final_relative_energy_error: None,
     };
     let provenance_path = dir.join("provenance.json");
-    let write_provenance = |p: &Provenance<'_>| {
-        write_atomic(
-            &provenance_path,
-            serde_json::to_string_pretty(p)
-                .expect("serialisable")
-                .as_bytes(),
-        )
-    };
+    let write_provenance = |p: &Provenance<'_>| write_json(&provenance_path, p);
     write_provenance(&provenance)?;
 
     let csv_path = dir.join("diagnostics.csv");

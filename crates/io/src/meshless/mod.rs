@@ -40,7 +40,7 @@ pub use config::{
 };
 
 use crate::config::parse_memory_limit;
-use crate::files::{CsvWriter, create_run_dir, partial_path, write_atomic};
+use crate::files::{CsvWriter, create_run_dir, partial_path, write_atomic, write_json};
 use crate::runner::{Progress, RunError};
 use crate::vtk::{self, Field};
 use engine::{CpuEngine, DeviceEngine, Engine};
@@ -376,14 +376,7 @@ impl MeshlessRun<'_> {
             floor_events: None,
         };
         let provenance_path = self.dir.join("provenance.json");
-        let write_provenance = |p: &Provenance<'_>| {
-            write_atomic(
-                &provenance_path,
-                serde_json::to_string_pretty(p)
-                    .expect("serialisable")
-                    .as_bytes(),
-            )
-        };
+        let write_provenance = |p: &Provenance<'_>| write_json(&provenance_path, p);
         write_provenance(&provenance)?;
 
         let mut header: Vec<String> = ["step", "time", "dt"].map(String::from).to_vec();
