@@ -29,6 +29,8 @@ impl<R: Real, const D: usize> Equation<R, D> for TrafficFlow {
         "traffic_flow"
     }
 
+    const FIXED_VARIABLES: Option<usize> = Some(1);
+
     fn variables(&self) -> usize {
         1
     }

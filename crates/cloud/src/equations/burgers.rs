@@ -14,6 +14,8 @@ impl<R: Real, const D: usize> Equation<R, D> for Burgers<D> {
         "burgers"
     }
 
+    const FIXED_VARIABLES: Option<usize> = Some(1);
+
     fn variables(&self) -> usize {
         1
     }

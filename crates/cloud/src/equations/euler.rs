@@ -237,6 +237,8 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         "euler"
     }
 
+    const FIXED_VARIABLES: Option<usize> = Some(D + 2);
+
     fn variables(&self) -> usize {
         D + 2
     }

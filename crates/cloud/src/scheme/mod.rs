@@ -457,14 +457,33 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             active,
             velocity,
         };
+        assert_eq!(
+            E::FIXED_VARIABLES.unwrap_or(m),
+            m,
+            "the equation's fixed variable count differs from its `variables()`"
+        );
         let level = self.simd;
-        match m {
+        // A count fixed by the equation's type is a constant operand here, so only its arm is
+        // compiled (rustc does not instantiate functions under statically dead match arms).
+        match const {
+            match E::FIXED_VARIABLES {
+                Some(k) => k,
+                None => 0,
+            }
+        } {
             1 => ctx.run::<L, 1>(list, du, backend, level),
             2 => ctx.run::<L, 2>(list, du, backend, level),
             3 => ctx.run::<L, 3>(list, du, backend, level),
             4 => ctx.run::<L, 4>(list, du, backend, level),
             5 => ctx.run::<L, 5>(list, du, backend, level),
-            _ => ctx.run::<L, MAX_VARIABLES>(list, du, backend, level),
+            _ => match m {
+                1 => ctx.run::<L, 1>(list, du, backend, level),
+                2 => ctx.run::<L, 2>(list, du, backend, level),
+                3 => ctx.run::<L, 3>(list, du, backend, level),
+                4 => ctx.run::<L, 4>(list, du, backend, level),
+                5 => ctx.run::<L, 5>(list, du, backend, level),
+                _ => ctx.run::<L, MAX_VARIABLES>(list, du, backend, level),
+            },
         }
         self.seconds.fluxes += clock.elapsed().as_secs_f64();
     }
