@@ -651,6 +651,3 @@ fn write_snapshot<R: Real, const D: usize>(
     }
     Ok(vtk::write_snapshot(dir, time, list, &points, &fields)?)
 }
-
-#[cfg(test)]
-mod tests;

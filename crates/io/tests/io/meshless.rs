@@ -1,11 +1,12 @@
+use mote_io::runner::RunError;
 use std::path::Path;
 
 use mote_cloud::exact::{EulerRiemann, GasState};
 
-use super::*;
-use crate::config::{Config, Source};
+use mote_io::config::{Config, Source};
+use mote_io::meshless::*;
 
-fn config(text: &str, overrides: &[&str]) -> Result<MeshlessConfig, crate::ConfigError> {
+fn config(text: &str, overrides: &[&str]) -> Result<MeshlessConfig, mote_io::ConfigError> {
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     MeshlessConfig::parse(
         &Source {
@@ -64,7 +65,7 @@ fn a_sod_run_writes_its_directory_and_matches_the_exact_solution() {
     let pvd = std::fs::read_to_string(dir.join("snapshots.pvd")).unwrap();
     assert!(pvd.contains("timestep=\"0.1\"") && pvd.contains("timestep=\"0.2\""));
     let bytes = std::fs::read(dir.join("snapshots/snap_00002.vtu")).unwrap();
-    let arrays = crate::vtk::read_vtu(&bytes).unwrap();
+    let arrays = mote_io::vtk::read_vtu(&bytes).unwrap();
     let points = arrays["Points"].to_f64();
     let rho = arrays["density"].to_f64();
     let vol = arrays["volume"].to_f64();
@@ -94,7 +95,7 @@ fn a_sod_run_writes_its_directory_and_matches_the_exact_solution() {
     assert_eq!(provenance["physics"], "meshless");
     assert_eq!(provenance["steps"], report.steps);
     // `mote plot` draws the totals' drift and the error.
-    let png = crate::plot::plot_run(&dir).unwrap();
+    let png = mote_io::plot::plot_run(&dir).unwrap();
     assert!(std::fs::read(&png[0]).unwrap().starts_with(b"\x89PNG"));
     // The resolved configuration reads back to the same run.
     let again = std::fs::read_to_string(dir.join("config.toml")).unwrap();
@@ -191,7 +192,7 @@ fn configuration_mistakes_are_explained() {
         text: base,
     };
     assert!(matches!(Config::parse(&src, &[]), Ok(Config::Meshless(_))));
-    let e = crate::GravityConfig::parse(&src, &[]).unwrap_err();
+    let e = mote_io::GravityConfig::parse(&src, &[]).unwrap_err();
     assert!(e.message.contains("gravity runs only"), "{e}");
 }
 
@@ -259,7 +260,7 @@ fn every_problem_runs() {
             assert!(dir.join("snapshots/snap_00001.vtu").exists());
             if kind == "quadrant" {
                 // Without an exact solution, the plot shows the first variable's range.
-                crate::plot::plot_run(&dir).unwrap();
+                mote_io::plot::plot_run(&dir).unwrap();
             }
         }
     }

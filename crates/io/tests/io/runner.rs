@@ -1,0 +1,168 @@
+use std::path::Path;
+
+use mote_core::ParticleData;
+use mote_gravity::initial_conditions as ic;
+use mote_io::checkpoint;
+use mote_io::config::InitialConditions;
+use mote_io::runner::*;
+use mote_io::{GravityConfig, Source};
+
+fn config(text: &str, overrides: &[&str]) -> GravityConfig {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    GravityConfig::parse(&Source { file: None, text }, &o).unwrap()
+}
+
+const PLUMMER: &str = "physics = \"gravity\"\n[run]\nend_time = 0.5\ndt = 0.015625\nprecision = \"f64\"\n\
+    [initial_conditions]\nparticles = 200\nseed = 4\n[solver]\nsoftening = 0.01\n[output]\nsnapshots = 10\n";
+
+fn final_state(dir: &Path) -> (checkpoint::Header, ParticleData<f64>) {
+    let path = dir.join("checkpoint.mote");
+    let (h, arrays) = checkpoint::read_header(&path).unwrap();
+    let p = checkpoint::read_particles::<f64>(&path, &arrays).unwrap();
+    (h, p)
+}
+
+#[test]
+fn a_resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    for integrator in ["leapfrog", "yoshida4", "rk4"] {
+        let kind = format!("integrator.kind={integrator}");
+        let whole = tmp.path().join(format!("whole-{integrator}"));
+        run_gravity(
+            &config(PLUMMER, &[&kind]),
+            &whole,
+            false,
+            "test",
+            &mut |_| {},
+        )
+        .unwrap();
+        // The same run stopped half way (its snapshot times are a subset), then resumed.
+        let half = tmp.path().join(format!("half-{integrator}"));
+        run_gravity(
+            &config(PLUMMER, &[&kind, "run.end_time=0.25", "output.snapshots=5"]),
+            &half,
+            false,
+            "test",
+            &mut |_| {},
+        )
+        .unwrap();
+        let overrides = [
+            "run.end_time=0.5".to_string(),
+            "output.snapshots=10".to_string(),
+        ];
+        resume_gravity(
+            &half.join("checkpoint.mote"),
+            &overrides,
+            "test",
+            &mut |_| {},
+        )
+        .unwrap();
+        let (ha, a) = final_state(&whole);
+        let (hb, b) = final_state(&half);
+        assert_eq!((ha.step, ha.time), (hb.step, hb.time), "{integrator}");
+        for c in mote_core::Component::ALL {
+            let bits = |s: &[f64]| s.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(a.component(c)),
+                bits(b.component(c)),
+                "{integrator}: {c:?}"
+            );
+        }
+        assert_eq!(ha.snapshots, hb.snapshots);
+        // The diagnostics continue where they stopped: same rows at the same times.
+        let rows = |d: &Path| {
+            std::fs::read_to_string(d.join("diagnostics.csv"))
+                .unwrap()
+                .lines()
+                .count()
+        };
+        assert_eq!(rows(&whole), rows(&half), "{integrator}");
+    }
+}
+
+#[test]
+fn snapshots_hold_the_state_at_exact_times_and_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    // dt = 1/64 does not divide 0.05: the steps before each snapshot are shortened.
+    let c = config(PLUMMER, &["run.end_time=0.3", "output.snapshots=6"]);
+    run_gravity(&c, &dir, false, "test", &mut |_| {}).unwrap();
+    let pvd = std::fs::read_to_string(dir.join("snapshots.pvd")).unwrap();
+    let times: Vec<f64> = pvd
+        .split("timestep=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
+        .collect();
+    let expected: Vec<f64> = (0..=6).map(|k| 0.3 * k as f64 / 6.0).collect();
+    assert_eq!(times, expected);
+    let (h, p) = final_state(&dir);
+    assert_eq!(h.time, 0.3);
+    let bytes = std::fs::read(dir.join("snapshots/snap_00006.vtu")).unwrap();
+    let arrays = mote_io::vtk::read_vtu(&bytes).unwrap();
+    let f64s = |name: &str| -> Vec<f64> {
+        assert_eq!(arrays[name].vtk_type, "Float64", "{name}");
+        arrays[name].to_f64()
+    };
+    let points = f64s("Points");
+    assert_eq!(points.len(), 3 * p.len());
+    for i in [0, 57, 199] {
+        assert_eq!(&points[3 * i..3 * i + 3], &p.positions().get(i)[..]);
+    }
+    let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&arrays["id"].bytes);
+    assert_eq!(ids, p.ids());
+    assert_eq!(f64s("mass"), p.masses());
+    assert_eq!(f64s("velocity")[3 * 5 + 1], p.velocities().get(5)[1]);
+    assert_eq!(arrays["types"].bytes, vec![1u8; p.len()]);
+    assert_eq!(arrays["velocity"].components, 3);
+}
+
+#[test]
+fn a_nan_in_the_state_is_reported_with_the_particle() {
+    let mut p = ic::plummer::<f64>(100, 3).unwrap();
+    let csv = Path::new("runs/x/diagnostics.csv.partial");
+    assert!(check_finite(&p, 5, 0.5, csv).is_ok());
+    // Injected NaN in one particle's velocity, after a permutation so index != id.
+    p.apply_permutation(&mote_core::Permutation::new((0..100).rev().collect()).unwrap());
+    p.view_mut().velocity.set(10, [0.0, f64::NAN, 0.0]);
+    let e = check_finite(&p, 7, 0.875, csv).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("step 7, time 0.875: particle id 89 (index 10)"),
+        "{text}"
+    );
+    assert!(text.contains("velocity [0.0, NaN, 0.0]"), "{text}");
+    assert!(text.contains("diagnostics.csv.partial"), "{text}");
+}
+
+#[test]
+fn every_kind_builds_the_particles_it_announces() {
+    use mote_io::config::InitialConditionsKind::*;
+    for kind in [
+        Plummer,
+        UniformSphere,
+        ColdCollapse,
+        Kepler,
+        DiscGalaxy,
+        GalaxyCollision,
+    ] {
+        let c = InitialConditions {
+            kind,
+            particles: Some(64),
+            ..Default::default()
+        };
+        let c = if kind == Kepler {
+            InitialConditions {
+                kind,
+                ..Default::default()
+            }
+        } else {
+            c
+        };
+        let p = initial_particles::<f32>(&c).unwrap();
+        assert_eq!(
+            p.len(),
+            particle_count(&c.clone().with_defaults()),
+            "{kind:?}"
+        );
+    }
+}
