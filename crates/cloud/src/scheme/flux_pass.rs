@@ -72,6 +72,9 @@ pub(super) struct FluxPass<'a, R, const D: usize, E> {
     pub flux: FluxKind,
     /// Per-particle reconstruction orders (the cloud's, or MOOD's working copy).
     pub orders: &'a [u8],
+    /// Every entry of `orders` is at least `order`: every interface then has the full order,
+    /// and the pass need not read the neighbours' orders (the common case without MOOD).
+    pub full_order: bool,
     /// Only particles with a non-zero entry are computed (MOOD recomputations); `None`: all.
     pub active: Option<&'a [u8]>,
     /// Particle velocities on a moving cloud (ALE fluxes); `None`: a fixed cloud.
@@ -136,6 +139,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             mr,
             flux,
             orders,
+            full_order,
             active,
             velocity,
         } = *self;
@@ -251,10 +255,12 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                         ur[v][l] = unsafe { *u[v].get_unchecked(j_l[l]) };
                     }
                 }
-                let mut terms = [0usize; W];
-                for l in 0..W {
-                    let oj = unsafe { *orders.get_unchecked(j_l[l]) } as usize;
-                    terms[l] = terms_for_order[order_i.min(oj)];
+                let mut terms = [terms_for_order[order_i]; W];
+                if !full_order {
+                    for l in 0..W {
+                        let oj = unsafe { *orders.get_unchecked(j_l[l]) } as usize;
+                        terms[l] = terms_for_order[order_i.min(oj)];
+                    }
                 }
                 let tmax = terms.iter().copied().max().unwrap_or(0);
                 // Lane arithmetic: half the minimum-image offset, the midpoint.
@@ -300,7 +306,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                         }
                     }
                     // Mixed orders: a lane uses only its interface order's terms.
-                    if terms.iter().any(|&t| t != tmax) {
+                    if !full_order && terms.iter().any(|&t| t != tmax) {
                         for a in 0..tmax {
                             for l in 0..W {
                                 if a >= terms[l] {

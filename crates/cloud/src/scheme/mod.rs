@@ -454,6 +454,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             mr,
             flux: self.flux,
             orders,
+            full_order: orders.iter().all(|&o| usize::from(o) >= self.order),
             active,
             velocity,
         };
