@@ -284,3 +284,26 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
         Ok(())
     }
 }
+
+impl<F: GpuFloat> mote_core::Budgeted for DeviceBoundaries<F> {
+    fn buffers(&self) -> Vec<&dyn mote_core::BudgetedBuffer> {
+        vec![
+            &self.index,
+            &self.interior,
+            &self.kind,
+            &self.momentum,
+            &self.normal,
+            &self.initial,
+        ]
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
+        vec![
+            &mut self.index,
+            &mut self.interior,
+            &mut self.kind,
+            &mut self.momentum,
+            &mut self.normal,
+            &mut self.initial,
+        ]
+    }
+}

@@ -858,3 +858,38 @@ struct ListArgs {
     slot_major: u32,
     max_count: u32,
 }
+
+impl<F: GpuFloat> mote_core::Budgeted for DeviceMood<F> {
+    fn buffers(&self) -> Vec<&dyn mote_core::BudgetedBuffer> {
+        let mut v: Vec<&dyn mote_core::BudgetedBuffer> = vec![
+            &self.orders,
+            &self.next,
+            &self.cap,
+            &self.fail,
+            &self.active,
+            &self.curvature,
+            &self.counters,
+            &self.consts,
+        ];
+        if let Some(s) = &self.second {
+            v.push(s);
+        }
+        v
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
+        let mut v: Vec<&mut dyn mote_core::BudgetedBuffer> = vec![
+            &mut self.orders,
+            &mut self.next,
+            &mut self.cap,
+            &mut self.fail,
+            &mut self.active,
+            &mut self.curvature,
+            &mut self.counters,
+            &mut self.consts,
+        ];
+        if let Some(s) = &mut self.second {
+            v.push(s);
+        }
+        v
+    }
+}

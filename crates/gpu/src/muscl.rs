@@ -1586,3 +1586,40 @@ impl Gpu {
         Ok((i != u32::MAX).then_some(i as usize))
     }
 }
+
+impl<F: GpuFloat> mote_core::Budgeted for DeviceMuscl<F> {
+    fn buffers(&self) -> Vec<&dyn mote_core::BudgetedBuffer> {
+        let mut v = mote_core::Budgeted::buffers(&self.mls);
+        v.extend([
+            &self.derivatives as &dyn mote_core::BudgetedBuffer,
+            &self.recursion,
+            &self.recursion_inv,
+            &self.parity,
+            &self.terms_for_order,
+            &self.params,
+            &self.geometry,
+            &self.periodic,
+            &self.reverse,
+            &self.limiter_eps2,
+            &self.no_mask,
+        ]);
+        v
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
+        let mut v = mote_core::Budgeted::buffers_mut(&mut self.mls);
+        v.extend([
+            &mut self.derivatives as &mut dyn mote_core::BudgetedBuffer,
+            &mut self.recursion,
+            &mut self.recursion_inv,
+            &mut self.parity,
+            &mut self.terms_for_order,
+            &mut self.params,
+            &mut self.geometry,
+            &mut self.periodic,
+            &mut self.reverse,
+            &mut self.limiter_eps2,
+            &mut self.no_mask,
+        ]);
+        v
+    }
+}

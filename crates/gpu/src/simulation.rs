@@ -102,7 +102,9 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         let orders: Vec<u32> = cloud.orders().iter().map(|&o| u32::from(o)).collect();
         let state: Vec<F> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
         let max_orders = gpu.upload("order", &orders);
-        let state = gpu.upload("state", &state);
+        // The variables end to end: `m` elements per particle, for the memory budget.
+        let per_particle = mote_core::Scaling::PerParticle(m);
+        let state = gpu.upload("state", &state).with_scaling(per_particle);
         gpu.sync()?;
         let upload = clock.elapsed().as_secs_f64();
         let clock = std::time::Instant::now();
@@ -123,8 +125,13 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             max_orders,
             tableau,
             state,
-            slopes: (0..stages).map(|_| gpu.output("slope", n * m)).collect(),
-            stage: [gpu.output("stage_a", n * m), gpu.output("stage_b", n * m)],
+            slopes: (0..stages)
+                .map(|_| gpu.output("slope", n * m).with_scaling(per_particle))
+                .collect(),
+            stage: [
+                gpu.output("stage_a", n * m).with_scaling(per_particle),
+                gpu.output("stage_b", n * m).with_scaling(per_particle),
+            ],
             boundaries: None,
             mood: None,
             ids: cloud.ids().to_vec(),
@@ -437,5 +444,80 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             time: self.time,
         }
         .into())
+    }
+}
+
+impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
+    /// Sizes every device array of the simulation once against [`Gpu::memory_limit`]`(limit)`
+    /// (see [`Gpu::reserve`]) and checks afterwards, by fingerprint, that the moved arrays still
+    /// hold the positions, tags, volumes, orders and state of `cloud` (the cloud this simulation
+    /// was made from, before any step). Returns the reservation, or `None` where no limit is
+    /// known (a wgpu device without `limit`). A [`GpuError::Capacity`] names what does not fit;
+    /// a [`GpuError::Fingerprint`] names an array whose data did not survive the move.
+    pub fn reserve(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &Cloud<F, D>,
+        limit: Option<u64>,
+    ) -> Result<Option<mote_core::memory::Reservation>, GpuError> {
+        let reservation = gpu.reserve(&mut [self], limit, Default::default())?;
+        if reservation.is_some() {
+            self.verify(gpu, cloud)?;
+        }
+        Ok(reservation)
+    }
+
+    /// Refuses unless the device's positions, tags, volumes, orders and state equal `cloud`'s
+    /// (by fingerprint).
+    pub fn verify(&self, gpu: &Gpu, cloud: &Cloud<F, D>) -> Result<(), GpuError> {
+        self.cloud.verify(gpu, cloud)?;
+        let orders: Vec<u32> = cloud.orders().iter().map(|&o| u32::from(o)).collect();
+        gpu.verify(&self.max_orders, &orders)?;
+        let m = self.scheme.equation().variables(D);
+        let state: Vec<F> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
+        gpu.verify(&self.state, &state)
+    }
+}
+
+impl<F: GpuFloat, const D: usize> mote_core::Budgeted for DeviceSimulation<F, D> {
+    fn buffers(&self) -> Vec<&dyn mote_core::BudgetedBuffer> {
+        let mut v = self.cloud.buffers();
+        v.extend(self.list.buffers());
+        v.extend(self.scheme.buffers());
+        v.push(&self.max_orders);
+        v.push(&self.state);
+        v.extend(
+            self.slopes
+                .iter()
+                .chain(&self.stage)
+                .map(|a| a as &dyn mote_core::BudgetedBuffer),
+        );
+        if let Some(b) = &self.boundaries {
+            v.extend(b.buffers());
+        }
+        if let Some(m) = &self.mood {
+            v.extend(m.buffers());
+        }
+        v
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
+        let mut v = self.cloud.buffers_mut();
+        v.extend(self.list.buffers_mut());
+        v.extend(self.scheme.buffers_mut());
+        v.push(&mut self.max_orders);
+        v.push(&mut self.state);
+        v.extend(
+            self.slopes
+                .iter_mut()
+                .chain(&mut self.stage)
+                .map(|a| a as &mut dyn mote_core::BudgetedBuffer),
+        );
+        if let Some(b) = &mut self.boundaries {
+            v.extend(b.buffers_mut());
+        }
+        if let Some(m) = &mut self.mood {
+            v.extend(m.buffers_mut());
+        }
+        v
     }
 }

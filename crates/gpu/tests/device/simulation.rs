@@ -9,8 +9,11 @@ use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::scheme::{Formulation, Limiter, Muscl};
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, SlotLayout, SlotMajor, Weight};
-use mote_core::{CpuBackend, Precision};
-use mote_gpu::{DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuFloat};
+use mote_core::memory::MemoryModel;
+use mote_core::{Budgeted, CapacityUnit, CpuBackend, Precision};
+use mote_gpu::{
+    DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuError, GpuFloat,
+};
 
 use crate::gpu;
 use crate::muscl::{box_cloud, difference, initial_with_jump};
@@ -540,5 +543,100 @@ fn the_conservative_formulation_conserves_on_the_device() {
         let change = conservation::<f64>(&g);
         eprintln!("f64: largest relative change of a total over 5 steps {change:.2e}");
         assert!(change < 1e-14, "f64 totals changed by {change:e}");
+    }
+}
+
+/// A whole device simulation reserved against a byte limit (`DeviceSimulation::reserve`): too
+/// small a limit is a `CapacityError` that changes nothing; a sufficient one freezes every array,
+/// MOOD's too (they are sized at the first step), and the steps then give the same bits as
+/// those of an unreserved simulation; a state corrupted on the device fails the fingerprint
+/// check. Returns the bytes reserved.
+fn reserved<R: GpuFloat>(g: &Gpu) -> u64 {
+    let eq = Euler::<2>::new(1.4).unwrap();
+    let mut cloud = box_cloud::<R, 2>(1.0 / 24.0, None, 49, 4);
+    cloud.orders_mut().fill(2);
+    initial_with_jump(&mut cloud, true, 1.0);
+    let radius = default_radius_factor::<2>(2) * cloud.spacing()[0];
+    let make = || {
+        let scheme =
+            DeviceMuscl::<R>::new::<2>(g, DeviceEquation::euler(&eq), 2, Weight::default())
+                .unwrap();
+        let tableau = Tableau::by_name("rk3").unwrap();
+        DeviceSimulation::<R, 2>::new(g, &cloud, radius, scheme, tableau, DeviceLayout::SlotMajor)
+            .unwrap()
+            .with_mood(g, MoodSettings::by_name("u1", "epd1").unwrap())
+            .unwrap()
+    };
+    let mut plain = make();
+    let mut budgeted = make();
+    let model = MemoryModel::of(&[&budgeted]);
+    // (The lists' offset table holds one entry more than there are particles.)
+    assert!(
+        (cloud.len()..=cloud.len() + 1).contains(&model.particles),
+        "{model:?}"
+    );
+    assert!(model.per_particle > 0 && model.per_slot > 0, "{model:?}");
+    // What the current counts need, with MOOD's per-particle arrays priced before they exist.
+    let needed = model.bytes(model.particles, model.slots);
+
+    let capacities =
+        |s: &DeviceSimulation<R, 2>| s.buffers().iter().map(|b| b.capacity()).collect::<Vec<_>>();
+    let before = capacities(&budgeted);
+    let err = budgeted.reserve(g, &cloud, Some(needed)).unwrap_err();
+    let GpuError::Capacity(e) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!((e.requested, e.unit), (needed, CapacityUnit::Bytes), "{e}");
+    assert_eq!(
+        before,
+        capacities(&budgeted),
+        "a refused reservation changed capacities"
+    );
+
+    let r = budgeted
+        .reserve(g, &cloud, Some(2 * needed))
+        .unwrap()
+        .unwrap();
+    assert!(r.particles > cloud.len() && r.bytes <= 2 * needed, "{r:?}");
+    for b in budgeted.buffers() {
+        assert!(b.is_frozen(), "{} not frozen", b.name());
+    }
+    let dt = plain.stable_dt(g, 0.4).unwrap();
+    for _ in 0..3 {
+        plain.step(g, dt).unwrap();
+        budgeted.step(g, dt).unwrap();
+    }
+    let bits = |s: &DeviceSimulation<R, 2>| {
+        s.state(g)
+            .unwrap()
+            .iter()
+            .map(|x| x.to_f64().unwrap().to_bits())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&plain), bits(&budgeted), "reserved steps differ");
+    assert_eq!(plain.take_mood_stats(), budgeted.take_mood_stats());
+
+    // The fingerprint check: a fresh reserved simulation whose state is altered on the device.
+    let mut corrupted = make();
+    g.write_element(corrupted.state_on_device(), 7, R::cast(2.5))
+        .unwrap();
+    let err = corrupted.reserve(g, &cloud, Some(2 * needed)).unwrap_err();
+    assert!(
+        matches!(&err, GpuError::Fingerprint { array, .. } if array == "state"),
+        "{err}"
+    );
+    r.bytes
+}
+
+#[test]
+fn a_device_simulation_reserves_its_memory_once_and_steps_as_before() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    let bytes = reserved::<f32>(&g);
+    eprintln!("f32: {bytes} bytes reserved");
+    if g.supports(Precision::F64) {
+        let bytes = reserved::<f64>(&g);
+        eprintln!("f64: {bytes} bytes reserved");
     }
 }

@@ -49,7 +49,10 @@ pub struct MeshlessRunSection {
     pub precision: Precision,
     /// CPU threads (0: one per core).
     pub threads: usize,
-    /// Memory limit for the run's buffers (`"4 GiB"`, `"500MB"`); none by default.
+    /// Memory limit for the run's buffers (`"4 GiB"`, `"500MB"`): on the CPU backend the host's
+    /// (default: the process's limit), on the GPU backend the device's (default: the device's
+    /// memory where the runtime reports it, as CUDA does; wgpu does not, so a wgpu run without
+    /// a limit is not reserved).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<String>,
     /// Where the run steps: `cpu` (default) or `gpu` (advection and Euler problems; Burgers and

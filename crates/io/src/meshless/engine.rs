@@ -12,7 +12,7 @@ use mote_cloud::problems::Problem;
 use mote_cloud::scheme::Limiter;
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, Weight};
-use mote_core::memory::{ReserveOptions, reserve};
+use mote_core::memory::{Reservation, ReserveOptions, reserve};
 use mote_core::{CpuBackend, Real};
 use mote_gpu::{
     DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuError, GpuFloat,
@@ -47,9 +47,10 @@ pub(super) trait Engine<R: Real, const D: usize> {
     fn floor_events(&self) -> Option<u64>;
     /// Conservative to primitive variables, by the host equation.
     fn to_primitive(&self, u: &[R], w: &mut [R]);
-    /// Sizes the run's host buffers once against `limit`; the bytes reserved (`None`: nothing
-    /// reserved, without a limit or on a device).
-    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<u64>, RunError>;
+    /// Sizes the run's buffers once: on the host against `limit`, on a device against `limit`
+    /// or else the device's memory where the device reports it. `None`: nothing reserved (no
+    /// limit known).
+    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, RunError>;
 }
 
 /// The cloud of `problem` with every particle at the scheme's order, and what the run keeps of
@@ -147,7 +148,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Engine<R, D> for CpuEngine<R, D
     fn to_primitive(&self, u: &[R], w: &mut [R]) {
         self.sim.scheme.equation().to_primitive(u, w);
     }
-    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<u64>, RunError> {
+    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, RunError> {
         let Some(limit) = limit else {
             return Ok(None);
         };
@@ -156,7 +157,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Engine<R, D> for CpuEngine<R, D
             limit,
             ReserveOptions::default(),
         )?;
-        Ok(Some(r.bytes))
+        Ok(Some(r))
     }
 }
 
@@ -282,7 +283,9 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> Engine<F, D>
     fn to_primitive(&self, u: &[F], w: &mut [F]) {
         self.equation.to_primitive(u, w);
     }
-    fn reserve(&mut self, _limit: Option<u64>) -> Result<Option<u64>, RunError> {
-        Ok(None)
+    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, RunError> {
+        // Before any step: the device arrays still hold the host cloud's data, which the
+        // fingerprint check after the move compares with.
+        Ok(self.sim.reserve(&self.gpu, &self.host, limit)?)
     }
 }

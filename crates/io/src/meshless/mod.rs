@@ -216,8 +216,8 @@ impl PrecisionJob for MeshlessRun<'_> {
 
 impl MeshlessRun<'_> {
     /// The run on `gpu` in precision `F` (the problem built on the host, then uploaded). The
-    /// host's memory limit does not price a device run; the device's own budget applies to its
-    /// arrays.
+    /// host's memory limit does not price a device run; the device's arrays are reserved
+    /// against the given limit or the device's memory (`DeviceSimulation::reserve`).
     fn on_device<F: GpuFloat>(self, gpu: Gpu) -> Result<MeshlessReport, RunError> {
         let p = &self.config.problem;
         let gamma = p.gamma.unwrap_or(1.4);
@@ -302,8 +302,8 @@ impl MeshlessRun<'_> {
             .unwrap_or_else(|| default_radius_factor::<D>(s.order.max(2)))
     }
 
-    /// Builds the problem with `build`, prices it on the host (with `price`), makes its engine
-    /// with `make`, runs it and writes the run directory.
+    /// Builds the problem with `build`, prices it on the host (with `price`: host runs), makes
+    /// its engine with `make`, reserves its memory, runs it and writes the run directory.
     fn drive<R: Real, const D: usize, E: Equation<R, D>, G: Engine<R, D>>(
         self,
         build: impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
@@ -326,12 +326,20 @@ impl MeshlessRun<'_> {
         };
         let problem = build(&options)?;
         let radius = factor * max_spacing(&problem.cloud);
-        let limit = match &c.run.memory_limit {
-            Some(text) => Some(parse_memory_limit(text).expect("validated with the config")),
-            None => memory_limit(),
+        let given = c
+            .run
+            .memory_limit
+            .as_deref()
+            .map(|text| parse_memory_limit(text).expect("validated with the config"));
+        // The host's limit (given, else the process's) prices a host run before its lists
+        // exist; a device run is budgeted on the device, against the given limit or the
+        // device's memory.
+        let limit = if price {
+            given.or_else(memory_limit)
+        } else {
+            given
         };
-        let limit = limit.filter(|_| price);
-        if let Some(limit) = limit {
+        if price && let Some(limit) = limit {
             self.price(&build, &options, problem.cloud.len(), limit)?;
         }
         let (n, interior) = (
@@ -364,8 +372,8 @@ impl MeshlessRun<'_> {
             interior_particles: interior,
             neighbours_mean,
             radius_spacings: factor,
-            memory_limit_bytes: limit,
-            reserved_bytes: reserved,
+            memory_limit_bytes: reserved.map(|r| r.limit),
+            reserved_bytes: reserved.map(|r| r.bytes),
             machine: MachineInfo::detect(),
             started: humantime::format_rfc3339_seconds(started).to_string(),
             finished: None,

@@ -297,7 +297,15 @@ fn gpu_runs_agree_with_cpu_runs() {
             &mut |_| {},
         )
         .unwrap();
-        let c = config(text, &["run.backend=gpu"]).unwrap();
+        // The Sod run is reserved on the device against a given limit (the wgpu runtime does
+        // not report the device's memory, so the advection run is not reserved).
+        let limit = if k == 1 { "64 MiB" } else { "" };
+        let mut overrides = vec!["run.backend=gpu".to_string()];
+        if !limit.is_empty() {
+            overrides.push(format!("run.memory_limit={limit}"));
+        }
+        let o: Vec<&str> = overrides.iter().map(String::as_str).collect();
+        let c = config(text, &o).unwrap();
         let gpu = run_meshless(&c, &gpu_dir, false, "test", &mut |_| {}).unwrap();
         assert_eq!(cpu.steps, gpu.steps, "case {k}");
         assert_eq!(cpu.mood.reductions, gpu.mood.reductions, "case {k}");
@@ -317,6 +325,20 @@ fn gpu_runs_agree_with_cpu_runs() {
         }
         let provenance = std::fs::read_to_string(gpu_dir.join("provenance.json")).unwrap();
         assert!(provenance.contains("\"backend\": \"gpu "), "{provenance}");
+        let json: serde_json::Value = serde_json::from_str(&provenance).unwrap();
+        if limit.is_empty() {
+            assert!(json["reserved_bytes"].is_null(), "{provenance}");
+        } else {
+            assert_eq!(json["memory_limit_bytes"], 64 << 20, "{provenance}");
+            let reserved = json["reserved_bytes"].as_u64().unwrap();
+            assert!(reserved > 0 && reserved <= 64 << 20, "{provenance}");
+        }
         eprintln!("case {k}: {} steps agree", cpu.steps);
     }
+    // A device limit the run does not fit: a capacity error before the directory exists.
+    let dir = tmp.path().join("too-small");
+    let c = config(cases[1], &["run.backend=gpu", "run.memory_limit=20 kB"]).unwrap();
+    let e = run_meshless(&c, &dir, false, "test", &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("capacity exceeded"), "{e}");
+    assert!(!dir.exists());
 }
