@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::error::Error;
 use std::time::Instant;
 
-use mote_cloud::equations::{Equation, Euler, LinearAdvection};
+use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::MoodSettings;
 use mote_cloud::time::Tableau;
@@ -38,7 +38,7 @@ fn check_supported(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
     };
     match args.equation.as_str() {
         "advection" if args.variables == 1 => {}
-        "euler" => {}
+        "euler" | "burgers" => {}
         "advection" => return unsupported(format!("{} advected variables", args.variables)),
         other => return unsupported(format!("--equation {other}")),
     }
@@ -128,6 +128,12 @@ fn bench<R: GpuFloat, const D: usize>(
                     Box::new(move |x| vec![wave(x)]),
                 )
             }
+            "burgers" => (
+                // The CPU benchmark's Burgers state.
+                DeviceEquation::burgers(&Burgers::<D>),
+                1,
+                Box::new(move |x| vec![1.0 + 0.2 * wave(x)]),
+            ),
             _ => {
                 let eq = Euler::<D>::new(1.4)?;
                 let velocity: [f64; D] = std::array::from_fn(|d| 0.5 - 0.2 * d as f64);

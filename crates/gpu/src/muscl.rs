@@ -36,7 +36,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
 
 use cubecl::prelude::*;
-use mote_cloud::equations::{Euler, LinearAdvection};
+use mote_cloud::equations::{Burgers, Euler, LinearAdvection};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::scheme::{Formulation, Limiter, PassSeconds};
 
@@ -62,6 +62,8 @@ pub enum DeviceEquation {
         /// The velocity (unused components 0).
         velocity: [f64; 3],
     },
+    /// Inviscid Burgers, `F(u) . n = u^2 / 2 sum_d n_d` (one variable).
+    Burgers,
     /// The Euler equations of gas dynamics.
     Euler {
         /// Ratio of specific heats.
@@ -89,6 +91,11 @@ impl DeviceEquation {
         Ok(Self::Advection { velocity })
     }
 
+    /// The device version of the CPU's Burgers equation.
+    pub fn burgers<const D: usize>(_eq: &Burgers<D>) -> Self {
+        Self::Burgers
+    }
+
     /// The device version of a CPU Euler equation.
     pub fn euler<const D: usize>(eq: &Euler<D>) -> Self {
         let (density_floor, pressure_floor) = eq.floors();
@@ -102,7 +109,7 @@ impl DeviceEquation {
     /// Number of conserved variables in `dim` dimensions.
     pub fn variables(&self, dim: usize) -> usize {
         match self {
-            Self::Advection { .. } => 1,
+            Self::Advection { .. } | Self::Burgers => 1,
             Self::Euler { .. } => dim + 2,
         }
     }
@@ -111,13 +118,16 @@ impl DeviceEquation {
         match self {
             Self::Advection { .. } => 0,
             Self::Euler { .. } => 1,
+            Self::Burgers => 2,
         }
     }
 
-    /// The kernels' parameter array: advection `a[0..3]`; Euler `gamma, gamma - 1, floors`.
+    /// The kernels' parameter array: advection `a[0..3]`; Euler `gamma, gamma - 1, floors`;
+    /// Burgers none.
     fn params(&self) -> [f64; 4] {
         match *self {
             Self::Advection { velocity } => [velocity[0], velocity[1], velocity[2], 0.0],
+            Self::Burgers => [0.0; 4],
             Self::Euler {
                 gamma,
                 density_floor,
@@ -176,6 +186,9 @@ fn normal_flux<F: Float>(
             s += nrm[d] * params[d];
         }
         out[0] = s * u[0];
+    } else if comptime![kind == 2] {
+        // The CPU's operations: (1/2 u) u times the normal's components summed in axis order.
+        out[0] = F::new(0.5) * u[0] * u[0] * component_sum::<F>(nrm, dim);
     } else {
         let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
         let mut vn = F::new(0.0);
@@ -190,6 +203,17 @@ fn normal_flux<F: Float>(
         }
         out[dim + 1] = (u[dim + 1] + p) * vn;
     }
+}
+
+/// `sum_d nrm[d]`, in axis order from zero (Burgers' flux and wave speed).
+#[cube]
+fn component_sum<F: Float>(nrm: &Array<F>, #[comptime] dim: usize) -> F {
+    let mut s = F::new(0.0);
+    #[unroll]
+    for d in 0..dim {
+        s += nrm[d];
+    }
+    s
 }
 
 /// The largest wave speed of `u` along `nrm`.
@@ -210,6 +234,8 @@ fn max_speed<F: Float>(
             s += nrm[d] * params[d];
         }
         F::abs(s)
+    } else if comptime![kind == 2] {
+        F::abs(u[0] * component_sum::<F>(nrm, dim))
     } else {
         let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
         let mut vn = F::new(0.0);
@@ -922,11 +948,11 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     }
 
     /// Uses the numerical flux `kind`, as the CPU scheme's `with_flux`: Rusanov and central for
-    /// every equation, upwind for scalar advection, HLLC for Euler.
+    /// every equation, upwind for the scalar ones (advection, Burgers), HLLC for Euler.
     pub fn with_flux(mut self, kind: FluxKind) -> Result<Self, GpuError> {
         let ok = match kind {
             FluxKind::Rusanov | FluxKind::Central => true,
-            FluxKind::Upwind => matches!(self.equation, DeviceEquation::Advection { .. }),
+            FluxKind::Upwind => self.equation.variables(1) == 1,
             FluxKind::Hllc => matches!(self.equation, DeviceEquation::Euler { .. }),
         };
         if !ok {

@@ -6,7 +6,7 @@
 use std::f64::consts::TAU;
 
 use mote_cloud::boundary::Boundaries;
-use mote_cloud::equations::{Equation, Euler, LinearAdvection};
+use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::scheme::{Formulation, Limiter, Muscl};
 use mote_cloud::{Cloud, NeighbourList, NeighbourSearch, RowMajor, SlotLayout, SlotMajor, Weight};
@@ -285,6 +285,12 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
         check(
             "2-D advection, slot-major",
             run::<R, 2, _, SlotMajor>(g, &c2, eq2.clone(), de, order, DeviceLayout::SlotMajor, 5),
+        );
+        // Burgers on the same mixed-order cloud.
+        let de = DeviceEquation::burgers(&Burgers::<2>);
+        check(
+            "2-D Burgers",
+            run::<R, 2, _, RowMajor>(g, &c2, Burgers::<2>, de, order, DeviceLayout::RowMajor, 5),
         );
         if order <= 3 {
             let mut c3 = lattice::<R, 3>(1.0 / 10.0, true, 23);

@@ -55,8 +55,9 @@ pub struct MeshlessRunSection {
     /// a limit is not reserved).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<String>,
-    /// Where the run steps: `cpu` (default) or `gpu` (advection and Euler problems; Burgers and
-    /// WENO are refused as not supported on the GPU backend).
+    /// Where the run steps: `cpu` (default) or `gpu` (every problem but the double Mach
+    /// reflection, whose boundary conditions are host code; WENO is refused as not supported on
+    /// the GPU backend).
     pub backend: String,
     /// The device for `backend = "gpu"`: `wgpu` or `cuda`, with an optional `:INDEX`.
     pub device: String,

@@ -5,7 +5,7 @@
 //! backends report the same quantities by the same sums.
 
 use mote_cloud::boundary::Boundaries;
-use mote_cloud::equations::{Equation, Euler, LinearAdvection};
+use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::problems::Problem;
@@ -170,6 +170,12 @@ pub(super) trait OnDevice<const D: usize> {
 impl<const D: usize> OnDevice<D> for LinearAdvection<D> {
     fn device(&self) -> Result<DeviceEquation, GpuError> {
         DeviceEquation::advection(self)
+    }
+}
+
+impl<const D: usize> OnDevice<D> for Burgers<D> {
+    fn device(&self) -> Result<DeviceEquation, GpuError> {
+        Ok(DeviceEquation::burgers(self))
     }
 }
 

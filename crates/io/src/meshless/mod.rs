@@ -145,11 +145,6 @@ pub fn run_meshless(
     if config.run.backend != "gpu" {
         return config.run.precision.dispatch(run);
     }
-    if config.problem.kind == ProblemKind::BurgersTopHat {
-        return Err(RunError::NotOnGpu(
-            "Burgers (problem burgers_top_hat)".into(),
-        ));
-    }
     if config.scheme.weno {
         return Err(RunError::NotOnGpu(
             "WENO-type reconstruction (scheme.weno)".into(),
@@ -245,7 +240,9 @@ impl MeshlessRun<'_> {
             (ProblemKind::DoubleMach, _) => {
                 self.drive(|o| problems::double_mach::<F>(o, gamma), device(gpu), false)
             }
-            (ProblemKind::BurgersTopHat, _) => unreachable!("refused before the device opened"),
+            (ProblemKind::BurgersTopHat, _) => {
+                self.drive(problems::burgers_top_hat::<F>, device(gpu), false)
+            }
         }
     }
 }
