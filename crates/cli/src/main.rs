@@ -1,12 +1,8 @@
 //! `mote`: the command-line program of the mote particle-simulation engine.
 
 mod bench;
-mod bench_cloud;
-mod bench_cloud_gpu;
 mod info;
 mod inspect;
-mod layouts;
-mod placement;
 mod roofline;
 mod run;
 

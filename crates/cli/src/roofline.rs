@@ -3,7 +3,7 @@
 //! last-level cache) and arithmetic throughput (FMA in f32 and f64 at the widest SIMD level,
 //! square root + divide, reciprocal-square-root estimate + Newton). Each figure is the median of
 //! repeated runs, with min and max. Then, unless `--ceilings-only`: every hot kernel placed on
-//! those ceilings ([`crate::placement`]), the particle-layout experiment ([`crate::layouts`])
+//! those ceilings ([`mote_bench::placement`]), the particle-layout experiment ([`mote_bench::layouts`])
 //! and thread scaling; with `--out DIR`, CSV tables and a roofline figure.
 
 use std::collections::BTreeMap;
@@ -15,8 +15,8 @@ use clap::Args;
 use mote_core::{CpuBackend, SimdLevel};
 use serde::Serialize;
 
-use crate::layouts::LayoutRow;
-use crate::placement::{Ceilings, KernelPoint, ScalingPoint, Sizes};
+use mote_bench::layouts::LayoutRow;
+use mote_bench::placement::{Ceilings, KernelPoint, ScalingPoint, Sizes};
 
 /// Options of `mote bench roofline`.
 #[derive(Debug, Args)]
@@ -173,13 +173,13 @@ pub fn run(args: &RooflineArgs, threads: usize) -> Result<(), Box<dyn Error>> {
                 repeats: args.repeats.min(3),
             }
         };
-        kernels = crate::placement::place(&ceilings, sizes, threads)?;
+        kernels = mote_bench::placement::place(&ceilings, sizes, threads)?;
         layouts = if args.quick {
-            crate::layouts::run(&[256, 1024], 1 << 16, 2, 1)?
+            mote_bench::layouts::run(&[256, 1024], 1 << 16, 2, 1)?
         } else {
-            crate::layouts::run(&[1024, 4096, 16384], 1 << 24, 4, args.repeats.min(3))?
+            mote_bench::layouts::run(&[1024, 4096, 16384], 1 << 24, 4, args.repeats.min(3))?
         };
-        scaling = crate::placement::scaling(sizes, all.thread_count())?;
+        scaling = mote_bench::placement::scaling(sizes, all.thread_count())?;
     }
     let report = Report {
         family: "roofline",

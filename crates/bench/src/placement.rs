@@ -16,7 +16,7 @@ use mote_gravity::initial_conditions::plummer;
 use mote_gravity::{DirectSolver, ForceSolver, Kernel, KernelChoice, Softening};
 use serde::Serialize;
 
-use crate::bench_cloud::{CloudArgs, measure, median};
+use crate::cloud::{CloudArgs, measure, median};
 
 /// One kernel on the roofline.
 #[derive(Debug, Clone, Serialize)]

@@ -88,7 +88,7 @@ pub struct CloudArgs {
     /// device; advection or euler, any flux, limiter and MOOD). The GPU report adds
     /// transfer times and the speed-up over the CPU backend on this machine.
     #[arg(long, default_value = "cpu")]
-    pub(crate) backend: crate::bench::BackendKind,
+    pub(crate) backend: crate::gravity::BackendKind,
     /// The device for `--backend gpu`: wgpu or cuda, with an optional `:INDEX`.
     #[arg(long, default_value = "wgpu:0")]
     pub(crate) device: mote_core::DeviceSpec,
@@ -141,13 +141,13 @@ pub(crate) struct CloudReport {
     pub seconds_max: f64,
     pub passes: BTreeMap<&'static str, PassReport>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<crate::bench_cloud_gpu::CloudGpuReport>,
+    pub gpu: Option<crate::cloud_gpu::CloudGpuReport>,
 }
 
 /// Runs the benchmark.
 pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
-    if args.backend == crate::bench::BackendKind::Gpu {
-        let report = crate::bench_cloud_gpu::measure(args, threads)?;
+    if args.backend == crate::gravity::BackendKind::Gpu {
+        let report = crate::cloud_gpu::measure(args, threads)?;
         return print(args, &report);
     }
     let mut report = measure(args, threads)?;
@@ -245,7 +245,7 @@ impl CloudArgs {
             motion_speed: 0.2,
             repeats,
             json: false,
-            backend: crate::bench::BackendKind::Cpu,
+            backend: crate::gravity::BackendKind::Cpu,
             device: mote_core::DeviceSpec {
                 api: mote_core::DeviceApi::Wgpu,
                 index: 0,

@@ -14,7 +14,7 @@ use mote_core::{Precision, PrecisionJob, Real};
 use mote_gpu::{DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuFloat};
 use serde::Serialize;
 
-use crate::bench_cloud::{CloudArgs, CloudReport, PassReport, median};
+use crate::cloud::{CloudArgs, CloudReport, PassReport, median};
 
 /// What `--backend gpu` adds to the cloud report.
 #[derive(Debug, Serialize)]
@@ -67,9 +67,9 @@ pub(crate) fn measure(args: &CloudArgs, threads: usize) -> Result<CloudReport, B
     let mut report = args
         .precision
         .dispatch(GpuCloudBench { args, gpu: &gpu })??;
-    let cpu = crate::bench_cloud::measure(
+    let cpu = crate::cloud::measure(
         &CloudArgs {
-            backend: crate::bench::BackendKind::Cpu,
+            backend: crate::gravity::BackendKind::Cpu,
             ..args.clone()
         },
         threads,
@@ -114,7 +114,7 @@ fn bench<R: GpuFloat, const D: usize>(
     args: &CloudArgs,
     gpu: &Gpu,
 ) -> Result<CloudReport, Box<dyn Error>> {
-    let (spacing, opts) = crate::bench_cloud::lattice::<D>(args);
+    let (spacing, opts) = crate::cloud::lattice::<D>(args);
     let tau = std::f64::consts::TAU;
     let wave = move |x: [f64; D]| (0..D).map(|d| (tau * x[d]).sin()).product::<f64>();
     let (device_eq, variables, init): (DeviceEquation, usize, Init<D>) =
@@ -209,7 +209,7 @@ fn bench<R: GpuFloat, const D: usize>(
     let s = stages as f64;
     let dd = D as f64;
     let [deriv_bytes, deriv_flops, flux_bytes, flux_flops] =
-        crate::bench_cloud::stage_traffic(s, nf, slots, m, mr, r, dd);
+        crate::cloud::stage_traffic(s, nf, slots, m, mr, r, dd);
     // Each stage candidate is a copy of the state (read and write) plus one in-place update
     // (two reads, one write) per non-zero coefficient; the final update is in place too, or
     // (with MOOD) the last candidate.
@@ -237,7 +237,7 @@ fn bench<R: GpuFloat, const D: usize>(
         add("derivatives", pass.derivatives, deriv_bytes, deriv_flops);
     }
     if pass.limiter > 0.0 {
-        let [bytes, flops] = crate::bench_cloud::limiter_traffic(s, nf, slots, m, mr, r, dd);
+        let [bytes, flops] = crate::cloud::limiter_traffic(s, nf, slots, m, mr, r, dd);
         add("limiter", pass.limiter, bytes, flops);
     }
     add("fluxes", pass.fluxes, flux_bytes, flux_flops);
