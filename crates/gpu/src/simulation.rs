@@ -99,8 +99,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         }
         let clock = std::time::Instant::now();
         let dc = DeviceCloud::upload(gpu, cloud)?;
-        let orders: Vec<u32> = cloud.orders().iter().map(|&o| u32::from(o)).collect();
-        let state: Vec<F> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
+        let (orders, state) = device_layout(cloud, m);
         let max_orders = gpu.upload("order", &orders);
         // The variables end to end: `m` elements per particle, for the memory budget.
         let per_particle = mote_core::Scaling::PerParticle(m);
@@ -471,12 +470,18 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     /// (by fingerprint).
     pub fn verify(&self, gpu: &Gpu, cloud: &Cloud<F, D>) -> Result<(), GpuError> {
         self.cloud.verify(gpu, cloud)?;
-        let orders: Vec<u32> = cloud.orders().iter().map(|&o| u32::from(o)).collect();
+        let (orders, state) = device_layout(cloud, self.scheme.equation().variables(D));
         gpu.verify(&self.max_orders, &orders)?;
-        let m = self.scheme.equation().variables(D);
-        let state: Vec<F> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
         gpu.verify(&self.state, &state)
     }
+}
+
+/// `cloud`'s orders and its `m` state variables as the device holds them (orders widened to
+/// `u32`, the variables end to end): what is uploaded, and what a fingerprint is checked against.
+fn device_layout<F: GpuFloat, const D: usize>(cloud: &Cloud<F, D>, m: usize) -> (Vec<u32>, Vec<F>) {
+    let orders = cloud.orders().iter().map(|&o| u32::from(o)).collect();
+    let state = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
+    (orders, state)
 }
 
 impl<F: GpuFloat, const D: usize> mote_core::Budgeted for DeviceSimulation<F, D> {
