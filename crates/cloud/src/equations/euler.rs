@@ -125,7 +125,8 @@ impl<const D: usize> Euler<D> {
         let mut p = [R::zero(); W];
         for l in 0..W {
             let r = u[0][l];
-            let low = r < rho_floor || r.is_nan();
+            // `|`, not `||`: no branch per lane.
+            let low = (r < rho_floor) | r.is_nan();
             events += u64::from(low);
             rho[l] = if low { rho_floor } else { r };
             let mut kinetic = R::zero();
@@ -134,7 +135,7 @@ impl<const D: usize> Euler<D> {
                 kinetic += u[1 + d][l] * v[d][l];
             }
             let q = gm1 * (u[D + 1][l] - half * kinetic);
-            let low = q < p_floor || q.is_nan();
+            let low = (q < p_floor) | q.is_nan();
             events += u64::from(low);
             p[l] = if low { p_floor } else { q };
         }
@@ -144,20 +145,22 @@ impl<const D: usize> Euler<D> {
         (rho, v, p)
     }
 
-    /// [`Equation::max_wave_speed_lanes`] from the primitive variables.
+    /// [`Equation::max_wave_speed_lanes`] from the primitive variables and the normals'
+    /// lengths `norm` (from [`normal_lengths`], computed once when both sides of a pair need
+    /// them).
     #[inline(always)]
     fn speed_of_primitive_lanes<R: Real, const W: usize>(
         &self,
         (rho, v, p): &([R; W], [[R; W]; D], [R; W]),
         n: &[[R; W]; D],
+        norm: &[R; W],
     ) -> [R; W] {
         std::array::from_fn(|l| {
-            let (mut vn, mut nn) = (R::zero(), R::zero());
+            let mut vn = R::zero();
             for d in 0..D {
                 vn += v[d][l] * n[d][l];
-                nn += n[d][l] * n[d][l];
             }
-            vn.abs() + self.sound_speed(rho[l], p[l]) * nn.sqrt()
+            vn.abs() + self.sound_speed(rho[l], p[l]) * norm[l]
         })
     }
 
@@ -177,9 +180,10 @@ impl<const D: usize> Euler<D> {
         let mut fr = [[R::zero(); W]; M];
         flux_of_primitive_lanes(ul, &pl, n, &mut fl);
         flux_of_primitive_lanes(ur, &pr, n, &mut fr);
+        let norm = normal_lengths(n);
         let (sl, sr) = (
-            self.speed_of_primitive_lanes(&pl, n),
-            self.speed_of_primitive_lanes(&pr, n),
+            self.speed_of_primitive_lanes(&pl, n, &norm),
+            self.speed_of_primitive_lanes(&pr, n, &norm),
         );
         let half = R::cast(0.5);
         for v in 0..D + 2 {
@@ -202,6 +206,18 @@ impl<const D: usize> Euler<D> {
     pub fn sound_speed<R: Real>(&self, rho: R, p: R) -> R {
         (R::cast(self.gamma) * p / rho).sqrt()
     }
+}
+
+/// The length of each lane's normal.
+#[inline(always)]
+fn normal_lengths<R: Real, const D: usize, const W: usize>(n: &[[R; W]; D]) -> [R; W] {
+    std::array::from_fn(|l| {
+        let mut nn = R::zero();
+        for d in 0..D {
+            nn += n[d][l] * n[d][l];
+        }
+        nn.sqrt()
+    })
 }
 
 /// `F(u) . n` of `W` states in lanes from their primitive variables.
@@ -299,7 +315,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         n: &[[R; W]; D],
     ) -> [R; W] {
         let primitive = self.primitive_lanes(u);
-        self.speed_of_primitive_lanes(&primitive, n)
+        self.speed_of_primitive_lanes(&primitive, n, &normal_lengths(n))
     }
 
     fn floor_events(&self) -> u64 {

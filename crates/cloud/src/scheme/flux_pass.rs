@@ -40,17 +40,24 @@ fn next_batch(
     i: usize,
     n: usize,
 ) -> ([usize; LANES], [usize; LANES], usize) {
-    assert!(slots.end() <= idx.len(), "slot beyond the index array");
-    let count = slots.len().min(LANES);
+    let (start, stride, count) = slots.take_batch(LANES);
+    // The batch's last slot, checked once: every slot of the batch is at most it.
+    let last = start + count.saturating_sub(1) * stride;
+    assert!(
+        count == 0 || last < idx.len(),
+        "slot beyond the index array"
+    );
     let mut s_l = [0usize; LANES];
     let mut j_l = [i; LANES];
     for l in 0..count {
-        let s = slots.next().expect("slot count");
+        let s = start + l * stride;
         s_l[l] = s;
-        // SAFETY: s < slots.end() <= idx.len() (asserted above).
+        // SAFETY: s <= last < idx.len() (asserted above).
         j_l[l] = unsafe { *idx.get_unchecked(s) } as usize;
     }
-    assert!(j_l.iter().all(|&j| j < n), "neighbour index out of range");
+    // One combined test (no early exit), so that it vectorises.
+    let inside = j_l.iter().fold(true, |ok, &j| ok & (j < n));
+    assert!(inside, "neighbour index out of range");
     (s_l, j_l, count)
 }
 
@@ -266,18 +273,18 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 // Lane arithmetic: half the minimum-image offset, the midpoint.
                 for d in 0..D {
                     let (len, hl) = (lengths[d], half * lengths[d]);
-                    for l in 0..W {
-                        let mut x = delta[d][l] - xi[d];
-                        if periodic[d] {
-                            x = if x > hl {
-                                x - len
-                            } else if x < -hl {
-                                x + len
-                            } else {
-                                x
-                            };
+                    let mut x: [R; W] = std::array::from_fn(|l| delta[d][l] - xi[d]);
+                    if periodic[d] {
+                        // Both tests on the unwrapped offset (at most one holds), as selects
+                        // rather than branches, so that the lanes vectorise.
+                        for x in &mut x {
+                            let (up, down) = (*x > hl, *x < -hl);
+                            *x = if up { *x - len } else { *x };
+                            *x = if down { *x + len } else { *x };
                         }
-                        delta[d][l] = half * x;
+                    }
+                    for l in 0..W {
+                        delta[d][l] = half * x[l];
                     }
                 }
                 if tmax > 0 {
@@ -315,8 +322,6 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                             }
                         }
                     }
-                    // The particle values, kept for the admissibility fallback.
-                    let (ul0, ur0) = (ul, ur);
                     // The neighbours' derivatives are gathered into a lane array first and the
                     // sums kept in locals, so that the arithmetic vectorises.
                     for v in 0..m {
@@ -345,11 +350,18 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                             eq.admissible_lanes::<M, W>(m, &ul),
                             eq.admissible_lanes::<M, W>(m, &ur),
                         );
-                        for v in 0..m {
-                            for l in 0..W {
-                                let ok = ok_l[l] & ok_r[l];
-                                ul[v][l] = if ok { ul[v][l] } else { ul0[v][l] };
-                                ur[v][l] = if ok { ur[v][l] } else { ur0[v][l] };
+                        let ok: [bool; W] = std::array::from_fn(|l| ok_l[l] & ok_r[l]);
+                        // Rare: the failing lanes take the particle values again (the
+                        // neighbour's re-read), instead of keeping copies of every batch's.
+                        if !ok.iter().fold(true, |all, &o| all & o) {
+                            for v in 0..m {
+                                for l in 0..W {
+                                    if !ok[l] {
+                                        ul[v][l] = ui[v];
+                                        // SAFETY: j_l[l] < n = u[v].len().
+                                        ur[v][l] = unsafe { *u[v].get_unchecked(j_l[l]) };
+                                    }
+                                }
                             }
                         }
                     }
@@ -431,6 +443,9 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 } else {
                     eq.numerical_flux_lanes::<M, W>(flux, m, &ul, &ur, &normal, &mut f);
                 }
+                // The consistency term of (a); on a fixed cloud `wn` is zero and its term is
+                // skipped.
+                let moving = velocity.is_some();
                 for v in 0..m {
                     for l in 0..W {
                         let mut x = f[v][l];
@@ -438,7 +453,9 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                             for d in 0..D {
                                 x -= fi[d][v] * normal[d][l];
                             }
-                            x += ui[v] * wn[l];
+                            if moving {
+                                x += ui[v] * wn[l];
+                            }
                         }
                         acc[v][l] += x;
                     }
@@ -521,10 +538,10 @@ impl<'a, R: Real> DerivativePass<'a, R> {
                 slots.end() <= slot_len,
                 "derivative pass: slot beyond the slot arrays"
             );
-            let ui: [R; MAX_VARIABLES] =
-                std::array::from_fn(|v| if v < m { u[v][i] } else { R::zero() });
-            for row in acc[..m * mr].iter_mut() {
-                *row = [R::zero(); W];
+            // A plain loop: `from_fn` over `MAX_VARIABLES` became a call per particle.
+            let mut ui = [R::zero(); MAX_VARIABLES];
+            for v in 0..m {
+                ui[v] = u[v][i];
             }
             while slots.len() > 0 {
                 let (s_l, j_l, count) = next_batch(&mut slots, idx, i, n);
@@ -562,12 +579,15 @@ impl<'a, R: Real> DerivativePass<'a, R> {
                     }
                 }
             }
-            for (out, row) in record.iter_mut().zip(&acc[..m * mr]) {
+            // Each accumulator is zeroed as it is read, ready for the next particle (a
+            // separate clearing loop became a `memset` call per particle).
+            for (out, row) in record.iter_mut().zip(&mut acc[..m * mr]) {
                 let mut sum = R::zero();
                 for l in 0..W {
                     sum += row[l];
                 }
                 *out = sum;
+                *row = [R::zero(); W];
             }
         }
     }

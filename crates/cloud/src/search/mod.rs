@@ -57,6 +57,18 @@ impl Iterator for Slots {
 impl ExactSizeIterator for Slots {}
 
 impl Slots {
+    /// Takes the next `max` slots at most (fewer at the end): their first slot, the stride
+    /// between them and how many there are. Batched passes compute a batch's slots from these
+    /// instead of stepping the iterator once per slot.
+    #[inline(always)]
+    pub fn take_batch(&mut self, max: usize) -> (usize, usize, usize) {
+        let count = self.len.min(max);
+        let start = self.start;
+        self.start += count * self.stride;
+        self.len -= count;
+        (start, self.stride, count)
+    }
+
     /// One past the largest slot still to come (the start when none is left): kernels check
     /// it once against their per-slot arrays instead of checking every slot.
     #[inline]
