@@ -46,7 +46,25 @@ pub fn run(args: &InspectArgs) -> Result<(), CliError> {
         }
         Some("mote") => {
             let (header, arrays) =
-                mote_io::checkpoint::read_header(path).map_err(|e| CliError::Run(e.to_string()))?;
+                mote_io::checkpoint::read_any(path).map_err(|e| CliError::Run(e.to_string()))?;
+            let header = match header {
+                mote_io::checkpoint::AnyHeader::Gravity(h) => h,
+                mote_io::checkpoint::AnyHeader::Meshless(h) => {
+                    println!(
+                        "{}: mote meshless checkpoint (written by mote {}), checksum ok\n  step {}  time {}  precision {}\n  {} particles, {} conserved variables; {} snapshots so far; {} MOOD reductions so far",
+                        path.display(),
+                        h.mote_version,
+                        h.step,
+                        h.time,
+                        h.precision,
+                        h.particles,
+                        h.variables,
+                        h.snapshots.len(),
+                        h.mood.reductions
+                    );
+                    return Ok(());
+                }
+            };
             println!(
                 "{}: mote checkpoint (written by mote {}), checksum ok\n  step {}  time {}  precision {}\n  {} snapshots so far; initial energy {:.10e}",
                 path.display(),

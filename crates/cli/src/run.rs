@@ -41,7 +41,8 @@ pub struct RunArgs {
 /// Options of `mote resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The checkpoint (`RUN_DIR/checkpoint.mote`); the run continues in its directory.
+    /// The checkpoint (`RUN_DIR/checkpoint.mote`, of a gravity or a meshless run); the run
+    /// continues in its directory.
     checkpoint: PathBuf,
     /// Override a setting of the configuration the checkpoint carries, typically a later end:
     /// `--set run.end_time=10`.
@@ -119,19 +120,34 @@ pub fn resume(args: &ResumeArgs, threads: Option<usize>) -> Result<(), CliError>
     if let Some(t) = threads {
         overrides.push(format!("run.threads={t}"));
     }
+    let (header, _) = mote_io::checkpoint::read_any(&args.checkpoint)
+        .map_err(|e| CliError::Run(e.to_string()))?;
     let mut reporter = Reporter::new(args.quiet);
-    let result = mote_io::runner::resume_gravity(
-        &args.checkpoint,
-        &overrides,
-        env!("MOTE_GIT_COMMIT"),
-        &mut |p| reporter.report(p),
-    );
-    reporter.finish();
-    let report = result.map_err(|e| match e {
+    let commit = env!("MOTE_GIT_COMMIT");
+    let refused = |e: mote_io::runner::ResumeError| match e {
         mote_io::runner::ResumeError::Config(c) => CliError::Config(c.to_string()),
         other => CliError::Run(other.to_string()),
-    })?;
-    print_summary(&report);
+    };
+    match header {
+        mote_io::checkpoint::AnyHeader::Gravity(_) => {
+            let result =
+                mote_io::runner::resume_gravity(&args.checkpoint, &overrides, commit, &mut |p| {
+                    reporter.report(p)
+                });
+            reporter.finish();
+            print_summary(&result.map_err(refused)?);
+        }
+        mote_io::checkpoint::AnyHeader::Meshless(_) => {
+            let result = mote_io::meshless::resume_meshless(
+                &args.checkpoint,
+                &overrides,
+                commit,
+                &mut |p| reporter.report(p),
+            );
+            reporter.finish();
+            print_meshless_summary(&result.map_err(refused)?);
+        }
+    }
     Ok(())
 }
 
@@ -232,32 +248,35 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
                 reporter.report(p)
             });
             reporter.finish();
-            let r = result.map_err(|e| CliError::Run(e.to_string()))?;
-            let errors = r.errors.map_or(String::new(), |e| {
-                format!(
-                    ", error against the exact solution: L1 {:.3e}, relative L2 {:.3e}",
-                    e.l1, e.relative_l2
-                )
-            });
-            println!(
-                "finished: {} ({} particles, {:.1} neighbours), {} steps to t = {}{errors}, \
-                 {} MOOD reductions, {}, {:.2} s; output in {}",
-                r.problem,
-                r.particles,
-                r.neighbours_mean,
-                r.steps,
-                r.time,
-                r.mood.reductions,
-                r.floor_events
-                    .map_or("floor events not counted on the device".into(), |f| {
-                        format!("{f} floor events")
-                    }),
-                r.wall_seconds,
-                r.dir.display()
-            );
+            print_meshless_summary(&result.map_err(|e| CliError::Run(e.to_string()))?);
         }
     }
     Ok(())
+}
+
+fn print_meshless_summary(r: &mote_io::meshless::MeshlessReport) {
+    let errors = r.errors.map_or(String::new(), |e| {
+        format!(
+            ", error against the exact solution: L1 {:.3e}, relative L2 {:.3e}",
+            e.l1, e.relative_l2
+        )
+    });
+    println!(
+        "finished: {} ({} particles, {:.1} neighbours), {} steps to t = {}{errors}, \
+         {} MOOD reductions, {}, {:.2} s; output in {}",
+        r.problem,
+        r.particles,
+        r.neighbours_mean,
+        r.steps,
+        r.time,
+        r.mood.reductions,
+        r.floor_events
+            .map_or("floor events not counted on the device".into(), |f| {
+                format!("{f} floor events")
+            }),
+        r.wall_seconds,
+        r.dir.display()
+    );
 }
 
 /// Options of `mote convergence`.

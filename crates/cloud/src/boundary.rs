@@ -212,9 +212,16 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
             .with(Cloud::<R, D>::face_tag(axis, true), condition)
     }
 
-    /// Whether any boundary particle exists.
+    /// Whether any boundary particle exists: false until [`prepare`](Self::prepare) has found
+    /// them (a simulation's `with_boundaries` prepares). Before that, ask
+    /// [`has_conditions`](Self::has_conditions).
     pub fn is_empty(&self) -> bool {
         self.particles.is_empty()
+    }
+
+    /// Whether any condition is attached (a fully periodic problem has none).
+    pub fn has_conditions(&self) -> bool {
+        !self.conditions.is_empty()
     }
 
     /// Number of boundary particles.

@@ -152,7 +152,7 @@ impl MoodSettings {
 }
 
 /// What MOOD did since the last [`Mood::take_stats`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MoodStats {
     /// Stages checked.
     pub stages: u64,

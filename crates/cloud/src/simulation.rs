@@ -346,6 +346,17 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         self.steps
     }
 
+    /// Sets the clock and the step count, for a run resumed from a checkpoint (whose state has
+    /// been loaded into the cloud), and imposes the boundary conditions at that time again:
+    /// attaching them imposed them at time 0, while the first stage of the next step reads the
+    /// boundary particles as the last step left them (a condition may depend on time).
+    pub fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.time = time;
+        self.steps = steps;
+        let (mut state, _) = self.cloud.state_and_geometry();
+        self.boundaries.apply(time, &mut state);
+    }
+
     /// The largest stable step for `cfl` at the current state.
     ///
     /// On a moving cloud the particle speed adds to the wave speeds: `cfl / (r_i + r_w)`, with

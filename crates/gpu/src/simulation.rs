@@ -245,6 +245,14 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         self.steps
     }
 
+    /// Sets the clock and the step count, for a run resumed from a checkpoint (whose state was
+    /// uploaded with the cloud). The device's boundary conditions do not depend on time, so
+    /// those imposed when they were attached are the ones the last step left.
+    pub fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.time = time;
+        self.steps = steps;
+    }
+
     /// MOOD's statistics so far (zero without MOOD), and resets them.
     pub fn take_mood_stats(&mut self) -> MoodStats {
         self.mood

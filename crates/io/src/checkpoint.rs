@@ -1,14 +1,21 @@
-//! Checkpoints: the whole state of a gravity run in one self-checking file.
+//! Checkpoints: the whole state of a run in one self-checking file, for gravity and meshless
+//! runs.
 //!
 //! Layout (little-endian): the magic `MOTECKPT`, a format version (u32), the length of a JSON
-//! header (u64) and the header (step, time, precision, the resolved configuration, the initial
-//! energy, the snapshots written so far), then the ten component arrays and the ids, each as a
-//! byte count (u64) and raw bytes, and last a CRC-32 of everything before it. Written to a
-//! temporary file and renamed, so a killed run leaves either the previous checkpoint or the new
-//! one, never a torn file; a corrupt file is refused on reading.
+//! header (u64) and the header, then the arrays, each as a byte count (u64) and raw bytes, and
+//! last a CRC-32 of everything before it. Written to a temporary file and renamed, so a killed
+//! run leaves either the previous checkpoint or the new one, never a torn file; a corrupt file is
+//! refused on reading.
+//!
+//! A gravity header ([`Header`]: step, time, precision, the resolved configuration, the initial
+//! energy, the snapshots so far) is followed by the ten component arrays and the ids. A meshless
+//! header ([`MeshlessHeader`], with `"physics": "meshless"`) is followed by the particle ids and
+//! one array per conserved variable; the cloud itself is rebuilt from the configuration on
+//! resume (its construction is deterministic) and checked against the ids.
 
 use std::path::Path;
 
+use mote_cloud::mood::MoodStats;
 use mote_core::{COMPONENTS, Component, ParticleData, Precision, Real};
 use serde::{Deserialize, Serialize};
 
@@ -36,29 +43,102 @@ pub struct Header {
     pub snapshots: Vec<(f64, String)>,
 }
 
-/// Writes `header` and the particles to `path`, atomically.
-pub fn write<R: Real>(path: &Path, header: &Header, p: &ParticleData<R>) -> Result<(), FileError> {
-    let json = serde_json::to_vec(header).expect("serialisable header");
-    let mut bytes = Vec::with_capacity(64 + json.len() + p.len() * (COMPONENTS * 8 + 8 + 16));
+/// What a meshless checkpoint records besides the ids and the state arrays.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MeshlessHeader {
+    /// The mote version that wrote it.
+    pub mote_version: String,
+    /// Always `meshless` (a gravity header has no such field).
+    pub physics: String,
+    /// Steps taken.
+    pub step: u64,
+    /// Simulated time, as the run loop counts it (the output schedule's clock).
+    pub time: f64,
+    /// The simulation's own clock (summed step sizes; time-dependent boundary conditions read
+    /// it), restored as it was so that a resumed run repeats the uninterrupted one bit for bit.
+    pub simulation_time: f64,
+    /// Precision of the state arrays.
+    pub precision: Precision,
+    /// The resolved configuration (TOML).
+    pub config: String,
+    /// Snapshots written so far: `(time, file)`.
+    pub snapshots: Vec<(f64, String)>,
+    /// Particles in the cloud, boundary layers included.
+    pub particles: usize,
+    /// Conserved variables (state arrays).
+    pub variables: usize,
+    /// MOOD's statistics summed over the run so far.
+    pub mood: MoodStats,
+    /// Positivity floor events over the run so far (`None` where the backend does not count
+    /// them).
+    pub floor_events: Option<u64>,
+}
+
+/// A checkpoint's header, of either family.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnyHeader {
+    /// A gravity run's.
+    Gravity(Header),
+    /// A meshless run's.
+    Meshless(MeshlessHeader),
+}
+
+/// Writes `json` and `arrays` to `path` in the checkpoint layout, atomically.
+fn write_framed(path: &Path, json: &[u8], arrays: &[&[u8]]) -> Result<(), FileError> {
+    let size: usize = arrays.iter().map(|a| a.len() + 8).sum();
+    let mut bytes = Vec::with_capacity(24 + json.len() + size);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&VERSION.to_le_bytes());
     bytes.extend_from_slice(&(json.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&json);
-    let mut array = |b: &[u8]| {
+    bytes.extend_from_slice(json);
+    for b in arrays {
         bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
         bytes.extend_from_slice(b);
-    };
-    for c in Component::ALL {
-        array(bytemuck::cast_slice(p.component(c)));
     }
-    array(bytemuck::cast_slice(p.ids()));
     let crc = crc32fast::hash(&bytes);
     bytes.extend_from_slice(&crc.to_le_bytes());
     write_atomic(path, &bytes)
 }
 
-/// Reads the header of `path`, verifying the whole file.
+/// Writes `header` and the particles to `path`, atomically.
+pub fn write<R: Real>(path: &Path, header: &Header, p: &ParticleData<R>) -> Result<(), FileError> {
+    let json = serde_json::to_vec(header).expect("serialisable header");
+    let mut arrays: Vec<&[u8]> = Component::ALL
+        .iter()
+        .map(|&c| bytemuck::cast_slice(p.component(c)))
+        .collect();
+    arrays.push(bytemuck::cast_slice(p.ids()));
+    write_framed(path, &json, &arrays)
+}
+
+/// Writes a meshless checkpoint: `header`, the particle `ids` and one `state` array per
+/// conserved variable, atomically.
+pub fn write_meshless<R: Real>(
+    path: &Path,
+    header: &MeshlessHeader,
+    ids: &[u64],
+    state: &[&[R]],
+) -> Result<(), FileError> {
+    let json = serde_json::to_vec(header).expect("serialisable header");
+    let mut arrays: Vec<&[u8]> = vec![bytemuck::cast_slice(ids)];
+    arrays.extend(state.iter().map(|s| bytemuck::cast_slice::<R, u8>(s)));
+    write_framed(path, &json, &arrays)
+}
+
+/// Reads the header of a gravity checkpoint `path`, verifying the whole file.
 pub fn read_header(path: &Path) -> Result<(Header, Vec<u8>), FileError> {
+    match read_any(path)? {
+        (AnyHeader::Gravity(h), arrays) => Ok((h, arrays)),
+        (AnyHeader::Meshless(_), _) => Err(FileError {
+            path: path.to_path_buf(),
+            message: "a meshless run's checkpoint, not a gravity run's".into(),
+        }),
+    }
+}
+
+/// Reads the header of a checkpoint of either family, verifying the whole file; the arrays
+/// follow as raw bytes.
+pub fn read_any(path: &Path) -> Result<(AnyHeader, Vec<u8>), FileError> {
     let bad = |m: String| FileError {
         path: path.to_path_buf(),
         message: m,
@@ -78,13 +158,85 @@ pub fn read_header(path: &Path) -> Result<(Header, Vec<u8>), FileError> {
         )));
     }
     let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes")) as usize;
-    let header: Header = serde_json::from_slice(
-        bytes
-            .get(20..20 + len)
-            .ok_or_else(|| bad("truncated header".into()))?,
-    )
-    .map_err(|e| bad(format!("header: {e}")))?;
+    let json = bytes
+        .get(20..20 + len)
+        .filter(|_| 20 + len <= bytes.len() - 4)
+        .ok_or_else(|| bad("truncated header".into()))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(json).map_err(|e| bad(format!("header: {e}")))?;
+    let header = if value.get("physics").and_then(|p| p.as_str()) == Some("meshless") {
+        AnyHeader::Meshless(serde_json::from_value(value).map_err(|e| bad(format!("header: {e}")))?)
+    } else {
+        AnyHeader::Gravity(serde_json::from_value(value).map_err(|e| bad(format!("header: {e}")))?)
+    };
     Ok((header, bytes[20 + len..bytes.len() - 4].to_vec()))
+}
+
+/// Splits checkpoint `arrays` (from [`read_any`]) into their byte ranges, in order.
+fn split_arrays<'a>(path: &Path, arrays: &'a [u8]) -> Result<Vec<&'a [u8]>, FileError> {
+    let bad = |m: &str| FileError {
+        path: path.to_path_buf(),
+        message: m.to_string(),
+    };
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at < arrays.len() {
+        let len = u64::from_le_bytes(
+            arrays
+                .get(at..at + 8)
+                .ok_or_else(|| bad("truncated arrays"))?
+                .try_into()
+                .expect("8 bytes"),
+        ) as usize;
+        let b = arrays
+            .get(at + 8..at.saturating_add(8).saturating_add(len))
+            .ok_or_else(|| bad("truncated arrays"))?;
+        out.push(b);
+        at += 8 + len;
+    }
+    Ok(out)
+}
+
+/// The particle ids and the state arrays (one per variable, in precision `R`) of a meshless
+/// checkpoint whose header is `header` and whose arrays are `arrays` (from [`read_any`]).
+pub fn read_meshless_state<R: Real>(
+    path: &Path,
+    header: &MeshlessHeader,
+    arrays: &[u8],
+) -> Result<(Vec<u64>, Vec<Vec<R>>), FileError> {
+    let bad = |m: String| FileError {
+        path: path.to_path_buf(),
+        message: m,
+    };
+    if header.precision != R::PRECISION {
+        return Err(bad(format!(
+            "the checkpoint holds {} arrays, not {}",
+            header.precision,
+            R::PRECISION
+        )));
+    }
+    let parts = split_arrays(path, arrays)?;
+    if parts.len() != 1 + header.variables {
+        return Err(bad(format!(
+            "{} arrays; the header announces ids and {} variables",
+            parts.len(),
+            header.variables
+        )));
+    }
+    let n = header.particles;
+    let size = std::mem::size_of::<R>();
+    if parts[0].len() != n * 8 || parts[1..].iter().any(|p| p.len() != n * size) {
+        return Err(bad(format!(
+            "array lengths do not match {n} particles in {}",
+            header.precision
+        )));
+    }
+    let ids: Vec<u64> = bytemuck::pod_collect_to_vec(parts[0]);
+    let state = parts[1..]
+        .iter()
+        .map(|p| bytemuck::pod_collect_to_vec(p))
+        .collect();
+    Ok((ids, state))
 }
 
 /// Reads the particles of a checkpoint whose arrays (`arrays`, from [`read_header`]) are in

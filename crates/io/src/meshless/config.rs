@@ -246,6 +246,10 @@ pub struct MeshlessOutputSection {
     /// Snapshots (`snapshots/snap_NNNNN.vtu` + `snapshots.pvd`) at this many evenly spaced
     /// times after the initial one (0: only the initial state). Their times are hit exactly.
     pub snapshots: u64,
+    /// Simulated time between checkpoints (`checkpoint.mote`, for `mote resume`); their times
+    /// are hit exactly, and one is always written at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_interval: Option<f64>,
 }
 
 impl Default for MeshlessOutputSection {
@@ -253,6 +257,7 @@ impl Default for MeshlessOutputSection {
         Self {
             diagnostics_every: 1,
             snapshots: 10,
+            checkpoint_interval: None,
         }
     }
 }
@@ -387,6 +392,14 @@ impl MeshlessConfig {
             return bad(
                 "scheme.radius",
                 format!("{radius} is not allowed: between 0 and 20 particle spacings"),
+            );
+        }
+        if let Some(c) = self.output.checkpoint_interval
+            && !(c.is_finite() && c > 0.0)
+        {
+            return bad(
+                "output.checkpoint_interval",
+                format!("{c} is not allowed: a finite time > 0"),
             );
         }
         if self.output.snapshots > 100_000 {

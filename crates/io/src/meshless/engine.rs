@@ -31,6 +31,10 @@ pub(super) trait Engine<R: Real, const D: usize> {
     fn neighbours_mean(&self) -> f64;
     /// Steps taken.
     fn steps(&self) -> u64;
+    /// The simulation's clock (the sum of its step sizes).
+    fn time(&self) -> f64;
+    /// Sets the clock and the step count (a resumed run).
+    fn restore_clock(&mut self, time: f64, steps: u64);
     /// The largest stable step for `cfl` at the current state.
     fn stable_dt(&mut self, cfl: f64) -> Result<f64, RunError>;
     /// One step of length `dt`; an error names a particle whose state is not finite.
@@ -99,7 +103,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>> CpuEngine<R, D, E> {
         let mood = MoodSettings::by_name(&c.scheme.mood, &c.scheme.mood_strategy)?;
         let backend = CpuBackend::threads(c.run.threads);
         let mut sim = MeshlessSimulation::new(cloud, radius, scheme, tableau, backend)?;
-        if !boundaries.is_empty() {
+        // The problem's conditions, not yet prepared (`is_empty` counts prepared particles and
+        // was always true here: runs went without their boundary conditions).
+        if boundaries.has_conditions() {
             sim = sim.with_boundaries(boundaries)?;
         }
         let sim = sim.with_mood(mood)?;
@@ -119,6 +125,12 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Engine<R, D> for CpuEngine<R, D
     }
     fn steps(&self) -> u64 {
         self.sim.steps()
+    }
+    fn time(&self) -> f64 {
+        self.sim.time()
+    }
+    fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.sim.restore_clock(time, steps);
     }
     fn stable_dt(&mut self, cfl: f64) -> Result<f64, RunError> {
         Ok(self.sim.stable_dt(cfl))
@@ -221,7 +233,9 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> DeviceEngine<
             tableau,
             DeviceLayout::RowMajor,
         )?;
-        if !boundaries.is_empty() {
+        // The problem's conditions, not yet prepared (`is_empty` counts prepared particles and
+        // was always true here: runs went without their boundary conditions).
+        if boundaries.has_conditions() {
             sim = sim.with_boundaries(&gpu, &cloud, boundaries)?;
         }
         let sim = sim.with_mood(&gpu, mood)?;
@@ -250,6 +264,12 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> Engine<F, D>
     }
     fn steps(&self) -> u64 {
         self.sim.steps()
+    }
+    fn time(&self) -> f64 {
+        self.sim.time()
+    }
+    fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.sim.restore_clock(time, steps);
     }
     fn stable_dt(&mut self, cfl: f64) -> Result<f64, RunError> {
         Ok(self.sim.stable_dt(&self.gpu, cfl)?)

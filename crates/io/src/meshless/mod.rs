@@ -9,7 +9,9 @@
 //! `snapshots/*.vtu` with `snapshots.pvd` for ParaView (every particle, boundary layers included,
 //! with its tag, order, volume, conserved and primitive variables). Files are written atomically;
 //! the diagnostics grow in `diagnostics.csv.partial` until the run ends. Snapshot times and the
-//! end are hit exactly. Meshless runs write no checkpoint yet (`mote resume` says so).
+//! end are hit exactly. `checkpoint.mote` (the state, the clock and the run's totals; see
+//! [`crate::checkpoint`]) is written at the end and every `output.checkpoint_interval`;
+//! [`resume_meshless`] continues from it, bit for bit as if never interrupted.
 
 pub mod config;
 mod engine;
@@ -39,9 +41,10 @@ pub use config::{
     SchemeSection,
 };
 
-use crate::config::parse_memory_limit;
-use crate::files::{CsvWriter, create_run_dir, partial_path, write_atomic, write_json};
-use crate::runner::{Progress, RunError};
+use crate::checkpoint::{self, AnyHeader, MeshlessHeader};
+use crate::config::{ConfigError, Source, parse_memory_limit};
+use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic, write_json};
+use crate::runner::{Progress, ResumeError, RunError};
 use crate::vtk::{self, Field};
 use engine::{CpuEngine, DeviceEngine, Engine};
 
@@ -141,24 +144,115 @@ pub fn run_meshless(
         force,
         git_commit,
         progress,
+        resume: None,
     };
-    if config.run.backend != "gpu" {
-        return config.run.precision.dispatch(run);
-    }
-    if config.scheme.weno {
-        return Err(RunError::NotOnGpu(
-            "WENO-type reconstruction (scheme.weno)".into(),
+    run.launch()
+}
+
+/// Continues the meshless run whose latest checkpoint is `checkpoint_path` (in its run
+/// directory), with the configuration it carries and `overrides` on top (typically a later
+/// `run.end_time`). The cloud is rebuilt from the configuration and must have the checkpoint's
+/// particles (same ids, in the same order); the state, the clock, the snapshot list and MOOD's
+/// totals continue. The continuation is bitwise identical to a run that was never interrupted,
+/// given the same output schedule after the checkpoint.
+pub fn resume_meshless(
+    checkpoint_path: &Path,
+    overrides: &[String],
+    git_commit: &str,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<MeshlessReport, ResumeError> {
+    let (header, arrays) = checkpoint::read_any(checkpoint_path)?;
+    let AnyHeader::Meshless(header) = header else {
+        return Err(FileError {
+            path: checkpoint_path.to_path_buf(),
+            message: "a gravity run's checkpoint, not a meshless run's".into(),
+        }
+        .into());
+    };
+    let config = MeshlessConfig::parse(
+        &Source {
+            file: Some(checkpoint_path),
+            text: &header.config,
+        },
+        overrides,
+    )?;
+    let refuse = |key: &str, message: String| {
+        ResumeError::Config(ConfigError {
+            file: Some(checkpoint_path.to_path_buf()),
+            line: None,
+            key: Some(key.into()),
+            message,
+        })
+    };
+    if config.run.precision != header.precision {
+        return Err(refuse(
+            "run.precision",
+            format!(
+                "the checkpoint holds {} arrays; the precision cannot change on resume",
+                header.precision
+            ),
         ));
     }
-    let spec: DeviceSpec = config
-        .run
-        .device
-        .parse()
-        .expect("validated with the config");
-    let gpu = Gpu::open(spec)?;
-    match config.run.precision {
-        Precision::F32 => run.on_device::<f32>(gpu),
-        Precision::F64 => run.on_device::<f64>(gpu),
+    let end = config.run.end_time.expect("filled by with_defaults");
+    if end <= header.time {
+        return Err(refuse(
+            "run.end_time",
+            format!(
+                "the checkpoint is at t = {}; set a later end time, e.g. --set run.end_time={}",
+                header.time,
+                2.0 * header.time
+            ),
+        ));
+    }
+    let dir = checkpoint_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let run = MeshlessRun {
+        config: &config,
+        dir: &dir,
+        force: true,
+        git_commit,
+        progress,
+        resume: Some(Resume {
+            header: &header,
+            arrays: &arrays,
+            path: checkpoint_path,
+        }),
+    };
+    Ok(run.launch()?)
+}
+
+/// Where a resumed run picks up.
+#[derive(Clone, Copy)]
+struct Resume<'a> {
+    header: &'a MeshlessHeader,
+    arrays: &'a [u8],
+    path: &'a Path,
+}
+
+impl MeshlessRun<'_> {
+    /// Runs on the configured backend.
+    fn launch(self) -> Result<MeshlessReport, RunError> {
+        let config = self.config;
+        if config.run.backend != "gpu" {
+            return config.run.precision.dispatch(self);
+        }
+        if config.scheme.weno {
+            return Err(RunError::NotOnGpu(
+                "WENO-type reconstruction (scheme.weno)".into(),
+            ));
+        }
+        let spec: DeviceSpec = config
+            .run
+            .device
+            .parse()
+            .expect("validated with the config");
+        let gpu = Gpu::open(spec)?;
+        match config.run.precision {
+            Precision::F32 => self.on_device::<f32>(gpu),
+            Precision::F64 => self.on_device::<f64>(gpu),
+        }
     }
 }
 
@@ -168,6 +262,8 @@ struct MeshlessRun<'a> {
     force: bool,
     git_commit: &'a str,
     progress: &'a mut dyn FnMut(Progress),
+    /// The checkpoint a resumed run continues from.
+    resume: Option<Resume<'a>>,
 }
 
 impl PrecisionJob for MeshlessRun<'_> {
@@ -281,6 +377,7 @@ struct Provenance<'a> {
     reserved_bytes: Option<u64>,
     machine: MachineInfo,
     started: String,
+    resumed_from: Option<String>,
     finished: Option<String>,
     wall_seconds: Option<f64>,
     steps: Option<u64>,
@@ -319,9 +416,16 @@ impl MeshlessRun<'_> {
             resolution: c.problem.resolution.expect("filled by with_defaults"),
             jitter: c.problem.jitter,
             seed: c.problem.seed,
-            boundary_layers: factor.ceil() as usize,
+            // The layers an interior particle's neighbourhood reaches: layer k lies k spacings
+            // beyond the first interior row, so `floor(factor)` of them. A deeper layer would
+            // only hold particles with no interior particle within two neighbour hops (at
+            // corners), which the boundary conditions refuse.
+            boundary_layers: (factor.floor() as usize).max(1),
         };
-        let problem = build(&options)?;
+        let mut problem = build(&options)?;
+        if let Some(r) = self.resume {
+            load_state(&mut problem.cloud, r)?;
+        }
         let radius = factor * max_spacing(&problem.cloud);
         let given = c
             .run
@@ -350,7 +454,11 @@ impl MeshlessRun<'_> {
         );
         let (mut sim, rest) = make(c, problem, radius)?;
         let reserved = sim.reserve(limit)?;
-        create_run_dir(self.dir, self.force)?;
+        if let Some(r) = self.resume {
+            sim.restore_clock(r.header.simulation_time, r.header.step);
+        } else {
+            create_run_dir(self.dir, self.force)?;
+        }
         write_atomic(&self.dir.join("config.toml"), c.to_toml().as_bytes())?;
 
         let neighbours_mean = sim.neighbours_mean();
@@ -373,6 +481,7 @@ impl MeshlessRun<'_> {
             reserved_bytes: reserved.map(|r| r.bytes),
             machine: MachineInfo::detect(),
             started: humantime::format_rfc3339_seconds(started).to_string(),
+            resumed_from: self.resume.map(|r| r.path.display().to_string()),
             finished: None,
             wall_seconds: None,
             steps: None,
@@ -395,15 +504,35 @@ impl MeshlessRun<'_> {
         header.extend(["mood_reductions", "floor_events", "wall_seconds"].map(String::from));
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let csv_path = self.dir.join("diagnostics.csv");
-        let mut csv = CsvWriter::create(&csv_path, &header)?;
+        let mut csv = if self.resume.is_some() {
+            CsvWriter::append(&csv_path, &header)?
+        } else {
+            CsvWriter::create(&csv_path, &header)?
+        };
 
         let end = c.run.end_time.expect("filled by with_defaults");
         let cfl = c.run.cfl;
         let snapshot_times: Vec<f64> = (1..=c.output.snapshots)
             .map(|k| end * k as f64 / c.output.snapshots as f64)
             .collect();
-        let mut snapshots = Vec::new();
-        let mut totals = Totals::default();
+        let checkpoint_times: Vec<f64> = match c.output.checkpoint_interval {
+            Some(ci) => (1..)
+                .map(|k| k as f64 * ci)
+                .take_while(|&t| t < end)
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut snapshots = self
+            .resume
+            .map_or_else(Vec::new, |r| r.header.snapshots.clone());
+        // Floor events counted before a resume (this process's engine counts from zero).
+        let floors_before = self.resume.and_then(|r| r.header.floor_events);
+        let mut totals = Totals {
+            mood: self
+                .resume
+                .map_or_else(MoodStats::default, |r| r.header.mood),
+            floors_reported: 0,
+        };
         let row = |sim: &mut G,
                    time: f64,
                    dt: f64,
@@ -434,10 +563,45 @@ impl MeshlessRun<'_> {
             csv.row(&values)?;
             Ok(())
         };
-        row(&mut sim, 0.0, 0.0, &mut totals, &mut csv)?;
-        write_snapshot(self.dir, &mut sim, &rest, 0.0, &mut snapshots)?;
-
-        let mut time = 0.0;
+        let checkpoint_path = self.dir.join("checkpoint.mote");
+        let save = |sim: &mut G,
+                    time: f64,
+                    totals: &Totals,
+                    snapshots: &[(f64, String)]|
+         -> Result<(), RunError> {
+            sim.sync()?;
+            let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
+            let cloud = sim.cloud();
+            let header = MeshlessHeader {
+                mote_version: env!("CARGO_PKG_VERSION").to_string(),
+                physics: "meshless".to_string(),
+                step: sim.steps(),
+                time,
+                simulation_time: sim.time(),
+                precision: R::PRECISION,
+                config: c.to_toml(),
+                snapshots: snapshots.to_vec(),
+                particles: cloud.len(),
+                variables: cloud.variables(),
+                mood: totals.mood,
+                floor_events,
+            };
+            let state: Vec<&[R]> = (0..cloud.variables()).map(|v| cloud.state(v)).collect();
+            Ok(checkpoint::write_meshless(
+                &checkpoint_path,
+                &header,
+                cloud.ids(),
+                &state,
+            )?)
+        };
+        let mut time = match self.resume {
+            Some(r) => r.header.time,
+            None => {
+                row(&mut sim, 0.0, 0.0, &mut totals, &mut csv)?;
+                write_snapshot(self.dir, &mut sim, &rest, 0.0, &mut snapshots)?;
+                0.0
+            }
+        };
         while time < end {
             let stable = sim.stable_dt(cfl)?;
             if !(stable.is_finite() && stable > 0.0) {
@@ -451,12 +615,13 @@ impl MeshlessRun<'_> {
                     csv: partial_path(&csv_path).display().to_string(),
                 });
             }
+            // Snapshot and checkpoint times are hit exactly, like the end.
             let next_output = snapshot_times
                 .iter()
+                .chain(&checkpoint_times)
                 .copied()
-                .find(|&t| t > time)
-                .unwrap_or(end)
-                .min(end);
+                .filter(|&t| t > time)
+                .fold(end, f64::min);
             let t_next = if time + stable >= next_output {
                 next_output
             } else {
@@ -485,6 +650,9 @@ impl MeshlessRun<'_> {
             if at_output && snapshot_times.contains(&time) {
                 write_snapshot(self.dir, &mut sim, &rest, time, &mut snapshots)?;
             }
+            if at_output && (time == end || checkpoint_times.contains(&time)) {
+                save(&mut sim, time, &totals, &snapshots)?;
+            }
         }
         csv.finish()?;
         sim.sync()?;
@@ -500,7 +668,8 @@ impl MeshlessRun<'_> {
         provenance.steps = Some(sim.steps());
         provenance.errors = errors;
         provenance.mood = Some(totals.mood);
-        provenance.floor_events = sim.floor_events();
+        let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
+        provenance.floor_events = floor_events;
         write_provenance(&provenance)?;
         Ok(MeshlessReport {
             dir: self.dir.to_path_buf(),
@@ -512,7 +681,7 @@ impl MeshlessRun<'_> {
             wall_seconds: wall,
             errors,
             mood: totals.mood,
-            floor_events: sim.floor_events(),
+            floor_events,
         })
     }
 
@@ -556,6 +725,39 @@ impl MeshlessRun<'_> {
         }
         Ok(())
     }
+}
+
+/// Loads the state of checkpoint `r` into `cloud` (built from the same configuration), after
+/// checking that the cloud has the checkpoint's particles.
+fn load_state<R: Real, const D: usize>(
+    cloud: &mut mote_cloud::Cloud<R, D>,
+    r: Resume<'_>,
+) -> Result<(), RunError> {
+    let (ids, state) = checkpoint::read_meshless_state::<R>(r.path, r.header, r.arrays)?;
+    let mismatch = |what: String| FileError {
+        path: r.path.to_path_buf(),
+        message: format!(
+            "{what}: the configuration does not rebuild the checkpoint's cloud (was it \
+             changed, e.g. problem.resolution, problem.seed or scheme.radius?)"
+        ),
+    };
+    if cloud.len() != ids.len() || cloud.variables() != state.len() {
+        return Err(mismatch(format!(
+            "{} particles with {} variables built, {} with {} in the checkpoint",
+            cloud.len(),
+            cloud.variables(),
+            ids.len(),
+            state.len()
+        ))
+        .into());
+    }
+    if cloud.ids() != ids.as_slice() {
+        return Err(mismatch("the particle ids differ".into()).into());
+    }
+    for (v, values) in state.iter().enumerate() {
+        cloud.state_var_mut(v).copy_from_slice(values);
+    }
+    Ok(())
 }
 
 /// What a run keeps of its problem besides the simulation.
