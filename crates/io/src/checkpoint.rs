@@ -246,21 +246,8 @@ pub fn read_particles<R: Real>(path: &Path, arrays: &[u8]) -> Result<ParticleDat
         path: path.to_path_buf(),
         message: m.to_string(),
     };
-    let mut at = 0usize;
-    let mut next = || -> Result<&[u8], FileError> {
-        let len = u64::from_le_bytes(
-            arrays
-                .get(at..at + 8)
-                .ok_or_else(|| bad("truncated arrays"))?
-                .try_into()
-                .expect("8 bytes"),
-        ) as usize;
-        let b = arrays
-            .get(at + 8..at + 8 + len)
-            .ok_or_else(|| bad("truncated arrays"))?;
-        at += 8 + len;
-        Ok(b)
-    };
+    let mut parts = split_arrays(path, arrays)?.into_iter();
+    let mut next = || parts.next().ok_or_else(|| bad("truncated arrays"));
     let mut comps: Vec<Vec<R>> = Vec::with_capacity(COMPONENTS);
     for _ in 0..COMPONENTS {
         let b = next()?;

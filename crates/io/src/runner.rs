@@ -436,33 +436,12 @@ pub fn resume_gravity(
         },
         overrides,
     )?;
-    if config.run.precision != header.precision {
-        return Err(ResumeError::Config(ConfigError {
-            file: Some(checkpoint_path.to_path_buf()),
-            line: None,
-            key: Some("run.precision".into()),
-            message: format!(
-                "the checkpoint holds {} arrays; the precision cannot change on resume",
-                header.precision
-            ),
-        }));
-    }
-    if config.run.end_time <= header.time {
-        return Err(ResumeError::Config(ConfigError {
-            file: Some(checkpoint_path.to_path_buf()),
-            line: None,
-            key: Some("run.end_time".into()),
-            message: format!(
-                "the checkpoint is at t = {}; set a later end time, e.g. --set run.end_time={}",
-                header.time,
-                2.0 * header.time
-            ),
-        }));
-    }
-    let dir = checkpoint_path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let dir = check_resume(
+        checkpoint_path,
+        (config.run.precision, header.precision),
+        config.run.end_time,
+        header.time,
+    )?;
     let job = ResumeJob {
         config: &config,
         dir: &dir,
@@ -473,6 +452,47 @@ pub fn resume_gravity(
         progress,
     };
     Ok(config.run.precision.dispatch(job)?)
+}
+
+/// The checks every resume makes before it builds anything: the configured precision is the
+/// checkpoint's (`precision`: configured, checkpoint's), and the end time `end` lies beyond the
+/// checkpoint's `time`. Returns the run directory (the checkpoint's).
+pub(crate) fn check_resume(
+    checkpoint_path: &Path,
+    precision: (mote_core::Precision, mote_core::Precision),
+    end: f64,
+    time: f64,
+) -> Result<PathBuf, ResumeError> {
+    let refuse = |key: &str, message: String| {
+        Err(ResumeError::Config(ConfigError {
+            file: Some(checkpoint_path.to_path_buf()),
+            line: None,
+            key: Some(key.into()),
+            message,
+        }))
+    };
+    if precision.0 != precision.1 {
+        return refuse(
+            "run.precision",
+            format!(
+                "the checkpoint holds {} arrays; the precision cannot change on resume",
+                precision.1
+            ),
+        );
+    }
+    if end <= time {
+        return refuse(
+            "run.end_time",
+            format!(
+                "the checkpoint is at t = {time}; set a later end time, e.g. --set run.end_time={}",
+                2.0 * time
+            ),
+        );
+    }
+    Ok(checkpoint_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".")))
 }
 
 /// Why a resume failed.

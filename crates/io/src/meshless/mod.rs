@@ -42,9 +42,9 @@ pub use config::{
 };
 
 use crate::checkpoint::{self, AnyHeader, MeshlessHeader};
-use crate::config::{ConfigError, Source, parse_memory_limit};
+use crate::config::{Source, parse_memory_limit};
 use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic, write_json};
-use crate::runner::{Progress, ResumeError, RunError};
+use crate::runner::{Progress, ResumeError, RunError, check_resume};
 use crate::vtk::{self, Field};
 use engine::{CpuEngine, DeviceEngine, Engine};
 
@@ -176,38 +176,12 @@ pub fn resume_meshless(
         },
         overrides,
     )?;
-    let refuse = |key: &str, message: String| {
-        ResumeError::Config(ConfigError {
-            file: Some(checkpoint_path.to_path_buf()),
-            line: None,
-            key: Some(key.into()),
-            message,
-        })
-    };
-    if config.run.precision != header.precision {
-        return Err(refuse(
-            "run.precision",
-            format!(
-                "the checkpoint holds {} arrays; the precision cannot change on resume",
-                header.precision
-            ),
-        ));
-    }
-    let end = config.run.end_time.expect("filled by with_defaults");
-    if end <= header.time {
-        return Err(refuse(
-            "run.end_time",
-            format!(
-                "the checkpoint is at t = {}; set a later end time, e.g. --set run.end_time={}",
-                header.time,
-                2.0 * header.time
-            ),
-        ));
-    }
-    let dir = checkpoint_path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let dir = check_resume(
+        checkpoint_path,
+        (config.run.precision, header.precision),
+        config.run.end_time.expect("filled by with_defaults"),
+        header.time,
+    )?;
     let run = MeshlessRun {
         config: &config,
         dir: &dir,
