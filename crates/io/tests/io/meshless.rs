@@ -359,6 +359,50 @@ fn gpu_runs_agree_with_cpu_runs() {
     let e = run_meshless(&c, &dir, false, "test", &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("capacity exceeded"), "{e}");
     assert!(!dir.exists());
+    // A device run resumed from its checkpoint repeats the uninterrupted device run bit for bit
+    // (the Sod tube: outflow conditions, MOOD).
+    let whole = tmp.path().join("gpu-whole");
+    let c = config(
+        cases[1],
+        &["run.backend=gpu", "output.checkpoint_interval=0.025"],
+    )
+    .unwrap();
+    let a = run_meshless(&c, &whole, false, "test", &mut |_| {}).unwrap();
+    let parted = tmp.path().join("gpu-parted");
+    let c = config(cases[1], &["run.backend=gpu", "run.end_time=0.025"]).unwrap();
+    run_meshless(&c, &parted, false, "test", &mut |_| {}).unwrap();
+    let overrides = ["run.end_time=0.05".to_string()];
+    let b = resume_meshless(
+        &parted.join("checkpoint.mote"),
+        &overrides,
+        "test",
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!((a.steps, a.mood), (b.steps, b.mood));
+    let (sa, sb) = (checkpoint_state(&whole).2, checkpoint_state(&parted).2);
+    assert_eq!(state_bits(&sa), state_bits(&sb));
+    eprintln!("device resume: {} steps, bitwise equal", b.steps);
+}
+
+/// The header, ids and state arrays (f64) of the meshless checkpoint in run directory `dir`.
+fn checkpoint_state(dir: &Path) -> (mote_io::checkpoint::MeshlessHeader, Vec<u64>, Vec<Vec<f64>>) {
+    use mote_io::checkpoint::{AnyHeader, read_any, read_meshless_state};
+    let path = dir.join("checkpoint.mote");
+    let (header, arrays) = read_any(&path).unwrap();
+    let AnyHeader::Meshless(h) = header else {
+        panic!("not a meshless checkpoint")
+    };
+    let (ids, state) = read_meshless_state::<f64>(&path, &h, &arrays).unwrap();
+    (h, ids, state)
+}
+
+/// The bits of every value of `state`.
+fn state_bits(state: &[Vec<f64>]) -> Vec<Vec<u64>> {
+    state
+        .iter()
+        .map(|v| v.iter().map(|x| x.to_bits()).collect())
+        .collect()
 }
 
 /// A meshless run stopped at a checkpoint and resumed repeats the uninterrupted run bit for bit:
@@ -368,7 +412,6 @@ fn gpu_runs_agree_with_cpu_runs() {
 /// that builds another cloud, or from a gravity checkpoint is refused with a clear message.
 #[test]
 fn a_resumed_meshless_run_repeats_the_uninterrupted_one() {
-    use mote_io::checkpoint::{AnyHeader, read_any, read_meshless_state};
     let tmp = tempfile::tempdir().unwrap();
     let text = "physics = \"meshless\"\n[run]\nthreads = 2\n[problem]\nkind = \"double_mach\"\n\
         resolution = 12\n";
@@ -399,23 +442,11 @@ fn a_resumed_meshless_run_repeats_the_uninterrupted_one() {
     assert_eq!(b.mood, a.mood);
     assert_eq!(b.floor_events, a.floor_events);
 
-    let state = |dir: &Path| {
-        let path = dir.join("checkpoint.mote");
-        let (header, arrays) = read_any(&path).unwrap();
-        let AnyHeader::Meshless(h) = header else {
-            panic!("not a meshless checkpoint")
-        };
-        let (ids, state) = read_meshless_state::<f64>(&path, &h, &arrays).unwrap();
-        (h, ids, state)
-    };
-    let (ha, ids_a, sa) = state(&whole);
-    let (hb, ids_b, sb) = state(&parted);
+    let (ha, ids_a, sa) = checkpoint_state(&whole);
+    let (hb, ids_b, sb) = checkpoint_state(&parted);
     assert_eq!(ids_a, ids_b);
     assert_eq!(sa.len(), 4);
-    for (x, y) in sa.iter().zip(&sb) {
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(x), bits(y));
-    }
+    assert_eq!(state_bits(&sa), state_bits(&sb));
     assert_eq!(
         (ha.step, ha.time, ha.simulation_time, ha.snapshots.clone()),
         (hb.step, hb.time, hb.simulation_time, hb.snapshots.clone())
