@@ -97,14 +97,33 @@ impl CsvWriter {
         Ok(w)
     }
 
-    /// Continues an existing CSV (a resumed run): the finished file moves back to its
-    /// `.partial` name and rows are appended. Creates it if it does not exist.
-    pub fn append(path: &Path, header: &[&str]) -> Result<Self, FileError> {
+    /// Continues an existing CSV (a resumed run) whose first column is the step: the rows of
+    /// steps after `last_step` (written after the checkpoint by a run that then stopped) are
+    /// dropped, the rest moves back to the `.partial` name and rows are appended. Reads the
+    /// finished file, or else the `.partial` one a killed run left; creates the file if
+    /// neither exists.
+    pub fn append(path: &Path, header: &[&str], last_step: u64) -> Result<Self, FileError> {
         let tmp = partial_path(path);
-        if path.exists() {
-            fs::rename(path, &tmp).map_err(|e| FileError::io(path, e))?;
-        } else if !tmp.exists() {
+        let source = if path.exists() {
+            path.to_path_buf()
+        } else if tmp.exists() {
+            tmp.clone()
+        } else {
             return Self::create(path, header);
+        };
+        let text = fs::read_to_string(&source).map_err(|e| FileError::io(&source, e))?;
+        let mut kept = String::with_capacity(text.len());
+        for (k, line) in text.lines().enumerate() {
+            let step = line.split(',').next().and_then(|s| s.parse::<f64>().ok());
+            if k == 0 || step.is_some_and(|s| s <= last_step as f64) {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+        }
+        // The kept rows first, then the finished name goes: a crash in between leaves both.
+        fs::write(&tmp, kept).map_err(|e| FileError::io(&tmp, e))?;
+        if path.exists() {
+            fs::remove_file(path).map_err(|e| FileError::io(path, e))?;
         }
         let f = fs::OpenOptions::new()
             .append(true)

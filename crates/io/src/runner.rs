@@ -639,7 +639,7 @@ fn drive<R: Real>(
     let mut csv = if fresh {
         CsvWriter::create(&csv_path, &DIAGNOSTICS_HEADER)?
     } else {
-        CsvWriter::append(&csv_path, &DIAGNOSTICS_HEADER)?
+        CsvWriter::append(&csv_path, &DIAGNOSTICS_HEADER, sim.steps())?
     };
     let end = c.run.end_time;
     let dt = c.run.dt;

@@ -479,7 +479,7 @@ impl MeshlessRun<'_> {
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let csv_path = self.dir.join("diagnostics.csv");
         let mut csv = if self.resume.is_some() {
-            CsvWriter::append(&csv_path, &header)?
+            CsvWriter::append(&csv_path, &header, sim.steps())?
         } else {
             CsvWriter::create(&csv_path, &header)?
         };
