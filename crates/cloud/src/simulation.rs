@@ -357,7 +357,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         self.boundaries.apply(time, &mut state);
     }
 
-    /// The largest stable step for `cfl` at the current state.
+    /// The largest stable step for `cfl` at the current state. Where boundary conditions are
+    /// attached, the boundary particles (whose states they impose) do not limit it.
     ///
     /// On a moving cloud the particle speed adds to the wave speeds: `cfl / (r_i + r_w)`, with
     /// `r_w = 2 max_i sum_j |w_i . b_ij|` at the current velocities.
@@ -365,9 +366,14 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let u: Vec<&[R]> = (0..self.cloud.variables())
             .map(|v| self.cloud.state(v))
             .collect();
-        let dt = self
-            .scheme
-            .stable_dt(&self.cloud, &self.list, &u, cfl, self.backend);
+        let dt = self.scheme.stable_dt(
+            &self.cloud,
+            &self.list,
+            &u,
+            cfl,
+            self.backend,
+            !self.boundaries.is_empty(),
+        );
         let Some(moving) = self.moving.as_mut() else {
             return dt;
         };

@@ -677,12 +677,15 @@ fn flux_kernel<F: Float>(
 }
 
 /// `rate_i = 2 sum_j lambda_max(u_i; b_ij)`: the rate at which particle `i` can change (the
-/// geometric CFL condition of [`mote_cloud::scheme::Muscl::stable_dt`]).
+/// geometric CFL condition of [`mote_cloud::scheme::Muscl::stable_dt`]); 0 for boundary
+/// particles (tag not 0) when `interior_only` is not 0.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 fn rate_kernel<F: Float>(
     u: &Array<F>,
     n: u32,
+    tags: &Array<u32>,
+    interior_only: u32,
     counts: &Array<u32>,
     starts: &Array<u32>,
     slot_major: u32,
@@ -718,6 +721,9 @@ fn rate_kernel<F: Float>(
                 }
                 sum += max_speed::<F>(&ui, &nrm, params, &mut vel, kind, dim, wide);
             }
+        }
+        if interior_only != 0 && tags[i] != 0 {
+            sum = F::new(0.0);
         }
         rates[i] = F::new(2.0) * sum;
     }
@@ -1105,7 +1111,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
 
     /// The largest stable time step for `cfl` at state `u`: `cfl / max_i rate_i`, the rates
     /// computed and reduced on the device (only the maximum comes back); infinite when nothing
-    /// moves.
+    /// moves. With `interior_only`, boundary particles do not count (as on the CPU, where
+    /// boundary conditions impose their states).
     pub fn stable_dt<const D: usize>(
         &self,
         gpu: &Gpu,
@@ -1113,10 +1120,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         list: &DeviceNeighbours,
         u: &DeviceArray<F>,
         cfl: f64,
+        interior_only: bool,
     ) -> Result<f64, GpuError> {
         let n = cloud.len();
         let m = self.equation.variables(D);
         gpu.check(u, n * m)?;
+        gpu.check(cloud.tags(), n)?;
         gpu.check(list.counts(), n)?;
         gpu.check(list.starts(), n + 1)?;
         let slots = list.indices().len();
@@ -1133,14 +1142,15 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             count: CubeCount,
             cube: CubeDim,
             u: &DeviceArray<F>,
+            tags: &DeviceArray<u32>,
             list: &DeviceNeighbours,
             coef: &DeviceArray<F>,
             params: &DeviceArray<F>,
             rates: &DeviceArray<F>,
-            a: [u32; 4],
+            a: [u32; 5],
             c: (u32, usize, usize),
         ) {
-            // SAFETY: each unit reads its own slots and state and writes its own rate.
+            // SAFETY: each unit reads its own slots, state and tag and writes its own rate.
             unsafe {
                 rate_kernel::launch_unchecked::<F, Rt>(
                     client,
@@ -1148,6 +1158,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     cube,
                     u.arg(),
                     a[0],
+                    tags.arg(),
+                    a[4],
                     list.counts().arg(),
                     list.starts().arg(),
                     a[1],
@@ -1168,11 +1180,13 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             (list.layout() == DeviceLayout::SlotMajor) as u32,
             slots as u32,
             list.max() as u32,
+            interior_only as u32,
         ];
         let c = (self.equation.kind(), m, D);
         let coef = self.mls.coefficients();
+        let tags = cloud.tags();
         with_client!(&gpu.client, |cl| go(
-            cl, count, cube, u, list, coef, params, &rates, a, c
+            cl, count, cube, u, tags, list, coef, params, &rates, a, c
         ));
         let (_, worst) = gpu.min_max(&rates)?;
         let worst = worst.as_f64();

@@ -309,10 +309,17 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         )
     }
 
-    /// The largest stable step for `cfl` at the current state (reduced on the device).
+    /// The largest stable step for `cfl` at the current state (reduced on the device); with
+    /// boundary conditions attached, boundary particles do not limit it (as on the CPU).
     pub fn stable_dt(&self, gpu: &Gpu, cfl: f64) -> Result<f64, GpuError> {
-        self.scheme
-            .stable_dt(gpu, &self.cloud, &self.list, &self.state, cfl)
+        self.scheme.stable_dt(
+            gpu,
+            &self.cloud,
+            &self.list,
+            &self.state,
+            cfl,
+            self.boundaries.is_some(),
+        )
     }
 
     /// One step of length `dt`. An error names a particle whose state is not finite after it.

@@ -209,8 +209,8 @@ fn run_with<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayou
     // The geometric CFL step, reduced on the device.
     let slices: Vec<&[R]> = u0.chunks(n).collect();
     let dts = [
-        dev.stable_dt(g, &dc, &dl, &u, 0.4).unwrap(),
-        cpu.stable_dt(cloud, &list, &slices, 0.4, CpuBackend::Serial),
+        dev.stable_dt(g, &dc, &dl, &u, 0.4, false).unwrap(),
+        cpu.stable_dt(cloud, &list, &slices, 0.4, CpuBackend::Serial, false),
     ];
 
     // Heun: u1 = u + dt k1; u <- (u + dt/2 k1) + dt/2 k2, the same operations on both sides.
