@@ -104,6 +104,18 @@ pub(crate) struct PassReport {
     pub gflop_per_s: f64,
 }
 
+impl PassReport {
+    /// A pass that took `seconds` over `reps` steps, moving `bytes` and doing `flops` per step.
+    pub(crate) fn per_step(seconds: f64, reps: f64, bytes: f64, flops: f64) -> Self {
+        let per = seconds / reps;
+        Self {
+            seconds: per,
+            gb_per_s: bytes / per / 1e9,
+            gflop_per_s: flops / per / 1e9,
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub(crate) struct CloudReport {
     pub family: &'static str,
@@ -496,15 +508,7 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     let update_bytes = n * m * r * (2.0 + s);
     let mut passes = BTreeMap::new();
     let mut add = |name, seconds: f64, bytes: f64, flops: f64| {
-        let per = seconds / reps;
-        passes.insert(
-            name,
-            PassReport {
-                seconds: per,
-                gb_per_s: bytes / per / 1e9,
-                gflop_per_s: flops / per / 1e9,
-            },
-        );
+        passes.insert(name, PassReport::per_step(seconds, reps, bytes, flops));
     };
     add("derivatives", pass.derivatives, deriv_bytes, deriv_flops);
     add("fluxes", pass.fluxes, flux_bytes, flux_flops);

@@ -223,15 +223,7 @@ fn bench<R: GpuFloat, const D: usize>(
     let rk_bytes = (combos as f64 * 3.0 + copies * 2.0) * nf * m * r;
     let mut passes = BTreeMap::new();
     let mut add = |name, seconds: f64, bytes: f64, flops: f64| {
-        let per = seconds / reps;
-        passes.insert(
-            name,
-            PassReport {
-                seconds: per,
-                gb_per_s: bytes / per / 1e9,
-                gflop_per_s: flops / per / 1e9,
-            },
-        );
+        passes.insert(name, PassReport::per_step(seconds, reps, bytes, flops));
     };
     if args.order > 1 {
         add("derivatives", pass.derivatives, deriv_bytes, deriv_flops);

@@ -160,6 +160,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         let two = R::cast(2.0);
         let conservative = formulation == Formulation::Conservative;
         let checks = eq.checks_reconstruction();
+        let moving = velocity.is_some();
         // Reconstruction terms per interface order; functions of degree <= 2 come first in the
         // basis order (D linear, then D (D + 1) / 2 quadratic) and have a closed form.
         let terms_for_order: [usize; MAX_ORDER + 1] = std::array::from_fn(|k| {
@@ -445,7 +446,6 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 }
                 // The consistency term of (a); on a fixed cloud `wn` is zero and its term is
                 // skipped.
-                let moving = velocity.is_some();
                 for v in 0..m {
                     for l in 0..W {
                         let mut x = f[v][l];
