@@ -442,7 +442,7 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     .with_flux(FluxKind::by_name(&args.flux)?)?
     .with_limiter(Limiter::by_name(&args.limiter, &args.limiter_mode)?)?;
     let scheme = if args.weno {
-        scheme.with_weno(1000.0)?
+        scheme.with_weno(mote_cloud::scheme::WENO_CENTRAL_WEIGHT)?
     } else {
         scheme
     };

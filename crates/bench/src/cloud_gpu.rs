@@ -42,9 +42,6 @@ fn check_supported(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
         "advection" => return unsupported(format!("{} advected variables", args.variables)),
         other => return unsupported(format!("--equation {other}")),
     }
-    if args.weno {
-        return unsupported("--weno".into());
-    }
     if args.moving {
         return unsupported("--moving".into());
     }
@@ -167,9 +164,12 @@ fn bench<R: GpuFloat, const D: usize>(
         .unwrap_or_else(|| default_radius_factor::<D>(args.order))
         * spacing;
     let limiter = mote_cloud::scheme::Limiter::by_name(&args.limiter, &args.limiter_mode)?;
-    let scheme = DeviceMuscl::<R>::new::<D>(gpu, device_eq, args.order, Weight::default())?
+    let mut scheme = DeviceMuscl::<R>::new::<D>(gpu, device_eq, args.order, Weight::default())?
         .with_limiter::<D>(limiter)?
         .with_flux(mote_cloud::flux::FluxKind::by_name(&args.flux)?)?;
+    if args.weno {
+        scheme = scheme.with_weno::<D>(gpu, mote_cloud::scheme::WENO_CENTRAL_WEIGHT)?;
+    }
     let tableau = Tableau::by_name(&args.stepper)?;
     let stages = tableau.stages();
     let mood = MoodSettings::by_name(&args.mood, &args.mood_strategy)?;
@@ -262,7 +262,7 @@ fn bench<R: GpuFloat, const D: usize>(
         flux: args.flux.clone(),
         limiter: args.limiter.clone(),
         limiter_mode: args.limiter_mode.clone(),
-        weno: false,
+        weno: args.weno,
         mood: args.mood.clone(),
         mood_strategy: args.mood_strategy.clone(),
         motion: "none".into(),

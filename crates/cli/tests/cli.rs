@@ -817,12 +817,17 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         c["neighbours_mean"].as_f64().unwrap(),
         "device and CPU searches differ"
     );
-    // What the device passes lack is refused by name, with a non-zero exit.
+    // The WENO-type reconstruction runs on the device too.
     let r = bench(&["--weno"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(w["weno"], true, "{w}");
+    // What the device passes lack is refused by name, with a non-zero exit.
+    let r = bench(&["--moving"]);
     assert_eq!(r.status.code(), Some(1));
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
-        err.contains("not supported on the GPU backend: --weno"),
+        err.contains("not supported on the GPU backend: --moving"),
         "{err}"
     );
 }

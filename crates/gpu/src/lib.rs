@@ -36,6 +36,7 @@ pub mod muscl;
 mod primitives;
 pub mod search;
 pub mod simulation;
+pub mod weno;
 
 pub use gravity::{GpuFloat, TransferSeconds};
 

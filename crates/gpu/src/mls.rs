@@ -160,6 +160,15 @@ fn eval_basis<G: Float>(
     }
 }
 
+/// The weight `w` of a neighbour at scaled offset `q`, or 0 for a one-sided fit when the
+/// neighbour lies on the other side of `axis` (`high`: keep `q[axis] >= 0`; else `<= 0`).
+#[cube]
+fn side_weight<G: Float>(w: G, q: &Array<G>, one_sided: bool, axis: usize, high: bool) -> G {
+    let qa = q[axis];
+    let other = select(high, qa < G::new(0.0), qa > G::new(0.0));
+    select(one_sided && other, G::new(0.0), w)
+}
+
 /// One unit per particle: the fit of its neighbourhood (see the module docs). Every loop over
 /// basis functions is unrolled (the basis size `cap`, the dimension and the degree are fixed per
 /// launch: the run's fit, not a particle's order), so that the only loops left are the two walks
@@ -188,7 +197,9 @@ fn mls_kernel<F: Float, G: Float>(
     weight_kind: u32,
     slots: u32,
     max_count: u32,
+    stencil: u32,
     coef: &mut Array<F>,
+    valid: &mut Array<u32>,
     failed: &mut Array<Atomic<u32>>,
     #[comptime] dim: usize,
     #[comptime] degree: usize,
@@ -202,9 +213,17 @@ fn mls_kernel<F: Float, G: Float>(
         let (base, stride) = slot_base(i, n, starts, slot_major);
         let slots_u = slots as usize;
         let mut ok = count >= cap as u32;
-        if !ok && tags[i] == 0 {
+        // One-sided fits (`stencil > 0`) mark a missing fit in `valid` instead of failing.
+        if !ok && tags[i] == 0 && stencil == 0 {
             failed[0].fetch_min(i as u32);
         }
+        // A one-sided fit keeps the neighbours with `side * d[axis] >= 0`; it exists where at
+        // least `cap` of them have a positive weight (as on the CPU).
+        let one_sided = stencil > 0;
+        let code = u32::max(stencil, 1u32) - 1u32;
+        let axis = (code / 2u32) as usize;
+        let high = code % 2u32 == 1u32;
+        let mut positive = 0u32;
         let mut mat = Array::<G>::new(cap * cap);
         let mut phi = Array::<G>::new(cap);
         let mut scale = Array::<G>::new(cap);
@@ -219,7 +238,7 @@ fn mls_kernel<F: Float, G: Float>(
             if ok && k < count {
                 let s = base + k as usize * stride;
                 let j = indices[s] as usize;
-                let w = offset_and_weight::<F, G>(
+                let w0 = offset_and_weight::<F, G>(
                     x,
                     y,
                     z,
@@ -232,6 +251,10 @@ fn mls_kernel<F: Float, G: Float>(
                     &mut q,
                     dim,
                 );
+                let w = side_weight::<G>(w0, &q, one_sided, axis, high);
+                if w > G::new(0.0) {
+                    positive += 1u32;
+                }
                 eval_basis::<G>(
                     &q,
                     exponents,
@@ -251,6 +274,9 @@ fn mls_kernel<F: Float, G: Float>(
                     }
                 }
             }
+        }
+        if one_sided && positive < cap as u32 {
+            ok = false;
         }
         // Jacobi scaling, regularisation, Cholesky (as on the CPU).
         #[unroll]
@@ -290,9 +316,14 @@ fn mls_kernel<F: Float, G: Float>(
                 mat[ii * cap + jj] = s / root;
             }
         }
-        if !ok && count >= cap as u32 {
+        if !ok && count >= cap as u32 && !one_sided {
             failed[1].fetch_min(i as u32);
         }
+        let mut exists = 0u32;
+        if ok {
+            exists = 1u32;
+        }
+        valid[i] = exists;
         // Past its own count a unit writes the slot-major padding (zeros, as on the host) and
         // nothing in row-major lists.
         for k in 0..max_count {
@@ -306,7 +337,7 @@ fn mls_kernel<F: Float, G: Float>(
                 }
             } else if ok {
                 let j = indices[s] as usize;
-                let w = offset_and_weight::<F, G>(
+                let w0 = offset_and_weight::<F, G>(
                     x,
                     y,
                     z,
@@ -319,6 +350,7 @@ fn mls_kernel<F: Float, G: Float>(
                     &mut q,
                     dim,
                 );
+                let w = side_weight::<G>(w0, &q, one_sided, axis, high);
                 eval_basis::<G>(
                     &q,
                     exponents,
@@ -376,6 +408,11 @@ pub struct DeviceMls<F> {
     size: usize,
     spacing: f64,
     coefficients: DeviceArray<F>,
+    /// 0: a fit over every neighbour; `1 + 2 axis + high`: a one-sided fit (see
+    /// [`DeviceMls::one_sided`]).
+    stencil: u32,
+    /// Per particle, 1 where the fit exists (one-sided fits may not).
+    valid: DeviceArray<u32>,
     failed: DeviceArray<u32>,
 }
 
@@ -401,10 +438,44 @@ impl<F: GpuFloat> DeviceMls<F> {
             coefficients: gpu
                 .output("mls_coefficients", 0)
                 .with_scaling(Scaling::PerSlot(basis.len())),
+            stencil: 0,
+            valid: gpu
+                .output("mls_valid", 0)
+                .with_scaling(Scaling::PerParticle(1)),
             failed: gpu
                 .upload::<u32>("mls_failed", &[0, 0])
                 .with_scaling(Scaling::Fixed),
         })
+    }
+
+    /// A one-sided fit, as the CPU's [`mote_cloud::mls::Mls::one_sided`]: over the neighbours
+    /// on the `high` (or low) side of `axis` only (`d[axis] >= 0`, resp. `<= 0`). Where a side
+    /// holds too few neighbours with a positive weight, or the fit is singular, the particle's
+    /// coefficients are zero and [`DeviceMls::valid`] says 0, instead of an error.
+    pub fn one_sided<const D: usize>(
+        gpu: &Gpu,
+        degree: usize,
+        weight: Weight,
+        axis: usize,
+        high: bool,
+    ) -> Result<Self, GpuError> {
+        if axis >= D {
+            return Err(CloudError::invalid("stencil axis", axis, format!("below {D}")).into());
+        }
+        let mut mls = Self::new::<D>(gpu, degree, weight)?;
+        mls.stencil = 1 + 2 * axis as u32 + high as u32;
+        Ok(mls)
+    }
+
+    /// Per particle, 1 where the fit exists, else 0 (set by [`DeviceMls::compute`]; always 1
+    /// for a fit over every neighbour that succeeded).
+    pub fn valid(&self) -> &DeviceArray<u32> {
+        &self.valid
+    }
+
+    /// The weight function.
+    pub fn weight(&self) -> Weight {
+        self.weight
     }
 
     /// The polynomial degree of the fits.
@@ -448,6 +519,7 @@ impl<F: GpuFloat> DeviceMls<F> {
         gpu.check(list.indices(), slots)?;
         let m = self.size;
         self.coefficients.resize(m * slots)?;
+        self.valid.resize(n)?;
         let basis = Basis::<D>::new(self.degree)?;
         let spacing = cloud.spacing();
         let h = spacing.iter().sum::<f64>() / D as f64;
@@ -505,6 +577,7 @@ impl<F: GpuFloat> DeviceMls<F> {
             kind,
             slots: slots as u32,
             max_count: list.max() as u32,
+            stencil: self.stencil,
             cap: m,
         };
         let small = Small {
@@ -578,6 +651,7 @@ impl<F: GpuFloat> DeviceMls<F> {
             t: &Tables<G>,
             a: &KernelArgs,
             coef: &DeviceArray<F>,
+            valid: &DeviceArray<u32>,
             failed: &DeviceArray<u32>,
         ) {
             // SAFETY: every particle reads its own slots (below the list's slot count) and its
@@ -606,7 +680,9 @@ impl<F: GpuFloat> DeviceMls<F> {
                     a.kind,
                     a.slots,
                     a.max_count,
+                    a.stencil,
                     coef.arg(),
+                    valid.arg(),
                     failed.arg(),
                     a.dim,
                     a.degree,
@@ -626,6 +702,7 @@ impl<F: GpuFloat> DeviceMls<F> {
             tables,
             a,
             &self.coefficients,
+            &self.valid,
             &self.failed,
         ));
     }
@@ -640,6 +717,7 @@ struct KernelArgs {
     kind: u32,
     slots: u32,
     max_count: u32,
+    stencil: u32,
     cap: usize,
 }
 
@@ -676,9 +754,9 @@ impl Tables<f64> {
 
 impl<F: GpuFloat> Budgeted for DeviceMls<F> {
     fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
-        vec![&self.coefficients, &self.failed]
+        vec![&self.coefficients, &self.valid, &self.failed]
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
-        vec![&mut self.coefficients, &mut self.failed]
+        vec![&mut self.coefficients, &mut self.valid, &mut self.failed]
     }
 }

@@ -28,8 +28,11 @@
 //! Both divergence formulations: the MLS divergence and the conservative face weights
 //! ([`DeviceMuscl::with_formulation`]; the reverse slots are found on the device).
 //!
-//! Not on the device yet (each is refused with "not supported on the GPU backend"): WENO,
-//! systems of advection equations.
+//! The WENO-type reconstruction runs between the derivative and the limiter pass
+//! ([`DeviceMuscl::with_weno`], see [`crate::weno`]).
+//!
+//! Not on the device yet (refused with "not supported on the GPU backend"): systems of
+//! advection equations.
 
 // Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
 // compile-time `if comptime![..]` stays apart from the run-time test inside it.
@@ -48,6 +51,7 @@ use crate::limiter::{limiter_kernel, offset};
 use crate::mls::DeviceMls;
 use crate::primitives::{grid, slot_base};
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+use crate::weno::DeviceWeno;
 
 /// Lanes of the CPU's batched sums.
 const LANES: usize = 8;
@@ -846,6 +850,8 @@ pub struct DeviceMuscl<F> {
     limiter_eps2: DeviceArray<F>,
     /// The flux pass's stand-in for an `active` mask when it has none.
     no_mask: DeviceArray<u32>,
+    /// The WENO-type reconstruction, if on (see [`crate::weno`]).
+    weno: Option<DeviceWeno<F>>,
     /// Wait for each pass and accumulate its wall seconds (benchmarks).
     timing: bool,
     seconds: PassSeconds,
@@ -934,6 +940,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                 .upload("limiter_eps2", &[F::cast(0.0)])
                 .with_scaling(fixed),
             no_mask: gpu.upload("no_mask", &[1u32]).with_scaling(fixed),
+            weno: None,
             timing: false,
             seconds: PassSeconds::default(),
         })
@@ -951,6 +958,31 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     /// The limiter.
     pub fn limiter(&self) -> Limiter {
         self.limiter
+    }
+
+    /// A WENO-type MLS reconstruction in `D` dimensions, as the CPU scheme's `with_weno`: the
+    /// derivatives become a smoothness-weighted mix of the central fit's (linear weight
+    /// `central_weight`, e.g. 1000) and `2 D` one-sided fits' of the reconstruction degree
+    /// (see [`crate::weno`]). Needs order >= 2.
+    pub fn with_weno<const D: usize>(
+        mut self,
+        gpu: &Gpu,
+        central_weight: f64,
+    ) -> Result<Self, GpuError> {
+        let m = self.equation.variables(D);
+        self.weno = Some(DeviceWeno::new::<D>(
+            gpu,
+            self.order,
+            self.mls.weight(),
+            central_weight,
+            m,
+        )?);
+        Ok(self)
+    }
+
+    /// The WENO central weight, if the WENO-type reconstruction is on.
+    pub fn weno(&self) -> Option<f64> {
+        self.weno.as_ref().map(|w| w.central_weight())
     }
 
     /// Uses the numerical flux `kind`, as the CPU scheme's `with_flux`: Rusanov and central for
@@ -1034,6 +1066,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         list: &DeviceNeighbours,
     ) -> Result<(), GpuError> {
         self.mls.compute(gpu, cloud, list)?;
+        if let Some(weno) = &mut self.weno {
+            let basis = mote_cloud::mls::Basis::<D>::new((self.order - 1).max(1))?;
+            let exponents = &basis.exponents()[..self.terms];
+            let m = self.equation.variables(D);
+            weno.prepare::<D>(gpu, cloud, list, self.mls.spacing(), exponents, m)?;
+        }
         let lengths = cloud.domain().lengths();
         let periodic = cloud.domain().periodic();
         let mut geo = [F::cast(0.0); 6];
@@ -1438,6 +1476,9 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let mut passes = vec![];
         if self.terms > 0 && derivatives {
             passes.push(Pass::Derivatives);
+            if self.weno.is_some() {
+                passes.push(Pass::Weno);
+            }
             if self.limiter_code.0 != 0 {
                 passes.push(Pass::Limiter);
             }
@@ -1452,29 +1493,35 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         );
         for pass in passes {
             let clock = std::time::Instant::now();
-            with_client!(&gpu.client, |c| go(
-                c,
-                count.clone(),
-                cube,
-                xyz,
-                tables,
-                basis,
-                list,
-                coef,
-                &self.derivatives,
-                &self.limiter_eps2,
-                orders,
-                (cloud.volumes(), &self.reverse),
-                u,
-                du,
-                &launch,
-                pass,
-            ));
+            if pass == Pass::Weno {
+                let weno = self.weno.as_ref().expect("listed with WENO on");
+                weno.apply(gpu, list, n, u, &self.derivatives, m, self.terms)?;
+            } else {
+                with_client!(&gpu.client, |c| go(
+                    c,
+                    count.clone(),
+                    cube,
+                    xyz,
+                    tables,
+                    basis,
+                    list,
+                    coef,
+                    &self.derivatives,
+                    &self.limiter_eps2,
+                    orders,
+                    (cloud.volumes(), &self.reverse),
+                    u,
+                    du,
+                    &launch,
+                    pass,
+                ));
+            }
             if self.timing {
                 gpu.sync()?;
                 let seconds = clock.elapsed().as_secs_f64();
                 match pass {
-                    Pass::Derivatives => self.seconds.derivatives += seconds,
+                    // (The CPU counts its WENO pass with the derivatives.)
+                    Pass::Derivatives | Pass::Weno => self.seconds.derivatives += seconds,
                     Pass::Limiter => self.seconds.limiter += seconds,
                     Pass::Fluxes => self.seconds.fluxes += seconds,
                 }
@@ -1511,6 +1558,7 @@ struct Launch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pass {
     Derivatives,
+    Weno,
     Limiter,
     Fluxes,
 }
@@ -1643,6 +1691,9 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceMuscl<F> {
             &self.limiter_eps2,
             &self.no_mask,
         ]);
+        if let Some(w) = &self.weno {
+            v.extend(mote_core::Budgeted::buffers(w));
+        }
         v
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
@@ -1660,6 +1711,9 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceMuscl<F> {
             &mut self.limiter_eps2,
             &mut self.no_mask,
         ]);
+        if let Some(w) = &mut self.weno {
+            v.extend(mote_core::Budgeted::buffers_mut(w));
+        }
         v
     }
 }

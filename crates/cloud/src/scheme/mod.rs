@@ -37,6 +37,10 @@ use crate::search::{NeighbourList, SlotLayout};
 /// Highest MUSCL order.
 pub const MAX_ORDER: usize = 5;
 
+/// The WENO-type reconstruction's linear weight of the central fit that configured runs and
+/// benchmarks use (see [`Muscl::with_weno`]): the central fit dominates smooth regions.
+pub const WENO_CENTRAL_WEIGHT: f64 = 1000.0;
+
 /// How the flux divergence is formed from the pairwise fluxes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

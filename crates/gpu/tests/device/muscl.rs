@@ -8,7 +8,7 @@ use std::f64::consts::TAU;
 use mote_cloud::boundary::Boundaries;
 use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
 use mote_cloud::mls::default_radius_factor;
-use mote_cloud::scheme::{Formulation, Limiter, Muscl};
+use mote_cloud::scheme::{Formulation, Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::{Cloud, NeighbourList, NeighbourSearch, RowMajor, SlotLayout, SlotMajor, Weight};
 use mote_core::{CpuBackend, Precision};
 use mote_gpu::{
@@ -111,6 +111,25 @@ fn run_with<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayou
     limiter: Limiter,
     boundaries: Option<MakeBoundaries<'_, R, D>>,
 ) -> (Pair<R>, Pair<R>, [f64; 2]) {
+    run_scheme::<R, D, E, L>(
+        g, cloud, eq, device_eq, order, layout, steps, limiter, boundaries, false,
+    )
+}
+
+/// [`run_with`], and with `weno` the WENO-type reconstruction on both sides.
+#[allow(clippy::too_many_arguments)]
+fn run_scheme<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout>(
+    g: &Gpu,
+    cloud: &Cloud<R, D>,
+    eq: E,
+    device_eq: DeviceEquation,
+    order: usize,
+    layout: DeviceLayout,
+    steps: usize,
+    limiter: Limiter,
+    boundaries: Option<MakeBoundaries<'_, R, D>>,
+    weno: bool,
+) -> (Pair<R>, Pair<R>, [f64; 2]) {
     let n = cloud.len();
     let m = eq.variables();
     let radius = default_radius_factor::<D>(order) * cloud.spacing()[0];
@@ -130,6 +149,9 @@ fn run_with<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayou
     .unwrap()
     .with_limiter(limiter)
     .unwrap();
+    if weno {
+        cpu = cpu.with_weno(WENO_CENTRAL_WEIGHT).unwrap();
+    }
     cpu.prepare(cloud, &list, CpuBackend::Serial).unwrap();
     let bc = boundaries.map(|make| {
         let mut b = make();
@@ -166,11 +188,14 @@ fn run_with<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayou
     let mut u0: Vec<R> = (0..m).flat_map(|v| cloud.state(v).to_vec()).collect();
     constrain(&mut u0);
     let cpu_du = rhs(&mut cpu, &u0);
-    if limiter.is_active() {
-        // The case must give the limiter something to do, or it would test nothing.
+    if limiter.is_active() || weno {
+        // The case must give the limiter (or WENO) something to do, or it would test nothing.
         let free = rhs(&mut unlimited, &u0);
         let change = difference(&cpu_du, &free);
-        assert!(change > 1e-3, "{limiter:?} changed du by only {change:e}");
+        assert!(
+            change > 1e-3,
+            "{limiter:?} (WENO {weno}) changed du by only {change:e}"
+        );
     }
 
     let dc = DeviceCloud::upload(g, cloud).unwrap();
@@ -183,6 +208,9 @@ fn run_with<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayou
         .unwrap()
         .with_limiter::<D>(limiter)
         .unwrap();
+    if weno {
+        dev = dev.with_weno::<D>(g, WENO_CENTRAL_WEIGHT).unwrap();
+    }
     dev.prepare(g, &dc, &dl).unwrap();
     let dbc = bc
         .as_ref()
@@ -248,18 +276,37 @@ fn run_with<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayou
     ((dev_du, cpu_du), (ud, uc), dts)
 }
 
-fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
-    let mut worst: f64 = 0.0;
-    let mut check = |what: &str, ((a, b), (c, d), dt): (Pair<R>, Pair<R>, [f64; 2])| {
+/// Device and CPU results of a run (`du`, the states after the steps, the stable steps)
+/// checked against one bound, keeping the worst difference.
+struct Checks {
+    bound: f64,
+    worst: f64,
+}
+
+impl Checks {
+    fn new(bound: f64) -> Self {
+        Self { bound, worst: 0.0 }
+    }
+
+    fn check<R: GpuFloat>(
+        &mut self,
+        what: impl std::fmt::Display,
+        ((a, b), (c, d), dt): (Pair<R>, Pair<R>, [f64; 2]),
+    ) {
         let (rhs, state) = (difference(&a, &b), difference(&c, &d));
         let dt = ((dt[0] - dt[1]) / dt[1]).abs();
-        worst = worst.max(rhs).max(state).max(dt);
+        self.worst = self.worst.max(rhs).max(state).max(dt);
+        let bound = self.bound;
         assert!(
             rhs <= bound && state <= bound && dt <= bound,
             "{} {what}: du {rhs:e}, state after the steps {state:e}, stable dt {dt:e}",
             R::PRECISION.name()
         );
-    };
+    }
+}
+
+fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
+    let mut checks = Checks::new(bound);
     for order in [1, 2, 3, 4] {
         // Scalar advection in 1, 2 and 3-D (3-D up to order 3: the degree-4 fits there have 34
         // basis functions, an unrolled kernel the software driver compiles slowly). (`du` sums terms of size |u| / h that cancel to
@@ -270,7 +317,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
         initial(&mut c1, false);
         let eq1 = LinearAdvection::<1>::scalar([1.0], 1);
         let de = DeviceEquation::advection(&eq1).unwrap();
-        check(
+        checks.check(
             "1-D advection",
             run::<R, 1, _, RowMajor>(g, &c1, eq1, de, order, DeviceLayout::RowMajor, 5),
         );
@@ -282,13 +329,13 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
         initial(&mut c2, false);
         let eq2 = LinearAdvection::<2>::scalar([1.0, 0.5], 1);
         let de = DeviceEquation::advection(&eq2).unwrap();
-        check(
+        checks.check(
             "2-D advection, slot-major",
             run::<R, 2, _, SlotMajor>(g, &c2, eq2.clone(), de, order, DeviceLayout::SlotMajor, 5),
         );
         // Burgers on the same mixed-order cloud.
         let de = DeviceEquation::burgers(&Burgers::<2>);
-        check(
+        checks.check(
             "2-D Burgers",
             run::<R, 2, _, RowMajor>(g, &c2, Burgers::<2>, de, order, DeviceLayout::RowMajor, 5),
         );
@@ -298,7 +345,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
             initial(&mut c3, false);
             let eq3 = LinearAdvection::<3>::scalar([1.0, 0.5, -0.25], 1);
             let de = DeviceEquation::advection(&eq3).unwrap();
-            check(
+            checks.check(
                 "3-D advection",
                 run::<R, 3, _, RowMajor>(g, &c3, eq3, de, order, DeviceLayout::RowMajor, 3),
             );
@@ -319,15 +366,16 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
         initial(&mut ce, true);
         let eq = Euler::<2>::new(1.4).unwrap();
         let de = DeviceEquation::euler(&eq);
-        check(
+        checks.check(
             "2-D Euler, row-major",
             run::<R, 2, _, RowMajor>(g, &ce, eq.clone(), de, order, DeviceLayout::RowMajor, 5),
         );
-        check(
+        checks.check(
             "2-D Euler, slot-major",
             run::<R, 2, _, SlotMajor>(g, &ce, eq, de, order, DeviceLayout::SlotMajor, 5),
         );
     }
+    let worst = checks.worst;
     eprintln!(
         "{}: worst device/CPU difference of du, the stable dt and the state after RK2 steps \
          {worst:.2e}",
@@ -389,17 +437,7 @@ pub fn box_cloud<R: GpuFloat, const D: usize>(
 /// CPU's. Returns the worst difference.
 fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     use mote_cloud::boundary::{Dirichlet, Outflow, SlipWall};
-    let mut worst: f64 = 0.0;
-    let mut check = |what: String, ((a, b), (c, d), dt): (Pair<R>, Pair<R>, [f64; 2])| {
-        let (rhs, state) = (difference(&a, &b), difference(&c, &d));
-        let dt = ((dt[0] - dt[1]) / dt[1]).abs();
-        worst = worst.max(rhs).max(state).max(dt);
-        assert!(
-            rhs <= bound && state <= bound && dt <= bound,
-            "{} {what}: du {rhs:e}, state after the steps {state:e}, stable dt {dt:e}",
-            R::PRECISION.name()
-        );
-    };
+    let mut checks = Checks::new(bound);
     let none = Limiter::none();
     for order in [2, 3] {
         // 1-D advection of a jump under every limiter.
@@ -415,7 +453,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
             let eq = LinearAdvection::<1>::scalar([1.0], 1);
             let de = DeviceEquation::advection(&eq).unwrap();
             let limiter = Limiter::by_name(kind, mode).unwrap();
-            check(
+            checks.check(
                 format!("1-D advection of a jump, order {order}, {kind} {mode}"),
                 run_with::<R, 1, _, RowMajor>(
                     g,
@@ -439,7 +477,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
         let de = DeviceEquation::euler(&eq);
         for (kind, mode) in [("bj", "soft"), ("vk", "hard")] {
             let limiter = Limiter::by_name(kind, mode).unwrap();
-            check(
+            checks.check(
                 format!("2-D Euler with a jump, order {order}, {kind} {mode}, row-major"),
                 run_with::<R, 2, _, RowMajor>(
                     g,
@@ -453,7 +491,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                     None,
                 ),
             );
-            check(
+            checks.check(
                 format!("2-D Euler with a jump, order {order}, {kind} {mode}, slot-major"),
                 run_with::<R, 2, _, SlotMajor>(
                     g,
@@ -484,7 +522,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                 .with(Cloud::<R, 1>::face_tag(0, false), Dirichlet)
                 .with(Cloud::<R, 1>::face_tag(0, true), Outflow)
         };
-        check(
+        checks.check(
             format!("1-D advection, Dirichlet and outflow faces, order {order}"),
             run_with::<R, 1, _, RowMajor>(
                 g,
@@ -525,7 +563,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
         } else {
             none
         };
-        check(
+        checks.check(
             format!("2-D Euler in a walled box, order {order}, row-major"),
             run_with::<R, 2, _, RowMajor>(
                 g,
@@ -539,7 +577,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                 Some(&make),
             ),
         );
-        check(
+        checks.check(
             format!("2-D Euler in a walled box, order {order}, slot-major"),
             run_with::<R, 2, _, SlotMajor>(
                 g,
@@ -554,7 +592,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
             ),
         );
     }
-    worst
+    checks.worst
 }
 
 #[test]
@@ -567,6 +605,156 @@ fn device_limiters_and_boundary_conditions_agree_with_the_cpu() {
     if g.supports(Precision::F64) {
         let worst = limited_and_bounded_cases::<f64>(&g, 1e-12);
         eprintln!("f64: worst device/CPU difference with limiters and boundaries {worst:.2e}");
+    }
+}
+
+/// The WENO-type reconstruction: every case's `du`, stable step and RK2 states against the
+/// CPU's (each case asserts that WENO changes `du`). Returns the worst difference.
+fn weno_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
+    use mote_cloud::boundary::{Dirichlet, Outflow, SlipWall};
+    let mut checks = Checks::new(bound);
+    let none = Limiter::none();
+    for order in [2, 3] {
+        let mut c = box_cloud::<R, 1>(1.0 / 100.0, None, 41, 1);
+        c.orders_mut().fill(order as u8);
+        initial_with_jump(&mut c, false, 1.0);
+        let eq = LinearAdvection::<1>::scalar([1.0], 1);
+        let de = DeviceEquation::advection(&eq).unwrap();
+        checks.check(
+            format!("1-D advection of a jump, order {order}"),
+            run_scheme::<R, 1, _, RowMajor>(
+                g,
+                &c,
+                eq,
+                de,
+                order,
+                DeviceLayout::RowMajor,
+                3,
+                none,
+                None,
+                true,
+            ),
+        );
+        let mut ce = box_cloud::<R, 2>(1.0 / 30.0, None, 42, 4);
+        ce.orders_mut().fill(order as u8);
+        initial_with_jump(&mut ce, true, 1.0);
+        let eq = Euler::<2>::new(1.4).unwrap();
+        let de = DeviceEquation::euler(&eq);
+        checks.check(
+            format!("2-D Euler with a jump, order {order}, row-major"),
+            run_scheme::<R, 2, _, RowMajor>(
+                g,
+                &ce,
+                eq.clone(),
+                de,
+                order,
+                DeviceLayout::RowMajor,
+                3,
+                none,
+                None,
+                true,
+            ),
+        );
+        if order == 2 {
+            // With a limiter after the mix, slot-major.
+            checks.check(
+                "2-D Euler with a jump, order 2, Barth-Jespersen, slot-major",
+                run_scheme::<R, 2, _, SlotMajor>(
+                    g,
+                    &ce,
+                    eq,
+                    de,
+                    order,
+                    DeviceLayout::SlotMajor,
+                    3,
+                    Limiter::by_name("bj", "soft").unwrap(),
+                    None,
+                    true,
+                ),
+            );
+        }
+    }
+    // Burgers in 2-D and advection in 3-D (six one-sided fits).
+    let mut cb = box_cloud::<R, 2>(1.0 / 30.0, None, 43, 1);
+    cb.orders_mut().fill(2);
+    initial_with_jump(&mut cb, false, 1.0);
+    let de = DeviceEquation::burgers(&Burgers::<2>);
+    checks.check(
+        "2-D Burgers with a jump, order 2, slot-major",
+        run_scheme::<R, 2, _, SlotMajor>(
+            g,
+            &cb,
+            Burgers::<2>,
+            de,
+            2,
+            DeviceLayout::SlotMajor,
+            3,
+            none,
+            None,
+            true,
+        ),
+    );
+    let mut c3 = box_cloud::<R, 3>(1.0 / 10.0, None, 44, 1);
+    c3.orders_mut().fill(2);
+    initial_with_jump(&mut c3, false, 1.0);
+    let eq3 = LinearAdvection::<3>::scalar([1.0, 0.5, -0.25], 1);
+    let de = DeviceEquation::advection(&eq3).unwrap();
+    checks.check(
+        "3-D advection of a jump, order 2",
+        run_scheme::<R, 3, _, RowMajor>(
+            g,
+            &c3,
+            eq3,
+            de,
+            2,
+            DeviceLayout::RowMajor,
+            3,
+            none,
+            None,
+            true,
+        ),
+    );
+    // Walls: the one-sided fits that do not exist near the faces are left out on both sides.
+    let layers = Some(default_radius_factor::<2>(2) as usize);
+    let mut cw = box_cloud::<R, 2>(1.0 / 25.0, layers, 45, 4);
+    cw.orders_mut().fill(2);
+    initial_with_jump(&mut cw, true, 0.5);
+    let eq = Euler::<2>::new(1.4).unwrap();
+    let de = DeviceEquation::euler(&eq);
+    let make = || {
+        Boundaries::<R, 2>::new()
+            .with_axis(0, SlipWall::default())
+            .with(Cloud::<R, 2>::face_tag(1, false), Outflow)
+            .with(Cloud::<R, 2>::face_tag(1, true), Dirichlet)
+    };
+    checks.check(
+        "2-D Euler in a walled box, order 2",
+        run_scheme::<R, 2, _, RowMajor>(
+            g,
+            &cw,
+            eq,
+            de,
+            2,
+            DeviceLayout::RowMajor,
+            5,
+            none,
+            Some(&make),
+            true,
+        ),
+    );
+    checks.worst
+}
+
+#[test]
+fn device_weno_reconstruction_agrees_with_the_cpu() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    let worst = weno_cases::<f32>(&g, 1e-5);
+    eprintln!("f32: worst device/CPU difference with WENO {worst:.2e}");
+    if g.supports(Precision::F64) {
+        let worst = weno_cases::<f64>(&g, 1e-12);
+        eprintln!("f64: worst device/CPU difference with WENO {worst:.2e}");
     }
 }
 

@@ -56,8 +56,7 @@ pub struct MeshlessRunSection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<String>,
     /// Where the run steps: `cpu` (default) or `gpu` (every problem but the double Mach
-    /// reflection, whose boundary conditions are host code; WENO is refused as not supported on
-    /// the GPU backend).
+    /// reflection, whose boundary conditions are host code).
     pub backend: String,
     /// The device for `backend = "gpu"`: `wgpu` or `cuda`, with an optional `:INDEX`.
     pub device: String,
@@ -208,7 +207,8 @@ pub struct SchemeSection {
     pub limiter: String,
     /// `soft` (the limiter scales first derivatives) or `hard` (every derivative).
     pub limiter_mode: String,
-    /// WENO-type MLS reconstruction (orders >= 2).
+    /// WENO-type MLS reconstruction (orders >= 2; central weight
+    /// [`WENO_CENTRAL_WEIGHT`](mote_cloud::scheme::WENO_CENTRAL_WEIGHT)), on either backend.
     pub weno: bool,
     /// MOOD criterion: `none`, `u1`, `u2` or `always`.
     pub mood: String,

@@ -218,11 +218,14 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> DeviceEngine<
     ) -> Result<(Self, ProblemRest<D>), RunError> {
         let (cloud, equation, boundaries, rest) = split(c, problem);
         let s = &c.scheme;
-        let scheme =
+        let mut scheme =
             DeviceMuscl::<F>::new::<D>(&gpu, equation.device()?, s.order, Weight::default())?
                 .with_limiter::<D>(Limiter::by_name(&s.limiter, &s.limiter_mode)?)?
                 .with_flux(FluxKind::by_name(&s.flux)?)?
                 .with_formulation(s.formulation);
+        if s.weno {
+            scheme = scheme.with_weno::<D>(&gpu, mote_cloud::scheme::WENO_CENTRAL_WEIGHT)?;
+        }
         let tableau = Tableau::by_name(&s.stepper)?;
         let mood = MoodSettings::by_name(&s.mood, &s.mood_strategy)?;
         let mut sim = DeviceSimulation::new(

@@ -26,7 +26,7 @@ use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::MoodStats;
 use mote_cloud::problems::{self, Problem, ProblemOptions};
-use mote_cloud::scheme::{Limiter, Muscl};
+use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::{CloudError, Weight};
 use mote_core::memory::{MemoryModel, ReserveOptions, memory_limit};
 use mote_core::{
@@ -91,7 +91,9 @@ pub fn build_scheme<R: Real, const D: usize, E: Equation<R, D>>(
     if s.weno {
         // The central fit's weight of the WENO-type combination: the value validated in the
         // tests (docs/validation.md).
-        scheme.with_weno(1000.0).map_err(|e| ("scheme.weno", e))
+        scheme
+            .with_weno(WENO_CENTRAL_WEIGHT)
+            .map_err(|e| ("scheme.weno", e))
     } else {
         Ok(scheme)
     }
@@ -211,11 +213,6 @@ impl MeshlessRun<'_> {
         let config = self.config;
         if config.run.backend != "gpu" {
             return config.run.precision.dispatch(self);
-        }
-        if config.scheme.weno {
-            return Err(RunError::NotOnGpu(
-                "WENO-type reconstruction (scheme.weno)".into(),
-            ));
         }
         let spec: DeviceSpec = config
             .run

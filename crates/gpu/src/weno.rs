@@ -1,0 +1,343 @@
+//! The WENO-type MLS reconstruction on the device: the CPU's WENO pass (`mote_cloud::scheme`,
+//! [`Muscl::with_weno`](mote_cloud::scheme::Muscl::with_weno)) between the derivative pass and
+//! the limiter, operation for operation.
+//!
+//! A particle's derivatives become a smoothness-weighted mix of its central fit's and of `2 D`
+//! one-sided fits' ([`DeviceMls::one_sided`]), with weights `gamma_k / (eps + beta_k)^2`,
+//! `beta_k = sum_a (h^|a| D_k,a)^2`, `eps = 1e-10 (1 + u_i^2)`, `gamma` the central weight for
+//! the central fit and 1 for each one-sided one; one-sided fits that do not exist at a particle
+//! are left out.
+//!
+//! One launch per fit, in the CPU's order, accumulating the weighted sum and the total weight
+//! in a per-particle buffer (the mix): the central fit starts it, each one-sided fit adds its
+//! derivatives (summed over the slots in slot order, as the CPU does) and weight, and a last
+//! launch divides. One stencil per launch keeps every launch's bindings few (some drivers allow
+//! few storage buffers per kernel) whatever the dimension. Each unit reads its neighbours' states
+//! and writes only its own entries; slot loops run the maximum count with masks (the software
+//! driver's loop limits, see [`crate::mls`]).
+
+use cubecl::prelude::*;
+use mote_cloud::CloudError;
+use mote_core::{Budgeted, BudgetedBuffer, Scaling};
+
+use crate::array::DeviceArray;
+use crate::device::{Gpu, with_client};
+use crate::error::GpuError;
+use crate::gravity::GpuFloat;
+use crate::mls::DeviceMls;
+use crate::primitives::{grid, slot_base};
+use crate::search::{DeviceLayout, DeviceNeighbours};
+
+/// Which step of the mix a launch does.
+const START: u32 = 0;
+const ADD: u32 = 1;
+const FINISH: u32 = 2;
+
+/// `1 / (eps + sum_a (scale_a d_a)^2)^2` for the `terms` values of `d` starting at `first`.
+#[cube]
+fn weight<F: Float>(
+    d: &Array<F>,
+    first: usize,
+    scale: &Array<F>,
+    eps: F,
+    #[comptime] terms: usize,
+) -> F {
+    let mut beta = F::new(0.0);
+    #[unroll]
+    for a in 0..terms {
+        let x = scale[a] * d[first + a];
+        beta += x * x;
+    }
+    let q = eps + beta;
+    F::new(1.0) / (q * q)
+}
+
+/// One step of the mix for every particle (see the module docs): `START` from the central
+/// derivatives in `derivs`, `ADD` one one-sided fit's (`coef`, `valid`), `FINISH` back into
+/// `derivs`. `consts` holds `h^|a|` for each term, then the central weight and the `1e-10` of
+/// `eps`; `mix` holds per particle and variable the weighted sums and, last, the total weight.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn weno_kernel<F: Float>(
+    u: &Array<F>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    coef: &Array<F>,
+    valid: &Array<u32>,
+    slots: u32,
+    max_count: u32,
+    consts: &Array<F>,
+    derivs: &mut Array<F>,
+    mix: &mut Array<F>,
+    #[comptime] vars: usize,
+    #[comptime] terms: usize,
+    #[comptime] step: u32,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let width = terms + 1;
+        if comptime![step == START] {
+            let gamma = consts[terms];
+            #[unroll]
+            for v in 0..vars {
+                let ui = u[v * nu + i];
+                let eps = consts[terms + 1] * (F::new(1.0) + ui * ui);
+                let record = i * vars * terms + v * terms;
+                let w0 = gamma * weight::<F>(derivs, record, consts, eps, terms);
+                let base = (i * vars + v) * width;
+                #[unroll]
+                for a in 0..terms {
+                    mix[base + a] = w0 * derivs[record + a];
+                }
+                mix[base + terms] = w0;
+            }
+        } else if comptime![step == ADD] {
+            if valid[i] == 1 {
+                let count = counts[i];
+                let (first, stride) = slot_base(i, n, starts, slot_major);
+                let slots_u = slots as usize;
+                let mut d = Array::<F>::new(terms);
+                #[unroll]
+                for v in 0..vars {
+                    let ui = u[v * nu + i];
+                    #[unroll]
+                    for a in 0..terms {
+                        d[a] = F::new(0.0);
+                    }
+                    for k in 0..max_count {
+                        if k < count {
+                            let s = first + k as usize * stride;
+                            let diff = u[v * nu + indices[s] as usize] - ui;
+                            #[unroll]
+                            for a in 0..terms {
+                                d[a] += coef[a * slots_u + s] * diff;
+                            }
+                        }
+                    }
+                    let eps = consts[terms + 1] * (F::new(1.0) + ui * ui);
+                    let w = weight::<F>(&d, 0, consts, eps, terms);
+                    let base = (i * vars + v) * width;
+                    #[unroll]
+                    for a in 0..terms {
+                        mix[base + a] += w * d[a];
+                    }
+                    mix[base + terms] += w;
+                }
+            }
+        } else {
+            #[unroll]
+            for v in 0..vars {
+                let base = (i * vars + v) * width;
+                let total = mix[base + terms];
+                #[unroll]
+                for a in 0..terms {
+                    derivs[i * vars * terms + v * terms + a] = mix[base + a] / total;
+                }
+            }
+        }
+    }
+}
+
+/// The WENO-type reconstruction of a [`DeviceMuscl`](crate::DeviceMuscl): the one-sided fits,
+/// the constants and the per-particle mix.
+pub(crate) struct DeviceWeno<F> {
+    central_weight: f64,
+    stencils: Vec<DeviceMls<F>>,
+    consts: DeviceArray<F>,
+    mix: DeviceArray<F>,
+}
+
+impl<F: GpuFloat> DeviceWeno<F> {
+    /// `2 D` one-sided fits of the reconstruction `degree` with `weight` and the central fit's
+    /// linear weight `central_weight` (checked as the CPU's `with_weno` does).
+    pub(crate) fn new<const D: usize>(
+        gpu: &Gpu,
+        order: usize,
+        weight: mote_cloud::Weight,
+        central_weight: f64,
+        variables: usize,
+    ) -> Result<Self, GpuError> {
+        if order < 2 {
+            return Err(CloudError::invalid(
+                "WENO reconstruction",
+                format!("order {order}"),
+                "order 2 or more (order 1 has no derivatives to weight)",
+            )
+            .into());
+        }
+        if !(central_weight.is_finite() && central_weight >= 1.0) {
+            return Err(CloudError::invalid(
+                "WENO central weight",
+                central_weight,
+                "a finite number >= 1",
+            )
+            .into());
+        }
+        let terms = mote_cloud::mls::Basis::<D>::size(order - 1);
+        let stencils = (0..2 * D)
+            .map(|k| DeviceMls::one_sided::<D>(gpu, order - 1, weight, k / 2, k % 2 == 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            central_weight,
+            stencils,
+            consts: gpu
+                .upload("weno_constants", &vec![F::cast(0.0); terms + 2])
+                .with_scaling(Scaling::Fixed),
+            mix: gpu
+                .output("weno_mix", 0)
+                .with_scaling(Scaling::PerParticle(variables * (terms + 1))),
+        })
+    }
+
+    /// The central fit's linear weight.
+    pub(crate) fn central_weight(&self) -> f64 {
+        self.central_weight
+    }
+
+    /// Fits the one-sided stencils for `cloud` and `list` and sets the constants: `h` is the
+    /// central fit's spacing, `exponents` the reconstruction terms' (once per search).
+    pub(crate) fn prepare<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &crate::search::DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        h: f64,
+        exponents: &[[u8; D]],
+        variables: usize,
+    ) -> Result<(), GpuError> {
+        for st in &mut self.stencils {
+            st.compute::<D>(gpu, cloud, list)?;
+        }
+        // The CPU's `R::cast(h^|a|)`, then its `R::cast` of the weight and of 1e-10.
+        let mut consts: Vec<F> = exponents
+            .iter()
+            .map(|e| F::cast(h.powi(e.iter().map(|&k| k as i32).sum())))
+            .collect();
+        consts.extend([F::cast(self.central_weight), F::cast(1e-10)]);
+        self.consts = gpu
+            .upload("weno_constants", &consts)
+            .with_scaling(Scaling::Fixed);
+        self.mix
+            .resize(cloud.len() * variables * (exponents.len() + 1))?;
+        Ok(())
+    }
+
+    /// Replaces the `terms` derivatives per variable in `derivs` by the mix, for the state `u`
+    /// of `vars` variables.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn apply(
+        &self,
+        gpu: &Gpu,
+        list: &DeviceNeighbours,
+        n: usize,
+        u: &DeviceArray<F>,
+        derivs: &DeviceArray<F>,
+        vars: usize,
+        terms: usize,
+    ) -> Result<(), GpuError> {
+        let slots = list.indices().len();
+        gpu.check(&self.consts, terms + 2)?;
+        gpu.check(&self.mix, n * vars * (terms + 1))?;
+        for st in &self.stencils {
+            gpu.check(st.coefficients(), terms * slots)?;
+            gpu.check(st.valid(), n)?;
+        }
+        if n == 0 || terms == 0 {
+            return Ok(());
+        }
+        let (count, cube) = grid(n, gpu.workgroup());
+        let slot_major = (list.layout() == DeviceLayout::SlotMajor) as u32;
+        #[allow(clippy::too_many_arguments)]
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            list: &DeviceNeighbours,
+            u: &DeviceArray<F>,
+            fit: (&DeviceArray<F>, &DeviceArray<u32>),
+            consts: &DeviceArray<F>,
+            derivs: &DeviceArray<F>,
+            mix: &DeviceArray<F>,
+            a: (u32, u32, u32, usize, usize, u32),
+        ) {
+            let (n, slot_major, slots, vars, terms, step) = a;
+            // SAFETY: every unit reads its own slots (below the slot count) and its neighbours'
+            // states (indices below n), and writes only its own entries of `mix`
+            // ((i * vars + v) * (terms + 1) + ..) and `derivs` (i * vars * terms + ..); the
+            // private array holds `terms` numbers, the compile-time bound of its loops.
+            unsafe {
+                weno_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    u.arg(),
+                    n,
+                    list.counts().arg(),
+                    list.starts().arg(),
+                    list.indices().arg(),
+                    slot_major,
+                    fit.0.arg(),
+                    fit.1.arg(),
+                    slots,
+                    list.max() as u32,
+                    consts.arg(),
+                    derivs.arg(),
+                    mix.arg(),
+                    vars,
+                    terms,
+                    step,
+                );
+            }
+        }
+        // START and FINISH read no fit: the first stencil's arrays stand in, never bound twice.
+        let first = (self.stencils[0].coefficients(), self.stencils[0].valid());
+        let steps = std::iter::once((first, START))
+            .chain(
+                self.stencils
+                    .iter()
+                    .map(|st| ((st.coefficients(), st.valid()), ADD)),
+            )
+            .chain(std::iter::once((first, FINISH)));
+        for (fit, step) in steps {
+            let a = (n as u32, slot_major, slots as u32, vars, terms, step);
+            with_client!(&gpu.client, |c| go(
+                c,
+                count.clone(),
+                cube,
+                list,
+                u,
+                fit,
+                &self.consts,
+                derivs,
+                &self.mix,
+                a,
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<F: GpuFloat> Budgeted for DeviceWeno<F> {
+    fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        let mut v: Vec<&dyn BudgetedBuffer> = self
+            .stencils
+            .iter()
+            .flat_map(|s| Budgeted::buffers(s))
+            .collect();
+        v.extend([&self.consts as &dyn BudgetedBuffer, &self.mix]);
+        v
+    }
+    fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        let mut v: Vec<&mut dyn BudgetedBuffer> = self
+            .stencils
+            .iter_mut()
+            .flat_map(|s| Budgeted::buffers_mut(s))
+            .collect();
+        v.extend([&mut self.consts as &mut dyn BudgetedBuffer, &mut self.mix]);
+        v
+    }
+}
