@@ -8,7 +8,8 @@
 //! A condition sees the boundary particle's position, its face's outward normal, its initial
 //! state and the state of its nearest interior neighbour (found once per neighbour search).
 //! Built in: [`Dirichlet`] (keeps the initial state), [`Outflow`] (copies the nearest interior
-//! state), [`SlipWall`] (copies it and reflects the normal momentum), [`Inflow`] (a prescribed
+//! state), [`SlipWall`] (copies it and reflects the normal momentum), [`Front`] (fixed states
+//! either side of a moving planar front), [`Inflow`] (a prescribed
 //! function of position and time); anything else implements [`BoundaryCondition`].
 
 use mote_core::Real;
@@ -43,7 +44,7 @@ pub trait BoundaryCondition<R: Real, const D: usize>: Send + Sync {
 }
 
 /// A built-in boundary condition as data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum BuiltinCondition {
     /// [`Dirichlet`].
     Dirichlet,
@@ -54,6 +55,8 @@ pub enum BuiltinCondition {
         /// Index of the first momentum component.
         first_momentum: usize,
     },
+    /// [`Front`].
+    Front(Front),
 }
 
 /// One boundary particle as [`Boundaries::prepare`] found it.
@@ -139,6 +142,123 @@ impl<R: Real, const D: usize> BoundaryCondition<R, D> for SlipWall {
         Some(BuiltinCondition::SlipWall {
             first_momentum: self.first_momentum,
         })
+    }
+}
+
+/// A planar front across `axis` at `origin + speed * t`: a boundary particle whose coordinate
+/// along `axis` is below the front takes the fixed state `behind`; one at or beyond it takes
+/// `ahead` (a fixed state, or a slip wall). A time-dependent inflow that is data, so a device
+/// backend applies it: the double Mach reflection's top (the incident shock) and bottom (gas
+/// ahead of the wedge, a wall after it) are fronts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Front {
+    /// A name for messages.
+    pub name: String,
+    /// The axis the front moves along.
+    pub axis: usize,
+    /// Its position at `t = 0`.
+    pub origin: f64,
+    /// Its speed along `axis`.
+    pub speed: f64,
+    /// The conservative state behind it (one value per variable).
+    pub behind: Vec<f64>,
+    /// What is ahead of it.
+    pub ahead: FrontAhead,
+}
+
+/// What lies ahead of a [`Front`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum FrontAhead {
+    /// A fixed conservative state.
+    State(Vec<f64>),
+    /// A slip wall ([`SlipWall`]).
+    SlipWall {
+        /// Index of the first momentum component.
+        first_momentum: usize,
+    },
+}
+
+impl Front {
+    /// The front's position at time `t` (the one formula every backend uses).
+    pub fn position(&self, t: f64) -> f64 {
+        self.origin + self.speed * t
+    }
+
+    /// Checks the front against a cloud of `variables` in `D` dimensions: an axis below `D`,
+    /// a finite origin and speed, states of `variables` values, a wall's momentum among them.
+    pub fn validate<const D: usize>(&self, variables: usize) -> Result<(), CloudError> {
+        let name = &self.name;
+        if self.axis >= D {
+            return Err(CloudError::invalid(
+                "front axis",
+                format!("{} (front `{name}`)", self.axis),
+                format!("below {D}"),
+            ));
+        }
+        if !(self.origin.is_finite() && self.speed.is_finite()) {
+            return Err(CloudError::invalid(
+                "front origin and speed",
+                format!("{} and {} (front `{name}`)", self.origin, self.speed),
+                "finite numbers",
+            ));
+        }
+        let state_len = |field: &'static str, s: &[f64]| {
+            if s.len() == variables {
+                Ok(())
+            } else {
+                Err(CloudError::invalid(
+                    field,
+                    format!("{} values (front `{name}`)", s.len()),
+                    format!("one per variable ({variables})"),
+                ))
+            }
+        };
+        state_len("front state behind", &self.behind)?;
+        match &self.ahead {
+            FrontAhead::State(s) => state_len("front state ahead", s),
+            &FrontAhead::SlipWall { first_momentum } if first_momentum + D > variables => {
+                Err(CloudError::invalid(
+                    "front wall momentum components",
+                    format!("{first_momentum}..{} (front `{name}`)", first_momentum + D),
+                    format!("components among the {variables} variables"),
+                ))
+            }
+            FrontAhead::SlipWall { .. } => Ok(()),
+        }
+    }
+}
+
+impl<R: Real, const D: usize> BoundaryCondition<R, D> for Front {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn state(
+        &self,
+        t: f64,
+        x: [f64; D],
+        normal: [f64; D],
+        initial: &[R],
+        interior: &[R],
+        out: &mut [R],
+    ) {
+        let fixed = |s: &[f64], out: &mut [R]| {
+            for (o, &v) in out.iter_mut().zip(s) {
+                *o = R::cast(v);
+            }
+        };
+        if x[self.axis] < self.position(t) {
+            fixed(&self.behind, out);
+            return;
+        }
+        match &self.ahead {
+            FrontAhead::State(s) => fixed(s, out),
+            &FrontAhead::SlipWall { first_momentum } => {
+                SlipWall { first_momentum }.state(t, x, normal, initial, interior, out)
+            }
+        }
+    }
+    fn builtin(&self) -> Option<BuiltinCondition> {
+        Some(BuiltinCondition::Front(self.clone()))
     }
 }
 
@@ -238,6 +358,11 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
         list: &NeighbourList<L>,
     ) -> Result<(), CloudError> {
         let m = cloud.variables();
+        for (_, c) in &self.conditions {
+            if let Some(BuiltinCondition::Front(f)) = c.builtin() {
+                f.validate::<D>(m)?;
+            }
+        }
         self.variables = m;
         self.particles.clear();
         self.initial.clear();

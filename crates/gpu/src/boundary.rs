@@ -1,5 +1,6 @@
 //! Boundary conditions on the device: the built-in conditions ([`Dirichlet`], [`Outflow`],
-//! [`SlipWall`]) applied to the boundary particles the host's [`Boundaries::prepare`] found.
+//! [`SlipWall`], [`Front`]) applied to the boundary particles the host's [`Boundaries::prepare`]
+//! found.
 //!
 //! The host finds each boundary particle's condition, nearest interior neighbour, normal and
 //! initial state once per neighbour search; those become device arrays, one entry per boundary
@@ -10,13 +11,21 @@
 //! A condition that is host code (an [`Inflow`] closure, a user's implementation) is refused
 //! with "not supported on the GPU backend".
 //!
+//! A front's position at the time of an application is computed on the host with the CPU's
+//! formula ([`Front::position`]) and uploaded (one number per front), rounded up to the run's
+//! precision: for a coordinate `x` of that precision, `x < position` (the CPU's test, in f64)
+//! holds exactly when `x` is below the rounded-up value, so a boundary particle is on the same
+//! side of the front as on the CPU in both precisions.
+//!
 //! [`Dirichlet`]: mote_cloud::boundary::Dirichlet
 //! [`Outflow`]: mote_cloud::boundary::Outflow
 //! [`SlipWall`]: mote_cloud::boundary::SlipWall
+//! [`Front`]: mote_cloud::boundary::Front
+//! [`Front::position`]: mote_cloud::boundary::Front::position
 //! [`Inflow`]: mote_cloud::boundary::Inflow
 
 use cubecl::prelude::*;
-use mote_cloud::boundary::{Boundaries, BuiltinCondition};
+use mote_cloud::boundary::{Boundaries, BuiltinCondition, Front, FrontAhead};
 
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
@@ -27,9 +36,14 @@ use crate::primitives::grid;
 const DIRICHLET: u32 = 0;
 const OUTFLOW: u32 = 1;
 const SLIP_WALL: u32 = 2;
+/// A front with a fixed state ahead, and one with a slip wall ahead.
+const FRONT: u32 = 3;
+const FRONT_WALL: u32 = 4;
 
-/// Sets each boundary particle's variables (`u[v * n + i]`) from its condition: its initial
-/// state, its interior neighbour's, or that with the normal momentum reversed.
+/// Sets each boundary particle's variables (`u[v * n + i]`) from its condition: a fixed state
+/// (its initial one, or a front's state behind or ahead: `fixed`), its interior neighbour's, or
+/// that with the normal momentum reversed. A front particle's side comes from its coordinate
+/// along the front's axis and the front's current position (`fronts[front[k]]`).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 fn apply_kernel<F: Float>(
@@ -41,7 +55,10 @@ fn apply_kernel<F: Float>(
     kind: &Array<u32>,
     momentum: &Array<u32>,
     normal: &Array<F>,
-    initial: &Array<F>,
+    fixed: &Array<F>,
+    coordinate: &Array<F>,
+    front: &Array<u32>,
+    fronts: &Array<F>,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
@@ -51,11 +68,22 @@ fn apply_kernel<F: Float>(
         let i = index[k] as usize;
         let j = interior[k] as usize;
         let code = kind[k];
+        let is_front = code == FRONT || code == FRONT_WALL;
+        let behind = is_front && coordinate[k] < fronts[front[k] as usize];
+        // Fixed states: `fixed` holds two per particle (the initial state or the front's state
+        // behind, then the front's state ahead).
+        let first = code == DIRICHLET || behind;
+        let second = code == FRONT && !behind;
         #[unroll]
         for v in 0..vars {
-            u[v * nu + i] = select(code == DIRICHLET, initial[k * vars + v], u[v * nu + j]);
+            let own = select(
+                second,
+                fixed[(2 * k + 1) * vars + v],
+                fixed[2 * k * vars + v],
+            );
+            u[v * nu + i] = select(first || second, own, u[v * nu + j]);
         }
-        if code == SLIP_WALL {
+        if code == SLIP_WALL || (code == FRONT_WALL && !behind) {
             let first = momentum[k] as usize;
             let mut mn = F::new(0.0);
             #[unroll]
@@ -90,6 +118,16 @@ fn zero_kernel<F: Float>(
     }
 }
 
+/// The smallest value of the float type `F` at or above `x`: a coordinate `c` of type `F` is
+/// below `x` exactly when it is below this value (no value of `F` lies between them).
+fn at_or_above<F: GpuFloat>(x: f64) -> F {
+    if F::PRECISION == mote_core::Precision::F64 {
+        return F::cast(x);
+    }
+    let c = x as f32;
+    F::cast(if (c as f64) < x { c.next_up() } else { c } as f64)
+}
+
 /// The boundary particles of a cloud and their built-in conditions, on a device.
 pub struct DeviceBoundaries<F> {
     particles: usize,
@@ -103,8 +141,16 @@ pub struct DeviceBoundaries<F> {
     momentum: DeviceArray<u32>,
     /// Three components per boundary particle (unused ones 0).
     normal: DeviceArray<F>,
-    /// `variables` per boundary particle.
-    initial: DeviceArray<F>,
+    /// Two fixed states per boundary particle, `variables` each: its initial state (a front
+    /// particle: the state behind the front), then the state ahead of its front (else zeros).
+    fixed: DeviceArray<F>,
+    /// A front particle's coordinate along its front's axis, and its front's index.
+    coordinate: DeviceArray<F>,
+    front: DeviceArray<u32>,
+    /// The distinct fronts (their positions are uploaded at each application).
+    fronts: Vec<Front>,
+    /// A stand-in for the front positions when there are no fronts.
+    no_fronts: DeviceArray<F>,
 }
 
 impl<F: GpuFloat> DeviceBoundaries<F> {
@@ -121,12 +167,15 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
             Vec::with_capacity(nb),
         );
         let mut normal = Vec::with_capacity(3 * nb);
-        let mut initial = Vec::with_capacity(m * nb);
-        for p in boundaries.particles() {
-            let (code, first) = match p.condition.builtin() {
+        let mut fixed = Vec::with_capacity(2 * m * nb);
+        let (mut coordinate, mut front) = (vec![F::cast(0.0); nb], vec![0u32; nb]);
+        let mut fronts: Vec<Front> = Vec::new();
+        for (k, p) in boundaries.particles().enumerate() {
+            let builtin = p.condition.builtin();
+            let (code, first) = match &builtin {
                 Some(BuiltinCondition::Dirichlet) => (DIRICHLET, 0),
                 Some(BuiltinCondition::Outflow) => (OUTFLOW, 0),
-                Some(BuiltinCondition::SlipWall { first_momentum }) => {
+                &Some(BuiltinCondition::SlipWall { first_momentum }) => {
                     if first_momentum + D > m {
                         return Err(mote_cloud::CloudError::invalid(
                             "slip wall",
@@ -140,9 +189,26 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
                     }
                     (SLIP_WALL, first_momentum as u32)
                 }
+                Some(BuiltinCondition::Front(f)) => {
+                    f.validate::<D>(m)?;
+                    // One entry per distinct front (few: compared whole).
+                    let at = fronts.iter().position(|g| g == f).unwrap_or_else(|| {
+                        fronts.push(f.clone());
+                        fronts.len() - 1
+                    });
+                    front[k] = at as u32;
+                    coordinate[k] = F::cast(p.position[f.axis]);
+                    match f.ahead {
+                        FrontAhead::State(_) => (FRONT, 0),
+                        FrontAhead::SlipWall { first_momentum } => {
+                            (FRONT_WALL, first_momentum as u32)
+                        }
+                    }
+                }
                 None => {
                     return Err(GpuError::Unsupported(format!(
-                        "boundary condition `{}` (built in: dirichlet, outflow, slip_wall)",
+                        "boundary condition `{}` (built in: dirichlet, outflow, slip_wall, \
+                         front)",
                         p.condition.name()
                     )));
                 }
@@ -152,9 +218,23 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
             kind.push(code);
             momentum.push(first);
             normal.extend((0..3).map(|d| F::cast(if d < D { p.normal[d] } else { 0.0 })));
-            initial.extend_from_slice(p.initial);
+            match &builtin {
+                Some(BuiltinCondition::Front(f)) => {
+                    fixed.extend(f.behind.iter().map(|&x| F::cast(x)));
+                    match &f.ahead {
+                        FrontAhead::State(s) => fixed.extend(s.iter().map(|&x| F::cast(x))),
+                        FrontAhead::SlipWall { .. } => {
+                            fixed.extend(std::iter::repeat_n(F::cast(0.0), m))
+                        }
+                    }
+                }
+                _ => {
+                    fixed.extend_from_slice(p.initial);
+                    fixed.extend(std::iter::repeat_n(F::cast(0.0), m));
+                }
+            }
         }
-        let fixed = mote_core::Scaling::Fixed;
+        let scaling = mote_core::Scaling::Fixed;
         Ok(Self {
             particles: nb,
             variables: m,
@@ -165,16 +245,24 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
                 .map(|&i| i as usize + 1)
                 .max()
                 .unwrap_or(0),
-            index: gpu.upload("boundary_index", &index).with_scaling(fixed),
+            index: gpu.upload("boundary_index", &index).with_scaling(scaling),
             interior: gpu
                 .upload("boundary_interior", &interior)
-                .with_scaling(fixed),
-            kind: gpu.upload("boundary_kind", &kind).with_scaling(fixed),
+                .with_scaling(scaling),
+            kind: gpu.upload("boundary_kind", &kind).with_scaling(scaling),
             momentum: gpu
                 .upload("boundary_momentum", &momentum)
-                .with_scaling(fixed),
-            normal: gpu.upload("boundary_normal", &normal).with_scaling(fixed),
-            initial: gpu.upload("boundary_initial", &initial).with_scaling(fixed),
+                .with_scaling(scaling),
+            normal: gpu.upload("boundary_normal", &normal).with_scaling(scaling),
+            fixed: gpu.upload("boundary_fixed", &fixed).with_scaling(scaling),
+            coordinate: gpu
+                .upload("boundary_coordinate", &coordinate)
+                .with_scaling(scaling),
+            front: gpu.upload("boundary_front", &front).with_scaling(scaling),
+            fronts,
+            no_fronts: gpu
+                .upload("boundary_fronts", &[F::cast(0.0)])
+                .with_scaling(scaling),
         })
     }
 
@@ -205,16 +293,27 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
         gpu.check(&self.kind, nb)?;
         gpu.check(&self.momentum, nb)?;
         gpu.check(&self.normal, 3 * nb)?;
-        gpu.check(&self.initial, self.variables * nb)
+        gpu.check(&self.fixed, 2 * self.variables * nb)?;
+        gpu.check(&self.coordinate, nb)?;
+        gpu.check(&self.front, nb)
     }
 
     /// Sets every boundary particle's state in `u` (the variables of `n` particles end to end)
-    /// from its condition, as the CPU's [`Boundaries::apply`] does.
-    pub fn apply(&self, gpu: &Gpu, u: &DeviceArray<F>, n: usize) -> Result<(), GpuError> {
+    /// from its condition at time `t`, as the CPU's [`Boundaries::apply`] does.
+    pub fn apply(&self, gpu: &Gpu, u: &DeviceArray<F>, n: usize, t: f64) -> Result<(), GpuError> {
         self.check(gpu, u, n)?;
         if self.is_empty() {
             return Ok(());
         }
+        // The fronts' positions at `t` by the CPU's formula, rounded up (see the module docs;
+        // an upload of a few numbers per application, only where there are fronts).
+        let positions: Vec<F> = self
+            .fronts
+            .iter()
+            .map(|f| at_or_above::<F>(f.position(t)))
+            .collect();
+        let uploaded = (!positions.is_empty()).then(|| gpu.upload("boundary_fronts", &positions));
+        let fronts = uploaded.as_ref().unwrap_or(&self.no_fronts);
         let (count, cube) = grid(self.particles, gpu.workgroup());
         fn go<Rt: Runtime, F: GpuFloat>(
             client: &ComputeClient<Rt>,
@@ -223,10 +322,12 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
             b: &DeviceBoundaries<F>,
             u: &DeviceArray<F>,
             n: usize,
+            fronts: &DeviceArray<F>,
         ) {
             // SAFETY: unit k writes only boundary particle index[k]'s entries (distinct per k)
             // and reads its interior neighbour's, which are never boundary entries; every index
-            // is below n and the tables hold `particles` entries (checked).
+            // is below n, the tables hold `particles` entries (checked) and every front index
+            // is below the number of fronts (built with them).
             unsafe {
                 apply_kernel::launch_unchecked::<F, Rt>(
                     client,
@@ -240,13 +341,16 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
                     b.kind.arg(),
                     b.momentum.arg(),
                     b.normal.arg(),
-                    b.initial.arg(),
+                    b.fixed.arg(),
+                    b.coordinate.arg(),
+                    b.front.arg(),
+                    fronts.arg(),
                     b.variables,
                     b.dim,
                 )
             }
         }
-        with_client!(&gpu.client, |c| go(c, count, cube, self, u, n));
+        with_client!(&gpu.client, |c| go(c, count, cube, self, u, n, fronts));
         Ok(())
     }
 
@@ -293,7 +397,10 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceBoundaries<F> {
             &self.kind,
             &self.momentum,
             &self.normal,
-            &self.initial,
+            &self.fixed,
+            &self.coordinate,
+            &self.front,
+            &self.no_fronts,
         ]
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
@@ -303,7 +410,10 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceBoundaries<F> {
             &mut self.kind,
             &mut self.momentum,
             &mut self.normal,
-            &mut self.initial,
+            &mut self.fixed,
+            &mut self.coordinate,
+            &mut self.front,
+            &mut self.no_fronts,
         ]
     }
 }

@@ -172,7 +172,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         search.build(cloud, CpuBackend::default(), &mut list)?;
         boundaries.prepare(cloud, &list)?;
         let device = DeviceBoundaries::new::<D>(gpu, &boundaries)?;
-        device.apply(gpu, &self.state, self.cloud.len())?;
+        device.apply(gpu, &self.state, self.cloud.len(), self.time)?;
         self.boundaries = Some(device);
         Ok(self)
     }
@@ -361,10 +361,15 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             if last && !revises {
                 break;
             }
-            let row = if last {
-                self.tableau.b.clone()
+            // The candidate's time, as the CPU's stepper computes it (time-dependent
+            // boundary conditions are imposed at it).
+            let (row, t_next) = if last {
+                (self.tableau.b.clone(), self.time + dt)
             } else {
-                self.tableau.a[s + 1].clone()
+                (
+                    self.tableau.a[s + 1].clone(),
+                    self.time + self.tableau.c[s + 1] * dt,
+                )
             };
             let target = input.map_or(0, |k| 1 - k);
             loop {
@@ -377,7 +382,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                     }
                 }
                 if let Some(b) = &self.boundaries {
-                    b.apply(gpu, candidate, n)?;
+                    b.apply(gpu, candidate, n, t_next)?;
                 }
                 if self.timing {
                     gpu.sync()?;
@@ -430,7 +435,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                 }
             }
             if let Some(bc) = &self.boundaries {
-                bc.apply(gpu, &self.state, n)?;
+                bc.apply(gpu, &self.state, n, self.time + dt)?;
             }
         }
         if self.timing {

@@ -223,7 +223,7 @@ fn run_scheme<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLay
     };
     let dev_constrain = |u| {
         if let Some(b) = &dbc {
-            b.apply(g, u, n).unwrap();
+            b.apply(g, u, n, 0.0).unwrap();
         }
     };
     let u = g.upload("state", &u0);
@@ -793,4 +793,102 @@ fn host_boundary_conditions_are_refused_by_name() {
         .unwrap()
         .to_string();
     assert!(err.contains("slip wall"), "{err}");
+}
+
+/// Moving fronts (the double Mach reflection's kind of condition): at every time the device
+/// gives each boundary particle the CPU's state exactly, fronts with a fixed state and with a
+/// slip wall ahead, and the front passes boundary particles as time goes on.
+fn fronts_case<R: GpuFloat>(g: &Gpu) {
+    use mote_cloud::boundary::{Front, FrontAhead, Outflow};
+    let dx = 1.0 / 25.0;
+    let layers = Some(default_radius_factor::<2>(2) as usize);
+    let mut cloud = box_cloud::<R, 2>(dx, layers, 36, 4);
+    initial_with_jump(&mut cloud, true, 0.5);
+    let eq = Euler::<2>::new(1.4).unwrap();
+    let (pre, post) = (
+        eq.conservative(1.4, [0.0, 0.0], 1.0),
+        eq.conservative(8.0, [7.1, -4.1], 116.5),
+    );
+    // The bottom: post-shock gas for x < 0.3, a wall after; the top: a front moving from
+    // x = 0.1 at speed 2.
+    let bottom = Front {
+        name: "bottom".into(),
+        axis: 0,
+        origin: 0.3,
+        speed: 0.0,
+        behind: post.clone(),
+        ahead: FrontAhead::SlipWall { first_momentum: 1 },
+    };
+    let top = Front {
+        name: "top".into(),
+        axis: 0,
+        origin: 0.1,
+        speed: 2.0,
+        behind: post,
+        ahead: FrontAhead::State(pre),
+    };
+    let radius = default_radius_factor::<2>(2) * dx;
+    let mut search = NeighbourSearch::new(radius).unwrap();
+    let mut list = NeighbourList::<RowMajor>::default();
+    search.build(&cloud, CpuBackend::Serial, &mut list).unwrap();
+    let mut b = Boundaries::<R, 2>::new()
+        .with_axis(0, Outflow)
+        .with(Cloud::<R, 2>::face_tag(1, false), bottom)
+        .with(Cloud::<R, 2>::face_tag(1, true), top);
+    b.prepare(&cloud, &list).unwrap();
+    let db = DeviceBoundaries::new::<2>(g, &b).unwrap();
+    let n = cloud.len();
+    let u0: Vec<R> = (0..4).flat_map(|v| cloud.state(v).to_vec()).collect();
+    let mut seen = Vec::new();
+    for t in [0.0, 0.1, 0.25, 0.4] {
+        let mut host = u0.clone();
+        let mut slices: Vec<&mut [R]> = host.chunks_mut(n).collect();
+        b.apply(t, &mut slices);
+        let dev = g.upload("state", &u0);
+        db.apply(g, &dev, n, t).unwrap();
+        let dev = g.download(&dev).unwrap();
+        assert!(
+            dev.iter().zip(&host).all(|(a, b)| a == b),
+            "{} t = {t}: device and CPU boundary states differ",
+            R::PRECISION.name()
+        );
+        // How many top-face particles are behind the front (post-shock density 8).
+        let top_tag = Cloud::<R, 2>::face_tag(1, true);
+        let behind = (0..n)
+            .filter(|&i| cloud.tags()[i] == top_tag && host[i].as_f64() == 8.0)
+            .count();
+        seen.push(behind);
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "the top front must pass particles as it moves: {seen:?}"
+    );
+    // A front whose states do not match the variables is refused.
+    let wrong = Front {
+        name: "short".into(),
+        axis: 0,
+        origin: 0.0,
+        speed: 0.0,
+        behind: vec![1.0],
+        ahead: FrontAhead::State(vec![1.0]),
+    };
+    let mut b = Boundaries::<R, 2>::new()
+        .with_axis(0, Outflow)
+        .with_axis(1, wrong);
+    let err = b.prepare(&cloud, &list).unwrap_err().to_string();
+    assert!(
+        err.contains("front state behind") && err.contains("short"),
+        "{err}"
+    );
+}
+
+#[test]
+fn moving_fronts_give_the_cpu_boundary_states_at_every_time() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    fronts_case::<f32>(&g);
+    if g.supports(Precision::F64) {
+        fronts_case::<f64>(&g);
+    }
 }

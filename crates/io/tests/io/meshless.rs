@@ -260,7 +260,8 @@ fn every_problem_runs() {
 
 /// The same runs on the GPU backend (Mesa's software driver in CI) and on the CPU give the same
 /// diagnostics: smooth advection with MUSCL3, the Sod tube with outflow boundaries and MOOD, the
-/// Burgers top hat (MUSCL3, MOOD), and the Sod tube with the WENO-type reconstruction.
+/// Burgers top hat (MUSCL3, MOOD), the Sod tube with the WENO-type reconstruction, and the double
+/// Mach reflection (moving-front boundary conditions, walls, MOOD).
 #[test]
 fn gpu_runs_agree_with_cpu_runs() {
     let spec: mote_core::DeviceSpec = "wgpu:0".parse().unwrap();
@@ -273,22 +274,6 @@ fn gpu_runs_agree_with_cpu_runs() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    // The double Mach reflection's boundary conditions are host code: refused by name, before
-    // the run directory exists.
-    let dir = tmp.path().join("double_mach");
-    let c = config(
-        "physics = \"meshless\"\n[run]\nbackend = \"gpu\"\n[problem]\nkind = \"double_mach\"\n\
-         resolution = 12\n",
-        &[],
-    )
-    .unwrap();
-    let e = run_meshless(&c, &dir, false, "test", &mut |_| {}).unwrap_err();
-    assert!(
-        e.to_string().contains("not supported on the GPU backend")
-            && e.to_string().contains("double_mach"),
-        "{e}"
-    );
-    assert!(!dir.exists());
     let cases = [
         "physics = \"meshless\"\n[run]\nend_time = 0.05\n[problem]\nkind = \"advection_wave\"\n\
          resolution = 16\n[scheme]\norder = 3\nmood = \"none\"\n[output]\nsnapshots = 1\n",
@@ -298,6 +283,8 @@ fn gpu_runs_agree_with_cpu_runs() {
          resolution = 100\n[output]\nsnapshots = 1\n",
         "physics = \"meshless\"\n[run]\nend_time = 0.05\n[problem]\nkind = \"sod\"\n\
          resolution = 100\n[scheme]\nweno = true\nmood = \"none\"\n[output]\nsnapshots = 1\n",
+        "physics = \"meshless\"\n[run]\nend_time = 0.01\n[problem]\nkind = \"double_mach\"\n\
+         resolution = 12\n[output]\nsnapshots = 1\n",
     ];
     for (k, text) in cases.iter().enumerate() {
         let cpu_dir = tmp.path().join(format!("cpu{k}"));
