@@ -10,8 +10,8 @@
 //!
 //! One launch per fit, in the CPU's order, accumulating the weighted sum and the total weight
 //! in a per-particle buffer (the mix): the central fit starts it, each one-sided fit adds its
-//! derivatives (summed over the slots in slot order, as the CPU does) and weight, and a last
-//! launch divides. One stencil per launch keeps every launch's bindings few (some drivers allow
+//! derivatives (summed over the slots in eight lanes by slot position, as the CPU's batched
+//! derivative pass does) and weight, and a last launch divides. One stencil per launch keeps every launch's bindings few (some drivers allow
 //! few storage buffers per kernel) whatever the dimension. Each unit reads its neighbours' states
 //! and writes only its own entries; slot loops run the maximum count with masks (the software
 //! driver's loop limits, see [`crate::mls`]).
@@ -27,6 +27,9 @@ use crate::gravity::GpuFloat;
 use crate::mls::DeviceMls;
 use crate::primitives::{grid, slot_base};
 use crate::search::{DeviceLayout, DeviceNeighbours};
+
+/// Lanes of the CPU's batched derivative pass, whose sums the one-sided fits' follow.
+const LANES: usize = 8;
 
 /// Which step of the mix a launch does.
 const START: u32 = 0;
@@ -101,22 +104,33 @@ fn weno_kernel<F: Float>(
                 let (first, stride) = slot_base(i, n, starts, slot_major);
                 let slots_u = slots as usize;
                 let mut d = Array::<F>::new(terms);
+                let mut acc = Array::<F>::new(terms * LANES);
                 #[unroll]
                 for v in 0..vars {
                     let ui = u[v * nu + i];
                     #[unroll]
-                    for a in 0..terms {
-                        d[a] = F::new(0.0);
+                    for t in 0..terms * LANES {
+                        acc[t] = F::new(0.0);
                     }
                     for k in 0..max_count {
                         if k < count {
                             let s = first + k as usize * stride;
                             let diff = u[v * nu + indices[s] as usize] - ui;
+                            let lane = (k as usize) % LANES;
                             #[unroll]
                             for a in 0..terms {
-                                d[a] += coef[a * slots_u + s] * diff;
+                                acc[a * LANES + lane] += coef[a * slots_u + s] * diff;
                             }
                         }
+                    }
+                    #[unroll]
+                    for a in 0..terms {
+                        let mut sum = F::new(0.0);
+                        #[unroll]
+                        for l in 0..LANES {
+                            sum += acc[a * LANES + l];
+                        }
+                        d[a] = sum;
                     }
                     let eps = consts[terms + 1] * (F::new(1.0) + ui * ui);
                     let w = weight::<F>(&d, 0, consts, eps, terms);
@@ -268,7 +282,8 @@ impl<F: GpuFloat> DeviceWeno<F> {
             // SAFETY: every unit reads its own slots (below the slot count) and its neighbours'
             // states (indices below n), and writes only its own entries of `mix`
             // ((i * vars + v) * (terms + 1) + ..) and `derivs` (i * vars * terms + ..); the
-            // private array holds `terms` numbers, the compile-time bound of its loops.
+            // private arrays hold `terms` and `terms * LANES` numbers, the compile-time bounds of
+            // their loops.
             unsafe {
                 weno_kernel::launch_unchecked::<F, Rt>(
                     client,

@@ -60,8 +60,9 @@ pub struct Muscl<R: Real, const D: usize, E> {
     formulation: Formulation,
     flux: FluxKind,
     limiter: Limiter,
-    /// WENO-type reconstruction: the one-sided fits and the central fit's linear weight.
-    weno: Option<(Vec<Mls<R, D>>, f64)>,
+    /// WENO-type reconstruction: the one-sided fits, the central fit's linear weight and the
+    /// working arrays.
+    weno: Option<weno::Weno<R, D>>,
     /// The cloud's nominal spacing (the smallest axis), set by `prepare`.
     spacing: f64,
     mls: Mls<R, D>,
@@ -183,7 +184,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let stencils = (0..2 * D)
             .map(|k| Mls::one_sided(degree, weight, k / 2, k % 2 == 1))
             .collect::<Result<Vec<_>, _>>()?;
-        self.weno = Some((stencils, central_weight));
+        let (m, mr) = (self.equation.variables(), self.reconstruction_terms());
+        self.weno = Some(weno::Weno::new(stencils, central_weight, m, mr));
         Ok(self)
     }
 
@@ -264,10 +266,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         backend: CpuBackend,
     ) -> Result<(), CloudError> {
         self.mls.compute(cloud, list, backend)?;
-        if let Some((stencils, _)) = &mut self.weno {
-            for st in stencils {
-                st.compute(cloud, list, backend)?;
-            }
+        let (m, mr) = (self.equation.variables(), self.reconstruction_terms());
+        if let Some(weno) = &mut self.weno {
+            let h = self.mls.spacing();
+            weno.prepare(cloud, list, backend, h, &self.reconstruction, m, mr)?;
         }
         self.spacing = cloud.spacing().into_iter().fold(f64::INFINITY, f64::min);
         let n = cloud.len();
@@ -334,20 +336,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 coeffs: &coeffs,
             };
             pass.run(list, self.derivatives.as_mut_slice(), backend, self.simd);
-            if let Some((stencils, central_weight)) = &self.weno {
-                let h = self.mls.spacing();
-                let scale: Vec<R> = self.reconstruction.exponents()[..mr]
-                    .iter()
-                    .map(|e| R::cast(h.powi(e.iter().map(|&k| k as i32).sum())))
-                    .collect();
-                weno::WenoPass {
-                    u,
-                    idx,
-                    stencils,
-                    scale: &scale,
-                    central_weight: *central_weight,
-                }
-                .run(list, self.derivatives.as_mut_slice(), backend);
+            if let Some(weno) = &mut self.weno {
+                weno.apply(u, list, self.derivatives.as_mut_slice(), backend, self.simd);
             }
         }
         self.seconds.derivatives += clock.elapsed().as_secs_f64();
@@ -555,10 +545,8 @@ impl<R: Real, const D: usize, E> Budgeted for Muscl<R, D, E> {
         let mut v = self.mls.buffers();
         v.push(&self.derivatives);
         v.push(&self.reverse);
-        if let Some((stencils, _)) = &self.weno {
-            for st in stencils {
-                v.extend(st.buffers());
-            }
+        if let Some(weno) = &self.weno {
+            v.extend(weno.buffers());
         }
         v
     }
@@ -566,10 +554,8 @@ impl<R: Real, const D: usize, E> Budgeted for Muscl<R, D, E> {
         let mut v = self.mls.buffers_mut();
         v.push(&mut self.derivatives);
         v.push(&mut self.reverse);
-        if let Some((stencils, _)) = &mut self.weno {
-            for st in stencils {
-                v.extend(st.buffers_mut());
-            }
+        if let Some(weno) = &mut self.weno {
+            v.extend(weno.buffers_mut());
         }
         v
     }

@@ -9,91 +9,191 @@
 //! (its accuracy is kept up to the small one-sided share), at a discontinuity the stencils that
 //! do not cross it take over. One-sided fits that do not exist at a particle (too few neighbours
 //! on that side) are left out. Each particle rewrites only its own derivative record (pull form).
+//!
+//! Each one-sided fit's derivatives come from the batched derivative pass
+//! ([`flux_pass::DerivativePass`], the central fit's, SIMD lanes and all) into one scratch
+//! record per particle; a running weighted sum and total weight per particle and variable (the
+//! mix) take them fit after fit, and a last pass divides. The device runs the same steps
+//! (`mote_gpu::weno`).
 
-use mote_core::{Chunks, CpuBackend, Real, SplitOutputs};
+use mote_core::{
+    Budgeted, BudgetedBuffer, Buffer, Chunks, CpuBackend, Real, Scaling, SimdLevel, SplitOutputs,
+};
 
-use crate::mls::Mls;
+use super::flux_pass;
+use crate::error::CloudError;
+use crate::mls::{Basis, Mls};
 use crate::search::{NeighbourList, SlotLayout};
 
-/// The largest number of derivative terms (degree 4 in 3-D).
-const MAX_TERMS: usize = 34;
-
-/// The WENO pass: everything it reads.
-pub(super) struct WenoPass<'a, R: Real, const D: usize> {
-    pub u: &'a [&'a [R]],
-    pub idx: &'a [u32],
-    pub stencils: &'a [Mls<R, D>],
-    /// `h^|a|` per derivative term.
-    pub scale: &'a [R],
+/// The WENO-type reconstruction of a scheme: its one-sided fits and working arrays.
+pub(super) struct Weno<R: Real, const D: usize> {
+    pub stencils: Vec<Mls<R, D>>,
     pub central_weight: f64,
+    /// `h^|a|` per reconstruction term (set by [`Weno::prepare`]).
+    scale: Vec<R>,
+    /// One fit's derivatives, records of `m * mr` per particle.
+    scratch: Buffer<R>,
+    /// Per particle and variable: the weighted sums of the derivatives, then the total weight
+    /// (records of `m * (mr + 1)`).
+    mix: Buffer<R>,
 }
 
-impl<R: Real, const D: usize> WenoPass<'_, R, D> {
-    /// Replaces each particle's derivatives (records of `m * mr`) by the weighted mix.
-    pub fn run<L: SlotLayout>(
-        &self,
+impl<R: Real, const D: usize> Weno<R, D> {
+    /// `stencils` and the central fit's linear weight, for `m` variables of `mr` terms.
+    pub fn new(stencils: Vec<Mls<R, D>>, central_weight: f64, m: usize, mr: usize) -> Self {
+        Self {
+            stencils,
+            central_weight,
+            scale: Vec::new(),
+            scratch: Buffer::new("weno_scratch", Scaling::PerParticle((m * mr).max(1))),
+            mix: Buffer::new("weno_mix", Scaling::PerParticle((m * (mr + 1)).max(1))),
+        }
+    }
+
+    /// Fits the one-sided stencils and sizes the working arrays for `n` particles of `m`
+    /// variables; `h` is the central fit's spacing, `basis` the reconstruction basis (`mr`
+    /// terms used).
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare<L: SlotLayout>(
+        &mut self,
+        cloud: &crate::Cloud<R, D>,
+        list: &NeighbourList<L>,
+        backend: CpuBackend,
+        h: f64,
+        basis: &Basis<D>,
+        m: usize,
+        mr: usize,
+    ) -> Result<(), CloudError> {
+        for st in &mut self.stencils {
+            st.compute(cloud, list, backend)?;
+        }
+        self.scale = basis.exponents()[..mr]
+            .iter()
+            .map(|e| R::cast(h.powi(e.iter().map(|&k| k as i32).sum())))
+            .collect();
+        let n = cloud.len();
+        self.scratch.resize(n * m * mr, R::zero())?;
+        self.mix.resize(n * m * (mr + 1), R::zero())?;
+        Ok(())
+    }
+
+    /// Replaces each particle's derivatives (records of `m * mr`, `m = u.len()`) by the mix.
+    pub fn apply<L: SlotLayout>(
+        &mut self,
+        u: &[&[R]],
         list: &NeighbourList<L>,
         derivs: &mut [R],
         backend: CpuBackend,
+        simd: SimdLevel,
     ) {
-        let m = self.u.len();
+        let m = u.len();
         let mr = self.scale.len();
-        assert!(mr <= MAX_TERMS, "WENO: too many terms");
         if mr == 0 {
             return;
         }
-        let coeffs: Vec<Vec<&[R]>> = self
-            .stencils
-            .iter()
-            .map(|s| (0..mr).map(|a| s.coefficients(a)).collect())
-            .collect();
-        let gamma_c = R::cast(self.central_weight);
+        let width = mr + 1;
+        let scale = &self.scale[..];
+        let gamma = R::cast(self.central_weight);
+        let tiny = R::cast(1e-10);
+        // `1 / (eps + beta)^2` for derivatives `d` of a particle whose value is `ui`.
+        let weight = |d: &[R], ui: R| {
+            let eps = tiny * (R::one() + ui * ui);
+            let mut beta = R::zero();
+            for a in 0..mr {
+                let x = scale[a] * d[a];
+                beta += x * x;
+            }
+            let q = eps + beta;
+            R::one() / (q * q)
+        };
+        // Start: the central fit's weighted derivatives and weight.
+        let central: &[R] = derivs;
+        backend.for_each_block(
+            Chunks::new(self.mix.as_mut_slice(), m * width),
+            256,
+            |first, mut out| {
+                for k in 0..SplitOutputs::len(&out) {
+                    let i = first + k;
+                    let record = out.chunk_mut(k);
+                    for v in 0..m {
+                        let c = &central[(i * m + v) * mr..(i * m + v + 1) * mr];
+                        let w0 = gamma * weight(c, u[v][i]);
+                        let mix = &mut record[v * width..(v + 1) * width];
+                        for a in 0..mr {
+                            mix[a] = w0 * c[a];
+                        }
+                        mix[mr] = w0;
+                    }
+                }
+            },
+        );
+        let idx = list.indices();
+        for st in &self.stencils {
+            let coeffs: Vec<&[R]> = (0..mr).map(|a| st.coefficients(a)).collect();
+            flux_pass::DerivativePass {
+                u,
+                idx,
+                coeffs: &coeffs,
+            }
+            .run(list, self.scratch.as_mut_slice(), backend, simd);
+            let (scratch, valid) = (self.scratch.as_slice(), st.valid());
+            backend.for_each_block(
+                Chunks::new(self.mix.as_mut_slice(), m * width),
+                256,
+                |first, mut out| {
+                    for k in 0..SplitOutputs::len(&out) {
+                        let i = first + k;
+                        if valid[i] == 0 {
+                            continue;
+                        }
+                        let record = out.chunk_mut(k);
+                        for v in 0..m {
+                            let d = &scratch[(i * m + v) * mr..(i * m + v + 1) * mr];
+                            let w = weight(d, u[v][i]);
+                            let mix = &mut record[v * width..(v + 1) * width];
+                            for a in 0..mr {
+                                mix[a] += w * d[a];
+                            }
+                            mix[mr] += w;
+                        }
+                    }
+                },
+            );
+        }
+        // Finish: the normalised mix replaces the derivatives.
+        let mix = self.mix.as_slice();
         backend.for_each_block(Chunks::new(derivs, m * mr), 256, |first, mut out| {
             for k in 0..SplitOutputs::len(&out) {
                 let i = first + k;
                 let record = out.chunk_mut(k);
                 for v in 0..m {
-                    let uv = self.u[v];
-                    let ui = uv[i];
-                    let eps = R::cast(1e-10) * (R::one() + ui * ui);
-                    let central = &mut record[v * mr..(v + 1) * mr];
-                    let weight = |d: &[R]| {
-                        let mut beta = R::zero();
-                        for a in 0..mr {
-                            let x = self.scale[a] * d[a];
-                            beta += x * x;
-                        }
-                        let q = eps + beta;
-                        R::one() / (q * q)
-                    };
-                    let w0 = gamma_c * weight(central);
-                    let mut mix = [R::zero(); MAX_TERMS];
+                    let sums = &mix[(i * m + v) * width..(i * m + v + 1) * width];
                     for a in 0..mr {
-                        mix[a] = w0 * central[a];
-                    }
-                    let mut total = w0;
-                    for (st, c) in self.stencils.iter().zip(&coeffs) {
-                        if st.valid()[i] == 0 {
-                            continue;
-                        }
-                        let mut d = [R::zero(); MAX_TERMS];
-                        for s in list.slots(i) {
-                            let diff = uv[self.idx[s] as usize] - ui;
-                            for a in 0..mr {
-                                d[a] += c[a][s] * diff;
-                            }
-                        }
-                        let w = weight(&d[..mr]);
-                        for a in 0..mr {
-                            mix[a] += w * d[a];
-                        }
-                        total += w;
-                    }
-                    for a in 0..mr {
-                        central[a] = mix[a] / total;
+                        record[v * mr + a] = sums[a] / sums[mr];
                     }
                 }
             }
         });
+    }
+
+    /// The budgeted buffers: the fits' and the working arrays.
+    pub fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        let mut v: Vec<&dyn BudgetedBuffer> =
+            self.stencils.iter().flat_map(|s| s.buffers()).collect();
+        v.push(&self.scratch);
+        v.push(&self.mix);
+        v
+    }
+
+    /// The budgeted buffers, mutably.
+    pub fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        let mut v: Vec<&mut dyn BudgetedBuffer> = self
+            .stencils
+            .iter_mut()
+            .flat_map(|s| s.buffers_mut())
+            .collect();
+        v.push(&mut self.scratch);
+        v.push(&mut self.mix);
+        v
     }
 }
