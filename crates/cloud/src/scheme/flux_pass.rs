@@ -28,13 +28,13 @@ pub(super) const LANES: usize = 8;
 
 /// Largest number of reconstruction terms: degree `MAX_ORDER - 1 = 4` in 3-D, without the
 /// constant.
-const MAX_TERMS: usize = 34;
+pub(super) const MAX_TERMS: usize = 34;
 
 /// The next batch of up to [`LANES`] of particle `i`'s remaining `slots`: the slots, their
 /// neighbours (checked below `n`) and how many lanes are real. Padding lanes have slot 0 and
 /// the particle itself as neighbour.
 #[inline(always)]
-fn next_batch(
+pub(super) fn next_batch(
     slots: &mut Slots,
     idx: &[u32],
     i: usize,

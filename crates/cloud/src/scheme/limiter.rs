@@ -16,9 +16,10 @@
 //!   slope of the one-sided differences to the nearest neighbour on each side, and the higher
 //!   derivatives are dropped (a second-order reconstruction).
 
-use mote_core::{Chunks, CpuBackend, Real, SplitOutputs};
+use mote_core::{Chunks, CpuBackend, Real, SimdLevel, SplitOutputs};
 
-use crate::cloud::Geometry;
+use super::flux_pass::{LANES, MAX_TERMS, next_batch};
+use crate::cloud::{Geometry, MAX_VARIABLES};
 use crate::error::CloudError;
 use crate::mls::Basis;
 use crate::search::{NeighbourList, SlotLayout};
@@ -147,6 +148,9 @@ pub(super) struct LimiterPass<'a, R, const D: usize> {
     pub mr: usize,
     /// The nominal spacing (Venkatakrishnan's `eps`).
     pub spacing: f64,
+    /// The SIMD level of the batched Barth-Jespersen and Venkatakrishnan pass (every level
+    /// gives the same bits).
+    pub simd: SimdLevel,
 }
 
 impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
@@ -162,6 +166,20 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
         if width == 0 || !self.limiter.is_active() {
             return;
         }
+        if matches!(
+            self.limiter.kind,
+            LimiterKind::BarthJespersen | LimiterKind::Venkatakrishnan
+        ) {
+            let level = self.simd;
+            assert!(level.is_available(), "SIMD level {level} not available");
+            backend.for_each_block(Chunks::new(derivs, width), 256, |first, mut out| {
+                level.run(
+                    #[inline(always)]
+                    || self.bounded_block(list, first, &mut out),
+                )
+            });
+            return;
+        }
         backend.for_each_block(Chunks::new(derivs, width), 256, |first, mut out| {
             let mut phi = vec![R::zero(); self.mr];
             for k in 0..SplitOutputs::len(&out) {
@@ -173,6 +191,163 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
                 }
             }
         });
+    }
+
+    /// Barth-Jespersen and Venkatakrishnan for a block of particles, [`LANES`] neighbours at a
+    /// time: a first walk over the slots finds each variable's extremes, a second evaluates the
+    /// half offsets and the basis once per batch for every variable, and each lane keeps its
+    /// smallest factor. Minima are exact and every per-lane expression is the per-slot one
+    /// operation for operation, so the factors, and the limited derivatives, are bitwise those
+    /// of a plain loop over the slots ([`LimiterPass::limit`]'s former path), on every SIMD level.
+    #[inline(always)]
+    fn bounded_block<L: SlotLayout>(
+        &self,
+        list: &NeighbourList<L>,
+        first: usize,
+        out: &mut Chunks<'_, R>,
+    ) {
+        const W: usize = LANES;
+        let (u, idx, mr) = (self.u, self.idx, self.mr);
+        let m = u.len();
+        let g = self.geometry;
+        let pos = g.positions;
+        let n = pos[0].len();
+        // Every unchecked read below is in bounds: the per-particle arrays have `n` entries
+        // (asserted here) and `next_batch` checks every neighbour index below `n`.
+        assert!(
+            pos.iter().all(|p| p.len() == n)
+                && u.iter().all(|x| x.len() == n)
+                && m <= MAX_VARIABLES
+                && mr <= MAX_TERMS,
+            "limiter pass: arrays of unequal lengths"
+        );
+        let terms = match self.limiter.mode {
+            LimiterMode::Soft => D.min(mr),
+            LimiterMode::Hard => mr,
+        };
+        let quadratic_terms = D + D * (D + 1) / 2;
+        let (zero, one, half) = (R::zero(), R::one(), R::cast(0.5));
+        let eps2 = R::cast((self.limiter.venkatakrishnan_k * self.spacing).powi(3));
+        let bj = self.limiter.kind == LimiterKind::BarthJespersen;
+        let lengths = g.lengths.map(R::cast);
+        let halves = g.lengths.map(|l| R::cast(0.5 * l));
+        let mut phi = [[zero; W]; MAX_TERMS];
+        let mut scratch = [zero; MAX_TERMS];
+        let mut lo = [[zero; W]; MAX_VARIABLES];
+        let mut hi = [[zero; W]; MAX_VARIABLES];
+        let mut factor = [[one; W]; MAX_VARIABLES];
+        for k in 0..SplitOutputs::len(out) {
+            let i = first + k;
+            let record = out.chunk_mut(k);
+            for v in 0..m {
+                lo[v] = [u[v][i]; W];
+                hi[v] = lo[v];
+                factor[v] = [one; W];
+            }
+            // The extremes (padding lanes read the particle itself: no change).
+            let mut slots = list.slots(i);
+            while slots.len() > 0 {
+                let (_, j_l, _) = next_batch(&mut slots, idx, i, n);
+                for v in 0..m {
+                    for l in 0..W {
+                        // SAFETY: j_l[l] < n = u[v].len().
+                        let uj = unsafe { *u[v].get_unchecked(j_l[l]) };
+                        lo[v][l] = if uj < lo[v][l] { uj } else { lo[v][l] };
+                        hi[v][l] = if uj > hi[v][l] { uj } else { hi[v][l] };
+                    }
+                }
+            }
+            let extremes: [(R, R); MAX_VARIABLES] = std::array::from_fn(|v| {
+                if v >= m {
+                    return (zero, zero);
+                }
+                lo[v]
+                    .iter()
+                    .zip(&hi[v])
+                    .fold((lo[v][0], hi[v][0]), |(a, b), (&x, &y)| {
+                        (if x < a { x } else { a }, if y > b { y } else { b })
+                    })
+            });
+            let xi: [R; D] = std::array::from_fn(|d| pos[d][i]);
+            let mut slots = list.slots(i);
+            while slots.len() > 0 {
+                let (_, j_l, count) = next_batch(&mut slots, idx, i, n);
+                // Half the minimum-image offsets, as `offset` computes them.
+                let mut delta = [[zero; W]; D];
+                for d in 0..D {
+                    for l in 0..W {
+                        // SAFETY: j_l[l] < n = pos[d].len().
+                        let mut x = unsafe { *pos[d].get_unchecked(j_l[l]) } - xi[d];
+                        if g.periodic[d] {
+                            let (up, down) = (x > halves[d], x < -halves[d]);
+                            x = if up { x - lengths[d] } else { x };
+                            x = if down { x + lengths[d] } else { x };
+                        }
+                        delta[d][l] = half * x;
+                    }
+                }
+                // The basis: the recursion's products in closed form up to degree 2.
+                if terms <= quadratic_terms {
+                    let mut t = 0;
+                    for d in 0..D {
+                        phi[t] = delta[d];
+                        t += 1;
+                    }
+                    for a in 0..D {
+                        for b in a..D {
+                            for l in 0..W {
+                                let p = delta[a][l] * delta[b][l];
+                                phi[t][l] = if a == b { half * p } else { p };
+                            }
+                            t += 1;
+                        }
+                    }
+                } else {
+                    for l in 0..W {
+                        let q = std::array::from_fn(|d| delta[d][l]);
+                        self.basis.eval_recursive(q, &mut scratch[..terms]);
+                        for a in 0..terms {
+                            phi[a][l] = scratch[a];
+                        }
+                    }
+                }
+                for v in 0..m {
+                    let r = &record[v * mr..v * mr + terms];
+                    let ui = u[v][i];
+                    let (lo_v, hi_v) = extremes[v];
+                    let mut change = [zero; W];
+                    for a in 0..terms {
+                        for l in 0..W {
+                            change[l] += r[a] * phi[a][l];
+                        }
+                    }
+                    for l in 0..W {
+                        let c = change[l];
+                        let room = if c > zero { hi_v - ui } else { lo_v - ui };
+                        let f = if bj {
+                            let q = room / c;
+                            if q < one { q } else { one }
+                        } else {
+                            venkatakrishnan(room, c, eps2)
+                        };
+                        // Padding lanes and unchanged midpoints do not limit; nor does a NaN
+                        // change, as in the per-slot loop (hence not `c != zero`).
+                        #[allow(clippy::double_comparisons)]
+                        let counts = l < count && (c > zero || c < zero);
+                        let f = if counts { f } else { one };
+                        factor[v][l] = if f < factor[v][l] { f } else { factor[v][l] };
+                    }
+                }
+            }
+            for v in 0..m {
+                let f = factor[v]
+                    .iter()
+                    .fold(one, |a, &x| if x < a { x } else { a });
+                for x in &mut record[v * mr..v * mr + terms] {
+                    *x *= f;
+                }
+            }
+        }
     }
 
     /// The minimum-image offset from `i` to `j`.
@@ -194,7 +369,9 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
         })
     }
 
-    /// Limits variable `v`'s derivatives `r` of particle `i`.
+    /// Limits variable `v`'s derivatives `r` of particle `i`, a plain loop over the slots:
+    /// minmod and superbee run here; for Barth-Jespersen and Venkatakrishnan it is the
+    /// reference the batched pass ([`LimiterPass::bounded_block`]) is tested against.
     fn limit<L: SlotLayout>(
         &self,
         list: &NeighbourList<L>,
@@ -319,6 +496,77 @@ fn venkatakrishnan<R: Real>(room: R, change: R, eps2: R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::{NeighbourSearch, RowMajor};
+    use crate::{Cloud, Domain, LatticeOptions};
+
+    /// The batched Barth-Jespersen and Venkatakrishnan pass gives the plain per-slot loop's
+    /// derivatives (`limit`) on every SIMD level, in both modes, periodic or not, for one and
+    /// four variables; and the case limits something.
+    #[test]
+    fn batched_bounded_limiters_equal_the_per_slot_loop() {
+        for (periodic, m, mr) in [(true, 1, 5), (false, 4, 5), (true, 2, 9)] {
+            let opts = LatticeOptions {
+                spacing: 1.0 / 24.0,
+                jitter: 0.4,
+                seed: 7,
+                boundary_layers: 0,
+            };
+            let domain = Domain::new_box([0.0; 2], [1.0; 2], [periodic; 2]).unwrap();
+            let mut cloud = Cloud::<f64, 2>::lattice(domain, opts, m).unwrap();
+            let n = cloud.len();
+            for v in 0..m {
+                for i in 0..n {
+                    let x = cloud.position_of(i);
+                    let jump = if x[0] < 0.5 { 1.0 } else { 0.0 };
+                    cloud.state_var_mut(v)[i] = (7.0 * x[1] + v as f64).sin() + jump;
+                }
+            }
+            let mut search = NeighbourSearch::new(3.0 / 24.0).unwrap();
+            let mut list = NeighbourList::<RowMajor>::default();
+            search.build(&cloud, CpuBackend::Serial, &mut list).unwrap();
+            let basis = Basis::<2>::new(if mr == 5 { 2 } else { 3 }).unwrap();
+            assert_eq!(basis.len(), mr);
+            // Derivative records of every sign and size.
+            let derivs: Vec<f64> = (0..n * m * mr)
+                .map(|k| ((k as f64) * 0.618).sin() * 20.0)
+                .collect();
+            let geometry = cloud.geometry();
+            let u: Vec<&[f64]> = (0..m).map(|v| cloud.state(v)).collect();
+            for kind in [LimiterKind::BarthJespersen, LimiterKind::Venkatakrishnan] {
+                for mode in [LimiterMode::Soft, LimiterMode::Hard] {
+                    let pass = |simd| LimiterPass {
+                        limiter: Limiter::new(kind, mode),
+                        geometry: &geometry,
+                        u: &u,
+                        idx: list.indices(),
+                        basis: &basis,
+                        mr,
+                        spacing: 1.0 / 24.0,
+                        simd,
+                    };
+                    let mut plain = derivs.clone();
+                    let reference = pass(SimdLevel::Scalar);
+                    let mut phi = vec![0.0; mr];
+                    for i in 0..n {
+                        for v in 0..m {
+                            let r = &mut plain[(i * m + v) * mr..(i * m + v + 1) * mr];
+                            reference.limit(&list, i, v, r, &mut phi);
+                        }
+                    }
+                    let limited = plain.iter().zip(&derivs).filter(|(a, b)| a != b).count();
+                    assert!(limited > n / 20, "{kind:?} {mode:?}: {limited} changed");
+                    for level in SimdLevel::detect() {
+                        let mut batched = derivs.clone();
+                        pass(level).run(&list, &mut batched, CpuBackend::threads(2));
+                        assert!(
+                            batched.iter().zip(&plain).all(|(a, b)| a == b),
+                            "{kind:?} {mode:?} {level} periodic {periodic} m {m} mr {mr}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn limiter_functions() {

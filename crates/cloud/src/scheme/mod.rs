@@ -351,6 +351,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 basis: &self.reconstruction,
                 mr,
                 spacing: self.spacing,
+                simd: self.simd,
             }
             .run(list, self.derivatives.as_mut_slice(), backend);
             self.seconds.limiter += clock.elapsed().as_secs_f64();
