@@ -205,8 +205,10 @@ pub fn upwind_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize, 
     }
 }
 
-/// [`hllc`] for `W` pairs in the lane layout of [`rusanov_lanes`] (lane by lane, the same bits
-/// as the scalar function).
+/// [`hllc`] for `W` pairs in the lane layout of [`rusanov_lanes`]: every branch's flux is formed
+/// in all lanes and each lane selects its own, so the lanes vectorise; per lane the operations
+/// of the scalar function on its branch, so the same bits (a zero normal gives zero, and its
+/// lane's floors are not counted, as the scalar function returns before converting).
 #[inline(always)]
 pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
     eq: &Euler<D>,
@@ -215,20 +217,94 @@ pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
     n: &[[R; W]; D],
     out: &mut [[R; W]; M],
 ) {
-    let m = D + 2;
+    let zero = R::zero();
+    let len: [R; W] = std::array::from_fn(|l| {
+        let mut nn = zero;
+        for d in 0..D {
+            nn += n[d][l] * n[d][l];
+        }
+        nn.sqrt()
+    });
+    let live: [bool; W] = std::array::from_fn(|l| len[l] != zero);
+    let e: [[R; W]; D] = std::array::from_fn(|d| std::array::from_fn(|l| n[d][l] / len[l]));
+    // Each side's primitive variables (the floors of `Euler::primitive`), normal velocity and
+    // sound speed.
+    let (rho_floor, p_floor) = (R::cast(eq.floors().0), R::cast(eq.floors().1));
+    let (gm1, half) = (R::cast(eq.gamma() - 1.0), R::cast(0.5));
+    let mut events = 0u64;
+    let mut side = |u: &[[R; W]; M]| {
+        let mut rho = [zero; W];
+        let mut v = [[zero; W]; D];
+        let mut p = [zero; W];
+        let mut un = [zero; W];
+        let mut c = [zero; W];
+        for l in 0..W {
+            let r = u[0][l];
+            let low = (r < rho_floor) | r.is_nan();
+            events += u64::from(low & live[l]);
+            rho[l] = if low { rho_floor } else { r };
+            let mut kinetic = zero;
+            for d in 0..D {
+                v[d][l] = u[1 + d][l] / rho[l];
+                kinetic += u[1 + d][l] * v[d][l];
+            }
+            let q = gm1 * (u[D + 1][l] - half * kinetic);
+            let low = (q < p_floor) | q.is_nan();
+            events += u64::from(low & live[l]);
+            p[l] = if low { p_floor } else { q };
+            let mut x = zero;
+            for d in 0..D {
+                x += v[d][l] * e[d][l];
+            }
+            un[l] = x;
+            c[l] = eq.sound_speed(rho[l], p[l]);
+        }
+        (rho, v, p, un, c)
+    };
+    let (rho_l, v_l, p_l, un_l, c_l) = side(ul);
+    let (rho_r, v_r, p_r, un_r, c_r) = side(ur);
+    eq.count_floor_events(events);
     for l in 0..W {
-        let a: [R; M] = std::array::from_fn(|v| ul[v][l]);
-        let b: [R; M] = std::array::from_fn(|v| ur[v][l]);
-        let mut f = [R::zero(); M];
-        hllc(
-            eq,
-            &a[..m],
-            &b[..m],
-            std::array::from_fn(|d| n[d][l]),
-            &mut f[..m],
+        let s_l = (un_l[l] - c_l[l]).min(un_r[l] - c_r[l]);
+        let s_r = (un_l[l] + c_l[l]).max(un_r[l] + c_r[l]);
+        let m_l = rho_l[l] * (s_l - un_l[l]);
+        let m_r = rho_r[l] * (s_r - un_r[l]);
+        let s_star = (p_r[l] - p_l[l] + m_l * un_l[l] - m_r * un_r[l]) / (m_l - m_r);
+        // The branch of the scalar function, as two choices: which side, and whether the star
+        // correction is added.
+        // (`s_l >= 0` as a value: its negation is also true for a NaN, as the scalar's `else`.)
+        let supersonic = s_l >= zero;
+        let left = supersonic || s_star >= zero;
+        let corrected = !supersonic && (s_star >= zero || s_r > zero);
+        let pick = |a: R, b: R| if left { a } else { b };
+        let (rho, p, un, s) = (
+            pick(rho_l[l], rho_r[l]),
+            pick(p_l[l], p_r[l]),
+            pick(un_l[l], un_r[l]),
+            pick(s_l, s_r),
         );
-        for v in 0..m {
-            out[v][l] = f[v];
+        let u: [R; M] = std::array::from_fn(|q| pick(ul[q][l], ur[q][l]));
+        let v: [R; D] = std::array::from_fn(|d| pick(v_l[d][l], v_r[d][l]));
+        let mut f = [zero; M];
+        f[0] = rho * un;
+        for d in 0..D {
+            f[1 + d] = u[1 + d] * un + p * e[d][l];
+        }
+        f[D + 1] = (u[D + 1] + p) * un;
+        let k = rho * (s - un) / (s - s_star);
+        let mut us = [zero; M];
+        us[0] = k;
+        for d in 0..D {
+            us[1 + d] = k * (v[d] + (s_star - un) * e[d][l]);
+        }
+        us[D + 1] = k * (u[D + 1] / rho + (s_star - un) * (s_star + p / (rho * (s - un))));
+        for q in 0..D + 2 {
+            let g = if corrected {
+                f[q] + s * (us[q] - u[q])
+            } else {
+                f[q]
+            };
+            out[q][l] = if live[l] { g * len[l] } else { zero };
         }
     }
 }
@@ -343,6 +419,83 @@ mod tests {
             }
         }
         assert!(eq.floor_events() > 0);
+    }
+
+    /// HLLC in lanes equals the scalar HLLC bit for bit on every branch (supersonic either
+    /// way, the star states on both sides), a zero normal and floored states, and counts the
+    /// same floor events.
+    #[test]
+    fn hllc_lanes_are_the_scalar_flux_bit_for_bit() {
+        let eq = Euler::<2>::new(1.4).unwrap();
+        let probe = Euler::<2>::new(1.4).unwrap();
+        let states = [
+            eq.conservative(1.0, [0.3, -0.2], 1.0),
+            eq.conservative(0.4, [-0.1, 0.5], 0.3),
+            eq.conservative(2.0, [4.5, 0.0], 0.1),
+            eq.conservative(1.0, [-5.0, 0.2], 0.2),
+            vec![1.0, 0.0, 0.0, -1.0], // floored pressure
+            vec![-0.5, 0.1, 0.0, 1.0], // floored density
+            eq.conservative(0.125, [0.0, 0.0], 0.1),
+            eq.conservative(1.0, [0.75, 0.0], 1.0),
+        ];
+        let normals = [
+            [1.0, 0.5],
+            [-0.3, 0.7],
+            [0.0, 0.0],
+            [2.5, 0.1],
+            [1.0, 0.0],
+            [-1.0, 0.0],
+        ];
+        // Supersonic to the right, subsonic (the star states), supersonic to the left.
+        let mut branches = [false; 3];
+        for shift in 0..8 {
+            let lanes = |k: usize| -> [[f64; 8]; 4] {
+                std::array::from_fn(|v| std::array::from_fn(|l| states[(l + k) % 8][v]))
+            };
+            let (ul, ur) = (lanes(shift), lanes(shift * 3 + 1));
+            let n: [[f64; 8]; 2] =
+                std::array::from_fn(|d| std::array::from_fn(|l| normals[(l + shift) % 6][d]));
+            let before = eq.floor_events();
+            let mut out = [[0.0; 8]; 4];
+            hllc_lanes::<f64, 2, 4, 8>(&eq, &ul, &ur, &n, &mut out);
+            let lane_events = eq.floor_events() - before;
+            let before = eq.floor_events();
+            for l in 0..8 {
+                let side = |u: &[[f64; 8]; 4]| -> Vec<f64> { (0..4).map(|v| u[v][l]).collect() };
+                let (a, b) = (side(&ul), side(&ur));
+                let mut f = [0.0; 4];
+                hllc(&eq, &a, &b, [n[0][l], n[1][l]], &mut f);
+                for v in 0..4 {
+                    assert_eq!(
+                        f[v].to_bits(),
+                        out[v][l].to_bits(),
+                        "shift {shift} lane {l} variable {v}"
+                    );
+                }
+                // Which kind of interface the lane was.
+                let len = (n[0][l] * n[0][l] + n[1][l] * n[1][l]).sqrt();
+                if len > 0.0 {
+                    let e = [n[0][l] / len, n[1][l] / len];
+                    // (Another equation object: its floor events are not the flux's.)
+                    let speed = |u: &[f64]| {
+                        let (rho, v, p) = probe.primitive(u);
+                        (v[0] * e[0] + v[1] * e[1], probe.sound_speed(rho, p))
+                    };
+                    let ((ua, ca), (ub, cb)) = (speed(&a), speed(&b));
+                    let (sl, sr) = ((ua - ca).min(ub - cb), (ua + ca).max(ub + cb));
+                    let k = if sl >= 0.0 {
+                        0
+                    } else if sr <= 0.0 {
+                        2
+                    } else {
+                        1
+                    };
+                    branches[k] = true;
+                }
+            }
+            assert_eq!(lane_events, eq.floor_events() - before, "shift {shift}");
+        }
+        assert_eq!(branches, [true; 3]);
     }
 
     #[test]

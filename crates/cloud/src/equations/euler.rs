@@ -139,10 +139,16 @@ impl<const D: usize> Euler<D> {
             events += u64::from(low);
             p[l] = if low { p_floor } else { q };
         }
+        self.count_floor_events(events);
+        (rho, v, p)
+    }
+
+    /// Adds `events` floor applications of a batch (one atomic add, none for zero).
+    #[inline(always)]
+    pub(crate) fn count_floor_events(&self, events: u64) {
         if events > 0 {
             self.floors.fetch_add(events, Ordering::Relaxed);
         }
-        (rho, v, p)
     }
 
     /// [`Equation::max_wave_speed_lanes`] from the primitive variables and the normals'
