@@ -264,49 +264,68 @@ pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
     let (rho_l, v_l, p_l, un_l, c_l) = side(ul);
     let (rho_r, v_r, p_r, un_r, c_r) = side(ur);
     eq.count_floor_events(events);
+    // Per lane: the wave speeds, the contact speed, and the scalar function's branch as two
+    // choices (which side; whether the star correction is added). `s_l >= 0` is kept as a
+    // value: its negation is also true for a NaN, as the scalar's `else`.
+    let mut s_star = [zero; W];
+    let mut s = [zero; W];
+    let mut left = [false; W];
+    let mut corrected = [false; W];
     for l in 0..W {
         let s_l = (un_l[l] - c_l[l]).min(un_r[l] - c_r[l]);
         let s_r = (un_l[l] + c_l[l]).max(un_r[l] + c_r[l]);
         let m_l = rho_l[l] * (s_l - un_l[l]);
         let m_r = rho_r[l] * (s_r - un_r[l]);
-        let s_star = (p_r[l] - p_l[l] + m_l * un_l[l] - m_r * un_r[l]) / (m_l - m_r);
-        // The branch of the scalar function, as two choices: which side, and whether the star
-        // correction is added.
-        // (`s_l >= 0` as a value: its negation is also true for a NaN, as the scalar's `else`.)
+        s_star[l] = (p_r[l] - p_l[l] + m_l * un_l[l] - m_r * un_r[l]) / (m_l - m_r);
         let supersonic = s_l >= zero;
-        let left = supersonic || s_star >= zero;
-        let corrected = !supersonic && (s_star >= zero || s_r > zero);
-        let pick = |a: R, b: R| if left { a } else { b };
-        let (rho, p, un, s) = (
-            pick(rho_l[l], rho_r[l]),
-            pick(p_l[l], p_r[l]),
-            pick(un_l[l], un_r[l]),
-            pick(s_l, s_r),
-        );
-        let u: [R; M] = std::array::from_fn(|q| pick(ul[q][l], ur[q][l]));
-        let v: [R; D] = std::array::from_fn(|d| pick(v_l[d][l], v_r[d][l]));
-        let mut f = [zero; M];
-        f[0] = rho * un;
-        for d in 0..D {
-            f[1 + d] = u[1 + d] * un + p * e[d][l];
-        }
-        f[D + 1] = (u[D + 1] + p) * un;
-        let k = rho * (s - un) / (s - s_star);
-        let mut us = [zero; M];
-        us[0] = k;
-        for d in 0..D {
-            us[1 + d] = k * (v[d] + (s_star - un) * e[d][l]);
-        }
-        us[D + 1] = k * (u[D + 1] / rho + (s_star - un) * (s_star + p / (rho * (s - un))));
-        for q in 0..D + 2 {
-            let g = if corrected {
-                f[q] + s * (us[q] - u[q])
+        left[l] = supersonic || s_star[l] >= zero;
+        corrected[l] = !supersonic && (s_star[l] >= zero || s_r > zero);
+        s[l] = if left[l] { s_l } else { s_r };
+    }
+    // The chosen side's quantities, then its physical flux along the unit normal and star
+    // state, quantity by quantity over the lanes.
+    let pick = |a: &[R; W], b: &[R; W]| -> [R; W] {
+        std::array::from_fn(|l| if left[l] { a[l] } else { b[l] })
+    };
+    let (rho, p, un) = (pick(&rho_l, &rho_r), pick(&p_l, &p_r), pick(&un_l, &un_r));
+    let k: [R; W] = std::array::from_fn(|l| rho[l] * (s[l] - un[l]) / (s[l] - s_star[l]));
+    let energy: [R; W] = std::array::from_fn(|l| {
+        (s_star[l] - un[l]) * (s_star[l] + p[l] / (rho[l] * (s[l] - un[l])))
+    });
+    let finish = |q: usize, f: [R; W], us: [R; W], u: [R; W], out: &mut [[R; W]; M]| {
+        for l in 0..W {
+            let g = if corrected[l] {
+                f[l] + s[l] * (us[l] - u[l])
             } else {
-                f[q]
+                f[l]
             };
             out[q][l] = if live[l] { g * len[l] } else { zero };
         }
+    };
+    let f: [R; W] = std::array::from_fn(|l| rho[l] * un[l]);
+    finish(0, f, k, side_value(&left, ul, ur, 0), out);
+    for d in 0..D {
+        let u = side_value(&left, ul, ur, 1 + d);
+        let v = pick(&v_l[d], &v_r[d]);
+        let f: [R; W] = std::array::from_fn(|l| u[l] * un[l] + p[l] * e[d][l]);
+        let us: [R; W] = std::array::from_fn(|l| k[l] * (v[l] + (s_star[l] - un[l]) * e[d][l]));
+        finish(1 + d, f, us, u, out);
     }
+    let u = side_value(&left, ul, ur, D + 1);
+    let f: [R; W] = std::array::from_fn(|l| (u[l] + p[l]) * un[l]);
+    let us: [R; W] = std::array::from_fn(|l| k[l] * (u[l] / rho[l] + energy[l]));
+    finish(D + 1, f, us, u, out);
+}
+
+/// Conserved variable `q` of the side each lane chose (`left`: the left state).
+#[inline(always)]
+fn side_value<R: Real, const M: usize, const W: usize>(
+    left: &[bool; W],
+    ul: &[[R; W]; M],
+    ur: &[[R; W]; M],
+    q: usize,
+) -> [R; W] {
+    std::array::from_fn(|l| if left[l] { ul[q][l] } else { ur[q][l] })
 }
 
 /// HLLC (Toro, Spence and Speares) for the Euler equations through a face with (non-unit)
