@@ -54,7 +54,7 @@ use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 use crate::weno::DeviceWeno;
 
 /// Lanes of the CPU's batched sums.
-const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 /// The recursion's parent of a first-degree basis function: the constant 1.
 const RECURSION_ROOT: u32 = u32::MAX;
 
@@ -416,6 +416,53 @@ pub(crate) fn admissible<F: Float>(
     ok
 }
 
+/// `out[first + a] = sum_s coef[a * slots + s] (u[offset + j(s)] - u[offset + i])` for the
+/// `terms` functions, over particle `i`'s slots (`base, stride, count`; every unit runs
+/// `max_count` iterations, masking its own), summed in `LANES` lanes by slot position and the
+/// lanes added in order: the CPU's batched derivative pass. `acc` holds `terms * LANES`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lane_sums<F: Float>(
+    u: &Array<F>,
+    offset: usize,
+    i: usize,
+    slots_of: (usize, usize, u32, u32),
+    indices: &Array<u32>,
+    coef: &Array<F>,
+    slots: usize,
+    acc: &mut Array<F>,
+    out: &mut Array<F>,
+    first: usize,
+    #[comptime] terms: usize,
+) {
+    let (base, stride, count, max_count) = slots_of;
+    let ui = u[offset + i];
+    #[unroll]
+    for t in 0..terms * LANES {
+        acc[t] = F::new(0.0);
+    }
+    for k in 0..max_count {
+        if k < count {
+            let s = base + k as usize * stride;
+            let diff = u[offset + indices[s] as usize] - ui;
+            let lane = (k as usize) % LANES;
+            #[unroll]
+            for a in 0..terms {
+                acc[a * LANES + lane] += coef[a * slots + s] * diff;
+            }
+        }
+    }
+    #[unroll]
+    for a in 0..terms {
+        let mut sum = F::new(0.0);
+        #[unroll]
+        for l in 0..LANES {
+            sum += acc[a * LANES + l];
+        }
+        out[first + a] = sum;
+    }
+}
+
 /// `derivs[i * vars * terms + v * terms + a] = sum_s G_a[s] (u_v[j(s)] - u_v[i])`: the
 /// derivatives of every variable up to the reconstruction degree (`terms` basis functions).
 #[cube(launch_unchecked)]
@@ -443,32 +490,21 @@ fn derivatives_kernel<F: Float>(
         let mut acc = Array::<F>::new(terms * LANES);
         #[unroll]
         for v in 0..vars {
-            let ui = u[v * nu + i];
-            #[unroll]
-            for t in 0..terms * LANES {
-                acc[t] = F::new(0.0);
-            }
-            for k in 0..max_count {
-                if k < count {
-                    let s = base + k as usize * stride;
-                    let j = indices[s] as usize;
-                    let diff = u[v * nu + j] - ui;
-                    let lane = (k as usize) % LANES;
-                    #[unroll]
-                    for a in 0..terms {
-                        acc[a * LANES + lane] += coef[a * slots_u + s] * diff;
-                    }
-                }
-            }
-            #[unroll]
-            for a in 0..terms {
-                let mut sum = F::new(0.0);
-                #[unroll]
-                for l in 0..LANES {
-                    sum += acc[a * LANES + l];
-                }
-                derivs[i * vars * terms + v * terms + a] = sum;
-            }
+            let slots_of = (base, stride, count, max_count);
+            let first = i * vars * terms + v * terms;
+            lane_sums::<F>(
+                u,
+                v * nu,
+                i,
+                slots_of,
+                indices,
+                coef,
+                slots_u,
+                &mut acc,
+                derivs,
+                first,
+                terms,
+            );
         }
     }
 }

@@ -25,11 +25,9 @@ use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::mls::DeviceMls;
+use crate::muscl::lane_sums;
 use crate::primitives::{grid, slot_base};
 use crate::search::{DeviceLayout, DeviceNeighbours};
-
-/// Lanes of the CPU's batched derivative pass, whose sums the one-sided fits' follow.
-const LANES: usize = 8;
 
 /// Which step of the mix a launch does.
 const START: u32 = 0;
@@ -104,34 +102,24 @@ fn weno_kernel<F: Float>(
                 let (first, stride) = slot_base(i, n, starts, slot_major);
                 let slots_u = slots as usize;
                 let mut d = Array::<F>::new(terms);
-                let mut acc = Array::<F>::new(terms * LANES);
+                let mut acc = Array::<F>::new(terms * crate::muscl::LANES);
                 #[unroll]
                 for v in 0..vars {
                     let ui = u[v * nu + i];
-                    #[unroll]
-                    for t in 0..terms * LANES {
-                        acc[t] = F::new(0.0);
-                    }
-                    for k in 0..max_count {
-                        if k < count {
-                            let s = first + k as usize * stride;
-                            let diff = u[v * nu + indices[s] as usize] - ui;
-                            let lane = (k as usize) % LANES;
-                            #[unroll]
-                            for a in 0..terms {
-                                acc[a * LANES + lane] += coef[a * slots_u + s] * diff;
-                            }
-                        }
-                    }
-                    #[unroll]
-                    for a in 0..terms {
-                        let mut sum = F::new(0.0);
-                        #[unroll]
-                        for l in 0..LANES {
-                            sum += acc[a * LANES + l];
-                        }
-                        d[a] = sum;
-                    }
+                    let slots_of = (first, stride, count, max_count);
+                    lane_sums::<F>(
+                        u,
+                        v * nu,
+                        i,
+                        slots_of,
+                        indices,
+                        coef,
+                        slots_u,
+                        &mut acc,
+                        &mut d,
+                        0,
+                        terms,
+                    );
                     let eps = consts[terms + 1] * (F::new(1.0) + ui * ui);
                     let w = weight::<F>(&d, 0, consts, eps, terms);
                     let base = (i * vars + v) * width;

@@ -61,6 +61,46 @@ pub(super) fn next_batch(
     (s_l, j_l, count)
 }
 
+/// The reconstruction basis at a batch's half offsets `delta` into `phi[..terms]`: the
+/// recursion's products (`Basis::eval_recursive`) in closed form up to degree 2 (the same
+/// products in the same order, so the same bits) so that the lanes vectorise, and the
+/// recursion lane by lane above. Functions of degree <= 2 come first in the basis order (`D`
+/// linear, then the `D (D + 1) / 2` quadratic ones).
+#[inline(always)]
+pub(super) fn basis_lanes<R: Real, const D: usize>(
+    basis: &Basis<D>,
+    delta: &[[R; LANES]; D],
+    terms: usize,
+    phi: &mut [[R; LANES]; MAX_TERMS],
+    scratch: &mut [R; MAX_TERMS],
+) {
+    let half = R::cast(0.5);
+    if terms <= D + D * (D + 1) / 2 {
+        let mut t = 0;
+        for d in 0..D {
+            phi[t] = delta[d];
+            t += 1;
+        }
+        for a in 0..D {
+            for b in a..D {
+                for l in 0..LANES {
+                    let p = delta[a][l] * delta[b][l];
+                    phi[t][l] = if a == b { half * p } else { p };
+                }
+                t += 1;
+            }
+        }
+    } else {
+        for l in 0..LANES {
+            let q = std::array::from_fn(|d| delta[d][l]);
+            basis.eval_recursive(q, &mut scratch[..terms]);
+            for a in 0..terms {
+                phi[a][l] = scratch[a];
+            }
+        }
+    }
+}
+
 /// Everything the flux pass reads.
 pub(super) struct FluxPass<'a, R, const D: usize, E> {
     pub eq: &'a E,
@@ -170,7 +210,6 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 0
             }
         });
-        let quadratic_terms = D + D * (D + 1) / 2;
         // Every unchecked read below is in bounds: the per-particle arrays have `n` entries
         // (asserted here), each neighbour index is checked below `n` per batch, and each
         // particle's slots are checked against the per-slot arrays once.
@@ -289,30 +328,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                     }
                 }
                 if tmax > 0 {
-                    if tmax <= quadratic_terms {
-                        let mut t = 0;
-                        for d in 0..D {
-                            phi[t] = delta[d];
-                            t += 1;
-                        }
-                        for a in 0..D {
-                            for b in a..D {
-                                for l in 0..W {
-                                    let p = delta[a][l] * delta[b][l];
-                                    phi[t][l] = if a == b { half * p } else { p };
-                                }
-                                t += 1;
-                            }
-                        }
-                    } else {
-                        for l in 0..W {
-                            let q = std::array::from_fn(|d| delta[d][l]);
-                            basis.eval_recursive(q, &mut scratch[..tmax]);
-                            for a in 0..tmax {
-                                phi[a][l] = scratch[a];
-                            }
-                        }
-                    }
+                    basis_lanes(basis, &delta, tmax, &mut phi, &mut scratch);
                     // Mixed orders: a lane uses only its interface order's terms.
                     if !full_order && terms.iter().any(|&t| t != tmax) {
                         for a in 0..tmax {

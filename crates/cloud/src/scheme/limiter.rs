@@ -18,7 +18,7 @@
 
 use mote_core::{Chunks, CpuBackend, Real, SimdLevel, SplitOutputs};
 
-use super::flux_pass::{LANES, MAX_TERMS, next_batch};
+use super::flux_pass::{LANES, MAX_TERMS, basis_lanes, next_batch};
 use crate::cloud::{Geometry, MAX_VARIABLES};
 use crate::error::CloudError;
 use crate::mls::Basis;
@@ -225,7 +225,6 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
             LimiterMode::Soft => D.min(mr),
             LimiterMode::Hard => mr,
         };
-        let quadratic_terms = D + D * (D + 1) / 2;
         let (zero, one, half) = (R::zero(), R::one(), R::cast(0.5));
         let eps2 = R::cast((self.limiter.venkatakrishnan_k * self.spacing).powi(3));
         let bj = self.limiter.kind == LimiterKind::BarthJespersen;
@@ -286,31 +285,7 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
                         delta[d][l] = half * x;
                     }
                 }
-                // The basis: the recursion's products in closed form up to degree 2.
-                if terms <= quadratic_terms {
-                    let mut t = 0;
-                    for d in 0..D {
-                        phi[t] = delta[d];
-                        t += 1;
-                    }
-                    for a in 0..D {
-                        for b in a..D {
-                            for l in 0..W {
-                                let p = delta[a][l] * delta[b][l];
-                                phi[t][l] = if a == b { half * p } else { p };
-                            }
-                            t += 1;
-                        }
-                    }
-                } else {
-                    for l in 0..W {
-                        let q = std::array::from_fn(|d| delta[d][l]);
-                        self.basis.eval_recursive(q, &mut scratch[..terms]);
-                        for a in 0..terms {
-                            phi[a][l] = scratch[a];
-                        }
-                    }
-                }
+                basis_lanes(self.basis, &delta, terms, &mut phi, &mut scratch);
                 for v in 0..m {
                     let r = &record[v * mr..v * mr + terms];
                     let ui = u[v][i];
