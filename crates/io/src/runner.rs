@@ -46,9 +46,6 @@ pub enum RunError {
     /// The GPU could not be opened or failed.
     #[error(transparent)]
     Gpu(#[from] GpuError),
-    /// A component that has no GPU version yet.
-    #[error("not supported on the GPU backend: {0}")]
-    NotOnGpu(String),
     /// A meshless problem or scheme could not be built.
     #[error(transparent)]
     Cloud(#[from] mote_cloud::CloudError),

@@ -106,27 +106,36 @@ impl<R: Real, const D: usize> Weno<R, D> {
             let q = eps + beta;
             R::one() / (q * q)
         };
-        // Start: the central fit's weighted derivatives and weight.
-        let central: &[R] = derivs;
-        backend.for_each_block(
-            Chunks::new(self.mix.as_mut_slice(), m * width),
-            256,
-            |first, mut out| {
+        // Start from the central fit (weight times `gamma`), then add each one-sided fit
+        // where it exists: one pass over the particles per fit.
+        let mix_in = |mix: &mut [R], source: &[R], valid: Option<&[u8]>, gamma: R, start: bool| {
+            backend.for_each_block(Chunks::new(mix, m * width), 256, |first, mut out| {
                 for k in 0..SplitOutputs::len(&out) {
                     let i = first + k;
+                    if valid.is_some_and(|v| v[i] == 0) {
+                        continue;
+                    }
                     let record = out.chunk_mut(k);
                     for v in 0..m {
-                        let c = &central[(i * m + v) * mr..(i * m + v + 1) * mr];
-                        let w0 = gamma * weight(c, u[v][i]);
+                        let d = &source[(i * m + v) * mr..(i * m + v + 1) * mr];
+                        let w = gamma * weight(d, u[v][i]);
                         let mix = &mut record[v * width..(v + 1) * width];
-                        for a in 0..mr {
-                            mix[a] = w0 * c[a];
+                        if start {
+                            for a in 0..mr {
+                                mix[a] = w * d[a];
+                            }
+                            mix[mr] = w;
+                        } else {
+                            for a in 0..mr {
+                                mix[a] += w * d[a];
+                            }
+                            mix[mr] += w;
                         }
-                        mix[mr] = w0;
                     }
                 }
-            },
-        );
+            });
+        };
+        mix_in(self.mix.as_mut_slice(), derivs, None, gamma, true);
         let idx = list.indices();
         for st in &self.stencils {
             let coeffs: Vec<&[R]> = (0..mr).map(|a| st.coefficients(a)).collect();
@@ -136,28 +145,13 @@ impl<R: Real, const D: usize> Weno<R, D> {
                 coeffs: &coeffs,
             }
             .run(list, self.scratch.as_mut_slice(), backend, simd);
-            let (scratch, valid) = (self.scratch.as_slice(), st.valid());
-            backend.for_each_block(
-                Chunks::new(self.mix.as_mut_slice(), m * width),
-                256,
-                |first, mut out| {
-                    for k in 0..SplitOutputs::len(&out) {
-                        let i = first + k;
-                        if valid[i] == 0 {
-                            continue;
-                        }
-                        let record = out.chunk_mut(k);
-                        for v in 0..m {
-                            let d = &scratch[(i * m + v) * mr..(i * m + v + 1) * mr];
-                            let w = weight(d, u[v][i]);
-                            let mix = &mut record[v * width..(v + 1) * width];
-                            for a in 0..mr {
-                                mix[a] += w * d[a];
-                            }
-                            mix[mr] += w;
-                        }
-                    }
-                },
+            let one = R::one();
+            mix_in(
+                self.mix.as_mut_slice(),
+                self.scratch.as_slice(),
+                Some(st.valid()),
+                one,
+                false,
             );
         }
         // Finish: the normalised mix replaces the derivatives.
