@@ -782,7 +782,7 @@ impl<R: Real, const D: usize> Budgeted for Moving<R, D> {
 }
 
 /// The error for MOOD combined with an IMEX stepper.
-fn imex_without_mood(tableau: &ImexTableau) -> CloudError {
+pub fn imex_without_mood(tableau: &ImexTableau) -> CloudError {
     CloudError::invalid(
         "MOOD with an IMEX stepper",
         tableau.name,

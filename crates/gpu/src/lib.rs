@@ -14,7 +14,8 @@
 //!   atomics, prefix sums, per-bin sort), producing the CPU's lists exactly in both layouts.
 //! - [`DeviceMuscl`] (MLS derivatives, limiters, reconstruction and fluxes), [`DeviceMood`]
 //!   and [`DeviceBoundaries`] are the meshless passes; [`DeviceSimulation`] steps a cloud with
-//!   them, stage for stage as the CPU's `MeshlessSimulation`.
+//!   them, stage for stage as the CPU's `MeshlessSimulation`, with explicit tableaux or, with
+//!   the kinetic relaxation source [`DeviceRelaxation`], IMEX pairs.
 //! - [`GpuDirectSolver`] is direct-summation gravity on the device (sources tiled through shared
 //!   memory), a [`ForceSolver`](mote_gravity::ForceSolver) like the CPU solvers.
 //!
@@ -34,6 +35,7 @@ pub mod mls;
 pub mod mood;
 pub mod muscl;
 mod primitives;
+pub mod relaxation;
 pub mod search;
 pub mod simulation;
 pub mod weno;
@@ -49,5 +51,6 @@ pub use mls::DeviceMls;
 pub use mood::DeviceMood;
 pub use muscl::{DeviceEquation, DeviceMuscl};
 pub use primitives::host_fingerprint;
+pub use relaxation::DeviceRelaxation;
 pub use search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};
 pub use simulation::{DeviceSimulation, SetupSeconds, StepSeconds};

@@ -31,15 +31,19 @@
 //! The WENO-type reconstruction runs between the derivative and the limiter pass
 //! ([`DeviceMuscl::with_weno`], see [`crate::weno`]).
 //!
+//! The kinetic transport of a relaxation system ([`DeviceEquation::Kinetic`], `2 D M` variables
+//! each advected with its own velocity) is the system the device passes know besides Euler; its
+//! source is [`crate::relaxation`].
+//!
 //! Not on the device yet (refused with "not supported on the GPU backend"): systems of
-//! advection equations.
+//! advection equations with matrices.
 
 // Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`), and a
 // compile-time `if comptime![..]` stays apart from the run-time test inside it.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
 
 use cubecl::prelude::*;
-use mote_cloud::equations::{Burgers, Euler, LinearAdvection};
+use mote_cloud::equations::{Burgers, Euler, KineticTransport, LinearAdvection};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::scheme::{Formulation, Limiter, PassSeconds};
 
@@ -57,6 +61,9 @@ use crate::weno::DeviceWeno;
 pub(crate) const LANES: usize = 8;
 /// The recursion's parent of a first-degree basis function: the constant 1.
 const RECURSION_ROOT: u32 = u32::MAX;
+
+/// The kernel code of the kinetic transport (advection 0, Euler 1, Burgers 2).
+pub(crate) const KINETIC: u32 = 3;
 
 /// An equation the device passes know, with its parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,6 +83,15 @@ pub enum DeviceEquation {
         density_floor: f64,
         /// Pressure floor.
         pressure_floor: f64,
+    },
+    /// The transport part of a kinetic relaxation system
+    /// ([`mote_cloud::equations::KineticTransport`]): `2 D M` variables, variable `k M + v`
+    /// advected with `+lambda e_d` (`k = 2 d`) or `-lambda e_d` (`k = 2 d + 1`).
+    Kinetic {
+        /// The kinetic speed `lambda`.
+        speed: f64,
+        /// Macroscopic variables `M`.
+        macroscopic: usize,
     },
 }
 
@@ -110,28 +126,40 @@ impl DeviceEquation {
         }
     }
 
+    /// The device version of the CPU's kinetic transport (the explicit part of a relaxation
+    /// system stepped by [`crate::DeviceSimulation::with_relaxation`]).
+    pub fn kinetic<const D: usize>(eq: &KineticTransport<D>) -> Self {
+        Self::Kinetic {
+            speed: eq.speed(),
+            macroscopic: eq.macroscopic(),
+        }
+    }
+
     /// Number of conserved variables in `dim` dimensions.
     pub fn variables(&self, dim: usize) -> usize {
         match self {
             Self::Advection { .. } | Self::Burgers => 1,
             Self::Euler { .. } => dim + 2,
+            Self::Kinetic { macroscopic, .. } => 2 * dim * macroscopic,
         }
     }
 
-    fn kind(&self) -> u32 {
+    pub(crate) fn kind(&self) -> u32 {
         match self {
             Self::Advection { .. } => 0,
             Self::Euler { .. } => 1,
             Self::Burgers => 2,
+            Self::Kinetic { .. } => KINETIC,
         }
     }
 
     /// The kernels' parameter array: advection `a[0..3]`; Euler `gamma, gamma - 1, floors`;
-    /// Burgers none.
-    fn params(&self) -> [f64; 4] {
+    /// Burgers none; kinetic transport `lambda`.
+    pub(crate) fn params(&self) -> [f64; 4] {
         match *self {
             Self::Advection { velocity } => [velocity[0], velocity[1], velocity[2], 0.0],
             Self::Burgers => [0.0; 4],
+            Self::Kinetic { speed, .. } => [speed, 0.0, 0.0, 0.0],
             Self::Euler {
                 gamma,
                 density_floor,
@@ -171,19 +199,40 @@ fn primitive<F: Float>(
     (rho, p)
 }
 
-/// The flux of `u` along `nrm` into `out`.
+/// `lambda_v . n` of kinetic variable `v` of `vars` (the CPU's `normal_velocity`).
 #[cube]
-fn normal_flux<F: Float>(
+fn kinetic_velocity<F: Float>(
+    nrm: &Array<F>,
+    params: &Array<F>,
+    #[comptime] v: usize,
+    #[comptime] vars: usize,
+    #[comptime] dim: usize,
+) -> F {
+    let k = comptime![v / (vars / (2 * dim))];
+    let s = params[0] * nrm[comptime![k / 2]];
+    if comptime![k % 2 == 0] { s } else { -s }
+}
+
+/// The flux of `u` (`vars` variables) along `nrm` into `out`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn normal_flux<F: Float>(
     u: &Array<F>,
     nrm: &Array<F>,
     params: &Array<F>,
     vel: &mut Array<F>,
     out: &mut Array<F>,
     #[comptime] kind: u32,
+    #[comptime] vars: usize,
     #[comptime] dim: usize,
     #[comptime] wide: bool,
 ) {
-    if comptime![kind == 0] {
+    if comptime![kind == KINETIC] {
+        #[unroll]
+        for v in 0..vars {
+            out[v] = kinetic_velocity::<F>(nrm, params, v, vars, dim) * u[v];
+        }
+    } else if comptime![kind == 0] {
         let mut s = F::new(0.0);
         #[unroll]
         for d in 0..dim {
@@ -231,7 +280,15 @@ fn max_speed<F: Float>(
     #[comptime] dim: usize,
     #[comptime] wide: bool,
 ) -> F {
-    if comptime![kind == 0] {
+    if comptime![kind == KINETIC] {
+        // lambda max_d |n_d|, the maximum from zero in axis order as on the CPU.
+        let mut best = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            best = F::max(best, F::abs(nrm[d]));
+        }
+        params[0] * best
+    } else if comptime![kind == 0] {
         let mut s = F::new(0.0);
         #[unroll]
         for d in 0..dim {
@@ -587,7 +644,7 @@ fn flux_kernel<F: Float>(
                     nrm[e] = F::new(0.0);
                 }
                 nrm[d] = F::new(1.0);
-                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, dim, wide);
+                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, vars, dim, wide);
                 #[unroll]
                 for v in 0..vars {
                     fi[d * vars + v] = fl[v];
@@ -660,9 +717,17 @@ fn flux_kernel<F: Float>(
                 // The numerical flux into `fl`.
                 if comptime![flux == HLLC] {
                     hllc::<F>(&ul, &ur, &nrm, params, &mut scratch, &mut fl, dim, wide);
+                } else if comptime![kind == KINETIC && flux != CENTRAL] {
+                    // Rusanov and upwind are the same here, as on the CPU: each component is
+                    // upwinded with its own velocity.
+                    #[unroll]
+                    for v in 0..vars {
+                        let a = kinetic_velocity::<F>(&nrm, params, v, vars, dim);
+                        fl[v] = select(a > F::new(0.0), a * ul[v], a * ur[v]);
+                    }
                 } else {
-                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, dim, wide);
-                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, dim, wide);
+                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim, wide);
+                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim, wide);
                     if comptime![flux == RUSANOV] {
                         let speed = F::max(
                             max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim, wide),
@@ -1026,7 +1091,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     pub fn with_flux(mut self, kind: FluxKind) -> Result<Self, GpuError> {
         let ok = match kind {
             FluxKind::Rusanov | FluxKind::Central => true,
-            FluxKind::Upwind => self.equation.variables(1) == 1,
+            FluxKind::Upwind => {
+                self.equation.variables(1) == 1
+                    || matches!(self.equation, DeviceEquation::Kinetic { .. })
+            }
             FluxKind::Hllc => matches!(self.equation, DeviceEquation::Euler { .. }),
         };
         if !ok {

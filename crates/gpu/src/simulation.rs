@@ -14,7 +14,8 @@
 use mote_cloud::boundary::Boundaries;
 use mote_cloud::exact::Errors;
 use mote_cloud::mood::{MoodSettings, MoodStats};
-use mote_cloud::time::Tableau;
+use mote_cloud::simulation::imex_without_mood;
+use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, NeighbourList, NeighbourSearch, RowMajor};
 use mote_core::CpuBackend;
 
@@ -25,6 +26,7 @@ use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::mood::DeviceMood;
 use crate::muscl::DeviceMuscl;
+use crate::relaxation::DeviceRelaxation;
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};
 
 /// A fixed meshless cloud, its lists, scheme and state, stepped on a device.
@@ -42,6 +44,8 @@ pub struct DeviceSimulation<F: GpuFloat, const D: usize> {
     stage: [DeviceArray<F>; 2],
     boundaries: Option<DeviceBoundaries<F>>,
     mood: Option<DeviceMood<F>>,
+    /// The IMEX stepper with a relaxation source, replacing the explicit tableau.
+    imex: Option<DeviceImex<F>>,
     /// Host copies for messages: stable ids and positions.
     ids: Vec<u64>,
     positions: Vec<[f64; D]>,
@@ -51,6 +55,17 @@ pub struct DeviceSimulation<F: GpuFloat, const D: usize> {
     /// Wait for each part of a step and accumulate its seconds (benchmarks).
     timing: bool,
     seconds: StepSeconds,
+}
+
+/// The IMEX stepper's arrays: the transport and source slopes of the stages that a later stage
+/// or the update reads (`None` for the others), and the smallest particle index whose implicit
+/// solve failed in this step (`u32::MAX`: none).
+struct DeviceImex<F: GpuFloat> {
+    tableau: ImexTableau,
+    source: DeviceRelaxation<F>,
+    transport: Vec<Option<DeviceArray<F>>>,
+    slopes: Vec<Option<DeviceArray<F>>>,
+    failed: DeviceArray<u32>,
 }
 
 /// Wall seconds of [`DeviceSimulation::new`]'s parts.
@@ -133,6 +148,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             ],
             boundaries: None,
             mood: None,
+            imex: None,
             ids: cloud.ids().to_vec(),
             positions: (0..n).map(|i| cloud.position_of(i)).collect(),
             time: 0.0,
@@ -177,10 +193,64 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         Ok(self)
     }
 
-    /// Turns on MOOD order reduction (criterion `none` turns it off).
+    /// Turns on MOOD order reduction (criterion `none` turns it off). Refused after
+    /// [`with_relaxation`](Self::with_relaxation), as on the CPU.
     pub fn with_mood(mut self, gpu: &Gpu, settings: MoodSettings) -> Result<Self, GpuError> {
         let mood = DeviceMood::new::<D>(gpu, settings, &self.scheme)?;
+        if let (true, Some(imex)) = (mood.is_active(), &self.imex) {
+            return Err(imex_without_mood(&imex.tableau).into());
+        }
         self.mood = mood.is_active().then_some(mood);
+        Ok(self)
+    }
+
+    /// Adds the kinetic relaxation `source` and replaces the explicit stepper by the IMEX pair
+    /// `tableau`, as the CPU's `MeshlessSimulation::with_source`: the scheme's transport (a
+    /// [`DeviceEquation::Kinetic`](crate::DeviceEquation::Kinetic)) explicit, the relaxation
+    /// implicit, solved per particle on the device. Refused with MOOD and when the source's
+    /// variables are not the scheme's.
+    pub fn with_relaxation(
+        mut self,
+        gpu: &Gpu,
+        tableau: ImexTableau,
+        source: DeviceRelaxation<F>,
+    ) -> Result<Self, GpuError> {
+        tableau.validate()?;
+        if self.mood.is_some() {
+            return Err(imex_without_mood(&tableau).into());
+        }
+        let m = self.scheme.equation().variables(D);
+        if source.variables() != m {
+            return Err(CloudError::invalid(
+                "source variables",
+                format!("{} (kinetic_relaxation)", source.variables()),
+                format!("the scheme's variable count, {m}"),
+            )
+            .into());
+        }
+        let n = self.cloud.len();
+        let per_particle = mote_core::Scaling::PerParticle(m);
+        let needed = tableau.needed_slopes();
+        let array =
+            |name, needed: bool| needed.then(|| gpu.output(name, n * m).with_scaling(per_particle));
+        self.imex = Some(DeviceImex {
+            transport: needed
+                .iter()
+                .map(|k| array("imex_transport_slope", k[0]))
+                .collect(),
+            slopes: needed
+                .iter()
+                .map(|k| array("imex_source_slope", k[1]))
+                .collect(),
+            failed: gpu
+                .upload("imex_failed", &[u32::MAX])
+                .with_scaling(mote_core::Scaling::Fixed),
+            tableau,
+            source,
+        });
+        // The explicit stepper's slopes and second stage buffer are not used any more.
+        self.slopes.clear();
+        self.stage[1] = gpu.output("stage_b", 0).with_scaling(per_particle);
         Ok(self)
     }
 
@@ -322,8 +392,13 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         )
     }
 
-    /// One step of length `dt`. An error names a particle whose state is not finite after it.
+    /// One step of length `dt`. An error names a particle whose state is not finite after it,
+    /// or (with a relaxation source) the first particle whose implicit solve failed, leaving
+    /// the state as it was.
     pub fn step(&mut self, gpu: &Gpu, dt: f64) -> Result<(), GpuError> {
+        if self.imex.is_some() {
+            return self.step_imex(gpu, dt);
+        }
         let n = self.cloud.len();
         let revises = self.mood.is_some();
         let stages = self.tableau.stages();
@@ -447,6 +522,115 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         self.check_finite(gpu, "after")
     }
 
+    /// [`step`](Self::step) with the IMEX stepper.
+    fn step_imex(&mut self, gpu: &Gpu, dt: f64) -> Result<(), GpuError> {
+        let n = self.cloud.len();
+        let imex = self.imex.as_ref().expect("an IMEX stepper");
+        let tableau = &imex.tableau;
+        let needed = tableau.needed_slopes();
+        // (The relaxation does not depend on time: the implicit nodes are not needed.)
+        let ec = tableau.explicit_c();
+        let t = self.time;
+        let stage = &self.stage[0];
+        let slope = |source: bool, j: usize| {
+            let k = if source {
+                &imex.slopes[j]
+            } else {
+                &imex.transport[j]
+            };
+            k.as_ref().expect("a slope the tableau reads is kept")
+        };
+        gpu.fill_u32(&imex.failed, u32::MAX);
+        for i in 0..tableau.stages() {
+            // rhs_i = u + dt sum_(j<i) (A~_ij K_j + A_ij S_j), in the CPU's order.
+            let clock = std::time::Instant::now();
+            gpu.copy(&self.state, stage)?;
+            for j in 0..i {
+                for (source, a) in [
+                    (false, tableau.explicit_a[i][j]),
+                    (true, tableau.implicit_a[i][j]),
+                ] {
+                    if a != 0.0 {
+                        gpu.accumulate(stage, slope(source, j), F::cast(a * dt))?;
+                    }
+                }
+            }
+            let diag = tableau.implicit_a[i][i];
+            let [need_transport, need_source] = needed[i];
+            if diag > 0.0 {
+                // Solve U - h S(U) = rhs in place; keep (U - rhs) / h as the source slope.
+                let h = F::cast(diag * dt);
+                if need_source {
+                    gpu.copy(stage, slope(true, i))?;
+                }
+                imex.source.solve(gpu, stage, n, h, &imex.failed)?;
+                if need_source {
+                    gpu.solved_slope(stage, slope(true, i), F::one() / h)?;
+                }
+            }
+            if let Some(b) = &self.boundaries {
+                b.apply(gpu, stage, n, t + ec[i] * dt)?;
+            }
+            if diag == 0.0 && need_source {
+                imex.source
+                    .evaluate(gpu, stage, slope(true, i), n, &imex.failed)?;
+            }
+            if self.timing {
+                gpu.sync()?;
+                self.seconds.stages += clock.elapsed().as_secs_f64();
+            }
+            if need_transport {
+                let k = slope(false, i);
+                self.scheme
+                    .derivatives_pass(gpu, &self.cloud, &self.list, stage)?;
+                self.scheme.flux_pass(
+                    gpu,
+                    &self.cloud,
+                    &self.list,
+                    &self.max_orders,
+                    None,
+                    stage,
+                    k,
+                )?;
+                if let Some(b) = &self.boundaries {
+                    b.zero_slopes(gpu, k, n)?;
+                }
+            }
+        }
+        // A failed solve ends the step before the state changes, as on the CPU.
+        let failed = gpu.download(&imex.failed)?[0];
+        if failed != u32::MAX {
+            return Err(CloudError::invalid(
+                "implicit source solve",
+                format!("particle index {failed}, source kinetic_relaxation"),
+                "a converged, admissible solution",
+            )
+            .into());
+        }
+        // u <- u + dt sum_i (b~_i K_i + b_i S_i).
+        let clock = std::time::Instant::now();
+        for j in 0..tableau.stages() {
+            for (source, b) in [
+                (false, tableau.explicit_b[j]),
+                (true, tableau.implicit_b[j]),
+            ] {
+                if b != 0.0 {
+                    gpu.accumulate(&self.state, slope(source, j), F::cast(b * dt))?;
+                }
+            }
+        }
+        if let Some(bc) = &self.boundaries {
+            bc.apply(gpu, &self.state, n, t + dt)?;
+        }
+        if self.timing {
+            gpu.sync()?;
+            self.seconds.stages += clock.elapsed().as_secs_f64();
+        }
+        self.time += dt;
+        self.steps += 1;
+        self.check_finite(gpu, "after")
+    }
+
     /// An error naming the first particle (and variable) whose state is not finite.
     fn check_finite(&self, gpu: &Gpu, when: &'static str) -> Result<(), GpuError> {
         let n = self.cloud.len();
@@ -523,6 +707,17 @@ impl<F: GpuFloat, const D: usize> mote_core::Budgeted for DeviceSimulation<F, D>
         if let Some(m) = &self.mood {
             v.extend(m.buffers());
         }
+        if let Some(x) = &self.imex {
+            v.extend(x.source.buffers());
+            v.push(&x.failed);
+            v.extend(
+                x.transport
+                    .iter()
+                    .chain(&x.slopes)
+                    .flatten()
+                    .map(|a| a as &dyn mote_core::BudgetedBuffer),
+            );
+        }
         v
     }
     fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
@@ -542,6 +737,17 @@ impl<F: GpuFloat, const D: usize> mote_core::Budgeted for DeviceSimulation<F, D>
         }
         if let Some(m) = &mut self.mood {
             v.extend(m.buffers_mut());
+        }
+        if let Some(x) = &mut self.imex {
+            v.extend(x.source.buffers_mut());
+            v.push(&mut x.failed);
+            v.extend(
+                x.transport
+                    .iter_mut()
+                    .chain(&mut x.slopes)
+                    .flatten()
+                    .map(|a| a as &mut dyn mote_core::BudgetedBuffer),
+            );
         }
         v
     }

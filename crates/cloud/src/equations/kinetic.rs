@@ -28,6 +28,11 @@ impl<const D: usize> KineticTransport<D> {
         self.speed
     }
 
+    /// Number of macroscopic variables `M` (the kinetic ones are `2 D M`).
+    pub fn macroscopic(&self) -> usize {
+        self.macroscopic
+    }
+
     /// `(axis, sign)` of kinetic variable `v`.
     #[inline(always)]
     fn direction(&self, v: usize) -> (usize, bool) {

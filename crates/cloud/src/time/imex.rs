@@ -185,6 +185,22 @@ impl ImexTableau {
             && s > 0
     }
 
+    /// Which stage slopes a later stage or the update reads, per stage: `[transport,
+    /// source]` (the others need not be computed or kept).
+    pub fn needed_slopes(&self) -> Vec<[bool; 2]> {
+        let s = self.stages();
+        (0..s)
+            .map(|j| {
+                let used =
+                    |a: &[Vec<f64>], b: &[f64]| b[j] != 0.0 || (j + 1..s).any(|i| a[i][j] != 0.0);
+                [
+                    used(&self.explicit_a, &self.explicit_b),
+                    used(&self.implicit_a, &self.implicit_b),
+                ]
+            })
+            .collect()
+    }
+
     /// Explicit nodes `c~_i = sum_j A~_ij` (the times of the transport evaluations).
     pub fn explicit_c(&self) -> Vec<f64> {
         self.explicit_a.iter().map(|r| r.iter().sum()).collect()
@@ -284,16 +300,7 @@ impl<R: Real> Imex<R> {
     pub fn new(tableau: ImexTableau, variables: usize) -> Result<Self, CloudError> {
         tableau.validate()?;
         let s = tableau.stages();
-        let needed = (0..s)
-            .map(|j| {
-                let used =
-                    |a: &[Vec<f64>], b: &[f64]| b[j] != 0.0 || (j + 1..s).any(|i| a[i][j] != 0.0);
-                [
-                    used(&tableau.explicit_a, &tableau.explicit_b),
-                    used(&tableau.implicit_a, &tableau.implicit_b),
-                ]
-            })
-            .collect();
+        let needed = tableau.needed_slopes();
         let buffers = |name: &'static str| -> Vec<Buffer<R>> {
             (0..variables)
                 .map(|_| Buffer::new(name, Scaling::PerParticle(1)))

@@ -7,6 +7,7 @@ mod gravity;
 mod memory;
 mod mls;
 mod muscl;
+mod relaxation;
 mod search;
 mod simulation;
 

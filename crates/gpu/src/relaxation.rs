@@ -1,0 +1,320 @@
+//! The kinetic relaxation source on the device: the implicit part of an IMEX step
+//! ([`crate::DeviceSimulation::with_relaxation`]), the CPU's
+//! [`KineticRelaxation`](mote_cloud::source::KineticRelaxation) operation for operation.
+//!
+//! Each unit takes one particle: the macroscopic state `u_v = sum_k f_(k M + v)`, the
+//! Maxwellian `M_(d,+-)(u) = u / (2 D) +- F_d(u) / (2 lambda)` from the macroscopic equation's
+//! flux along each axis (the flux functions of the MUSCL passes), and either the implicit
+//! stage's exact solution `f <- (f + (h / epsilon) M) / (1 + h / epsilon)` in place or the
+//! source `(M - f) / epsilon`. The constants (`1 / (2 D)`, `1 / (2 lambda)`, `h / epsilon`,
+//! `1 / (1 + h / epsilon)`, `1 / epsilon`) are formed on the host in the run's precision as the
+//! CPU forms them, so no device division differs from the CPU's. A solve whose result is not
+//! finite records the smallest such particle index, as the CPU reports it.
+
+// Kernels: negated comparisons are the NaN tests (a kernel has no `partial_cmp`).
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use cubecl::prelude::*;
+use mote_cloud::equations::Equation;
+use mote_cloud::source::KineticRelaxation;
+
+use crate::array::DeviceArray;
+use crate::device::{Gpu, with_client};
+use crate::error::GpuError;
+use crate::gravity::GpuFloat;
+use crate::muscl::{DeviceEquation, KINETIC, finite, normal_flux};
+use crate::primitives::grid;
+
+/// Solves the implicit stage (`solve`: `f` in place with `r = h / epsilon`, `inv = 1 / (1 +
+/// r)`) or evaluates the source into `slope` (`r = 1 / epsilon`) for every particle; `m`
+/// macroscopic variables of equation `kind` with parameters `params`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn relaxation_kernel<F: Float + ScalarArgSettings>(
+    f: &mut Array<F>,
+    slope: &mut Array<F>,
+    n: u32,
+    params: &Array<F>,
+    share: F,
+    half_inv_speed: F,
+    r: F,
+    inv: F,
+    failed: &mut Array<Atomic<u32>>,
+    #[comptime] kind: u32,
+    #[comptime] m: usize,
+    #[comptime] dim: usize,
+    #[comptime] wide: bool,
+    #[comptime] solve: bool,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let mut u = Array::<F>::new(m);
+        let mut flux = Array::<F>::new(m);
+        let mut nrm = Array::<F>::new(3usize);
+        let mut vel = Array::<F>::new(3usize);
+        // The macroscopic state, summed over the kinetic components in order.
+        #[unroll]
+        for v in 0..m {
+            let mut s = F::new(0.0);
+            #[unroll]
+            for k in 0..2 * dim {
+                s += f[(k * m + v) * nu + i];
+            }
+            u[v] = s;
+        }
+        #[unroll]
+        for d in 0..dim {
+            #[unroll]
+            for e in 0..dim {
+                nrm[e] = F::new(0.0);
+            }
+            nrm[d] = F::new(1.0);
+            normal_flux::<F>(&u, &nrm, params, &mut vel, &mut flux, kind, m, dim, wide);
+            #[unroll]
+            for v in 0..m {
+                let plus = share * u[v] + half_inv_speed * flux[v];
+                let minus = share * u[v] - half_inv_speed * flux[v];
+                let a = (2 * d * m + v) * nu + i;
+                let b = ((2 * d + 1) * m + v) * nu + i;
+                if comptime![solve] {
+                    let x = (f[a] + r * plus) * inv;
+                    let y = (f[b] + r * minus) * inv;
+                    f[a] = x;
+                    f[b] = y;
+                    if !(finite::<F>(x, wide) && finite::<F>(y, wide)) {
+                        failed[0].fetch_min(i as u32);
+                    }
+                } else {
+                    slope[a] = (plus - f[a]) * r;
+                    slope[b] = (minus - f[b]) * r;
+                }
+            }
+        }
+    }
+}
+
+/// `out = (stage - out) * inv` element-wise: the source slope of a solved implicit stage from
+/// its right-hand side (in `out`) and its solution, `(U - rhs) / h`.
+#[cube(launch_unchecked)]
+fn solved_slope_kernel<F: Float + ScalarArgSettings>(
+    stage: &Array<F>,
+    out: &mut Array<F>,
+    inv: F,
+    len: u32,
+) {
+    let i = ABSOLUTE_POS;
+    if i < len as usize {
+        out[i] = (stage[i] - out[i]) * inv;
+    }
+}
+
+/// The kinetic relaxation source of a macroscopic equation on the device.
+pub struct DeviceRelaxation<F: GpuFloat> {
+    equation: DeviceEquation,
+    dim: usize,
+    speed: f64,
+    epsilon: f64,
+    params: DeviceArray<F>,
+    /// Bound as the kernel's `slope` in a solve (a buffer may not be bound twice).
+    unused: DeviceArray<F>,
+}
+
+impl<F: GpuFloat> DeviceRelaxation<F> {
+    /// The device version of the CPU's `relax`, whose macroscopic equation is `equation` on
+    /// the device (e.g. [`DeviceEquation::burgers`] of `relax.equation()`). An error when
+    /// `equation` is itself a kinetic transport or its variable count is not the macroscopic
+    /// one.
+    pub fn new<const D: usize, E: Equation<F, D>>(
+        gpu: &Gpu,
+        relax: &KineticRelaxation<D, E>,
+        equation: DeviceEquation,
+    ) -> Result<Self, GpuError> {
+        let m = relax.macroscopic_variables();
+        if matches!(equation, DeviceEquation::Kinetic { .. }) || equation.variables(D) != m {
+            return Err(mote_cloud::CloudError::invalid(
+                "relaxation's macroscopic equation",
+                format!("{equation:?}"),
+                format!("the device version of the relaxed equation ({m} variables)"),
+            )
+            .into());
+        }
+        Ok(Self {
+            equation,
+            dim: D,
+            speed: relax.transport().speed(),
+            epsilon: relax.epsilon(),
+            params: gpu
+                .upload("relaxation_parameters", &equation.params().map(F::cast))
+                .with_scaling(mote_core::Scaling::Fixed),
+            unused: gpu
+                .upload("relaxation_unused", &[F::cast(0.0)])
+                .with_scaling(mote_core::Scaling::Fixed),
+        })
+    }
+
+    /// Number of kinetic variables `2 D M`.
+    pub fn variables(&self) -> usize {
+        2 * self.dim * self.equation.variables(self.dim)
+    }
+
+    /// Solves `x - h S(x) = rhs` in place in `f` (the kinetic variables end to end) for every
+    /// particle, recording in `failed` the smallest index whose solution is not finite.
+    pub(crate) fn solve(
+        &self,
+        gpu: &Gpu,
+        f: &DeviceArray<F>,
+        n: usize,
+        h: F,
+        failed: &DeviceArray<u32>,
+    ) -> Result<(), GpuError> {
+        // As the CPU forms them: r = h / epsilon, 1 / (1 + r).
+        let r = h / F::cast(self.epsilon);
+        let inv = F::one() / (F::one() + r);
+        self.launch(gpu, f, &self.unused, n, r, inv, failed, true)
+    }
+
+    /// The source `S(f) = (M(u(f)) - f) / epsilon` into `slope`.
+    pub(crate) fn evaluate(
+        &self,
+        gpu: &Gpu,
+        f: &DeviceArray<F>,
+        slope: &DeviceArray<F>,
+        n: usize,
+        failed: &DeviceArray<u32>,
+    ) -> Result<(), GpuError> {
+        let rate = F::one() / F::cast(self.epsilon);
+        self.launch(gpu, f, slope, n, rate, F::one(), failed, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        gpu: &Gpu,
+        f: &DeviceArray<F>,
+        slope: &DeviceArray<F>,
+        n: usize,
+        r: F,
+        inv: F,
+        failed: &DeviceArray<u32>,
+        solve: bool,
+    ) -> Result<(), GpuError> {
+        let len = n * self.variables();
+        gpu.check(f, len)?;
+        if !solve {
+            gpu.check(slope, len)?;
+        }
+        gpu.check(failed, 1)?;
+        gpu.check(&self.params, 4)?;
+        let share = F::one() / F::from_usize(2 * self.dim);
+        let half_inv_speed = F::one() / F::cast(2.0 * self.speed);
+        let (count, cube) = grid(n, gpu.workgroup());
+        let constants = [share, half_inv_speed, r, inv];
+        let (kind, m, dim) = (
+            self.equation.kind(),
+            self.equation.variables(self.dim),
+            self.dim,
+        );
+        debug_assert_ne!(kind, KINETIC);
+        #[allow(clippy::too_many_arguments)]
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            arrays: (
+                &DeviceArray<F>,
+                &DeviceArray<F>,
+                &DeviceArray<F>,
+                &DeviceArray<u32>,
+            ),
+            n: usize,
+            c: [F; 4],
+            (kind, m, dim, solve): (u32, usize, usize, bool),
+        ) {
+            let (f, slope, params, failed) = arrays;
+            let wide = F::PRECISION == mote_core::Precision::F64;
+            // SAFETY: each unit reads and writes only its own particle's entries (below `n`
+            // times the variables, checked above); `failed` takes an atomic minimum. A solve
+            // does not touch `slope`.
+            unsafe {
+                relaxation_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    f.arg(),
+                    slope.arg(),
+                    n as u32,
+                    params.arg(),
+                    c[0],
+                    c[1],
+                    c[2],
+                    c[3],
+                    failed.arg(),
+                    kind,
+                    m,
+                    dim,
+                    wide,
+                    solve,
+                )
+            }
+        }
+        let arrays = (f, slope, &self.params, failed);
+        with_client!(&gpu.client, |c| go(
+            c,
+            count,
+            cube,
+            arrays,
+            n,
+            constants,
+            (kind, m, dim, solve)
+        ));
+        Ok(())
+    }
+
+    /// The device's parameter array (for the memory budget).
+    pub(crate) fn buffers(&self) -> Vec<&dyn mote_core::BudgetedBuffer> {
+        vec![&self.params, &self.unused]
+    }
+
+    /// The device's parameter array, mutably (for the memory budget).
+    pub(crate) fn buffers_mut(&mut self) -> Vec<&mut dyn mote_core::BudgetedBuffer> {
+        vec![&mut self.params, &mut self.unused]
+    }
+}
+
+impl Gpu {
+    /// `out = (stage - out) * inv` on the device (an implicit stage's source slope).
+    pub(crate) fn solved_slope<F: GpuFloat>(
+        &self,
+        stage: &DeviceArray<F>,
+        out: &DeviceArray<F>,
+        inv: F,
+    ) -> Result<(), GpuError> {
+        let len = stage.len();
+        self.check(out, len)?;
+        let (count, cube) = grid(len, self.workgroup());
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            stage: &DeviceArray<F>,
+            out: &DeviceArray<F>,
+            inv: F,
+        ) {
+            // SAFETY: each unit reads and writes its own element below the common length.
+            unsafe {
+                solved_slope_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    stage.arg(),
+                    out.arg(),
+                    inv,
+                    stage.len() as u32,
+                )
+            }
+        }
+        with_client!(&self.client, |c| go(c, count, cube, stage, out, inv));
+        Ok(())
+    }
+}
