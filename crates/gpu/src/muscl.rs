@@ -310,6 +310,45 @@ fn max_speed<F: Float>(
     }
 }
 
+/// The smallest and largest wave speeds of `u` along `nrm` (the CPU's `wave_speed_bounds`):
+/// `(s, s)` for advection and Burgers, `v.n -+ c |n|` for Euler, `-+ max` otherwise.
+#[cube]
+fn speed_bounds<F: Float>(
+    u: &Array<F>,
+    nrm: &Array<F>,
+    params: &Array<F>,
+    vel: &mut Array<F>,
+    #[comptime] kind: u32,
+    #[comptime] dim: usize,
+    #[comptime] wide: bool,
+) -> (F, F) {
+    if comptime![kind == 0] {
+        let mut s = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            s += nrm[d] * params[d];
+        }
+        (s, s)
+    } else if comptime![kind == 2] {
+        let s = u[0] * component_sum::<F>(nrm, dim);
+        (s, s)
+    } else if comptime![kind == 1] {
+        let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
+        let mut vn = F::new(0.0);
+        let mut nn = F::new(0.0);
+        #[unroll]
+        for d in 0..dim {
+            vn += vel[d] * nrm[d];
+            nn += nrm[d] * nrm[d];
+        }
+        let c = F::sqrt(params[0] * p / rho) * F::sqrt(nn);
+        (vn - c, vn + c)
+    } else {
+        let s = max_speed::<F>(u, nrm, params, vel, kind, dim, wide);
+        (-s, s)
+    }
+}
+
 /// The numerical fluxes' kernel codes.
 const RUSANOV: u32 = 0;
 const CENTRAL: u32 = 1;
@@ -566,6 +605,48 @@ fn derivatives_kernel<F: Float>(
     }
 }
 
+/// `grad[(a D + b) n + i] = sum_s coef_b[s] (w_a[j(s)] - w_a[i])`, summed in slot order from
+/// zero (the CPU's plain loop).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn velocity_gradient_kernel<F: Float>(
+    w: &Array<F>,
+    n: u32,
+    counts: &Array<u32>,
+    starts: &Array<u32>,
+    indices: &Array<u32>,
+    slot_major: u32,
+    coef: &Array<F>,
+    slots: u32,
+    max_count: u32,
+    grad: &mut Array<F>,
+    #[comptime] dim: usize,
+) {
+    let i = ABSOLUTE_POS;
+    if i < n as usize {
+        let nu = n as usize;
+        let count = counts[i];
+        let (base, stride) = slot_base(i, n, starts, slot_major);
+        let slots_u = slots as usize;
+        #[unroll]
+        for a in 0..dim {
+            let wi = w[a * nu + i];
+            #[unroll]
+            for b in 0..dim {
+                let mut sum = F::new(0.0);
+                for k in 0..max_count {
+                    if k < count {
+                        let s = base + k as usize * stride;
+                        let j = indices[s] as usize;
+                        sum += coef[b * slots_u + s] * (w[a * nu + j] - wi);
+                    }
+                }
+                grad[(a * dim + b) * nu + i] = sum;
+            }
+        }
+    }
+}
+
 /// `du_i = -2 sum_j (F*(u_L, u_R; b_ij) - F(u_i) . b_ij)`: MUSCL of the interface order
 /// `min(order_i, order_j, order)` and the numerical flux. The reconstruction terms at the midpoint
 /// come from the basis recursion `phi_a = phi_parent(a) * d_axis(a) * inv(a)` (the CPU's), an
@@ -598,6 +679,8 @@ fn flux_kernel<F: Float>(
     terms_for_order: &Array<u32>,
     volumes: &Array<F>,
     reverse: &Array<u32>,
+    w: &Array<F>,
+    wgrad: &Array<F>,
     du: &mut Array<F>,
     #[comptime] kind: u32,
     #[comptime] vars: usize,
@@ -607,6 +690,7 @@ fn flux_kernel<F: Float>(
     #[comptime] wide: bool,
     #[comptime] flux: u32,
     #[comptime] conservative: bool,
+    #[comptime] moving: bool,
 ) {
     let i = ABSOLUTE_POS;
     let mut skip = i >= n as usize;
@@ -714,41 +798,96 @@ fn flux_kernel<F: Float>(
                         }
                     }
                 }
-                // The numerical flux into `fl`.
-                if comptime![flux == HLLC] {
-                    hllc::<F>(&ul, &ur, &nrm, params, &mut scratch, &mut fl, dim, wide);
-                } else if comptime![kind == KINETIC && flux != CENTRAL] {
-                    // Rusanov and upwind are the same here, as on the CPU: each component is
-                    // upwinded with its own velocity.
+                // On a moving cloud: the interface velocity along the normal, `w_m . b_ij` with
+                // `w_m` the mean of the plain average and the two one-sided Taylor values (the
+                // CPU's third-order form).
+                let mut wn = F::new(0.0);
+                if comptime![moving] {
                     #[unroll]
-                    for v in 0..vars {
-                        let a = kinetic_velocity::<F>(&nrm, params, v, vars, dim);
-                        fl[v] = select(a > F::new(0.0), a * ul[v], a * ur[v]);
+                    for a in 0..dim {
+                        let mut slope = F::new(0.0);
+                        #[unroll]
+                        for b in 0..dim {
+                            slope += (wgrad[(a * dim + b) * nu + i]
+                                - wgrad[(a * dim + b) * nu + j])
+                                * delta[b];
+                        }
+                        let wm =
+                            F::new(0.5) * (w[a * nu + i] + w[a * nu + j]) + F::new(0.25) * slope;
+                        wn += wm * nrm[a];
                     }
-                } else {
+                }
+                // The numerical flux into `fl`.
+                if comptime![moving && (flux == RUSANOV || flux == CENTRAL)] {
+                    // ALE: the pair exchanges G = F - u w_n; Rusanov with the wave speeds
+                    // relative to the interface, central the plain mean.
                     normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim, wide);
                     normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim, wide);
+                    let mut speed = F::new(0.0);
                     if comptime![flux == RUSANOV] {
-                        let speed = F::max(
-                            max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim, wide),
-                            max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim, wide),
+                        let (a0, a1) =
+                            speed_bounds::<F>(&ul, &nrm, params, &mut vel, kind, dim, wide);
+                        let (b0, b1) =
+                            speed_bounds::<F>(&ur, &nrm, params, &mut vel, kind, dim, wide);
+                        speed = F::max(
+                            F::max(F::max(F::abs(a0 - wn), F::abs(a1 - wn)), F::abs(b0 - wn)),
+                            F::abs(b1 - wn),
                         );
+                    }
+                    #[unroll]
+                    for v in 0..vars {
+                        let gl = fl[v] - wn * ul[v];
+                        let gr = fr[v] - wn * ur[v];
+                        fl[v] = F::new(0.5) * (gl + gr) - F::new(0.5) * speed * (ur[v] - ul[v]);
+                    }
+                } else {
+                    if comptime![flux == HLLC] {
+                        hllc::<F>(&ul, &ur, &nrm, params, &mut scratch, &mut fl, dim, wide);
+                    } else if comptime![kind == KINETIC && flux != CENTRAL] {
+                        // Rusanov and upwind are the same here, as on the CPU: each component is
+                        // upwinded with its own velocity.
                         #[unroll]
                         for v in 0..vars {
-                            fl[v] = F::new(0.5) * (fl[v] + fr[v])
-                                - F::new(0.5) * speed * (ur[v] - ul[v]);
-                        }
-                    } else if comptime![flux == CENTRAL] {
-                        #[unroll]
-                        for v in 0..vars {
-                            fl[v] = F::new(0.5) * (fl[v] + fr[v]);
+                            let a = kinetic_velocity::<F>(&nrm, params, v, vars, dim);
+                            fl[v] = select(a > F::new(0.0), a * ul[v], a * ur[v]);
                         }
                     } else {
-                        // Upwind (one variable): by the sign of the Rankine-Hugoniot speed.
-                        let du = ur[0] - ul[0];
-                        let df = fr[0] - fl[0];
-                        let right = (df >= F::new(0.0)) == (du >= F::new(0.0)) || du == F::new(0.0);
-                        fl[0] = select(right, fl[0], fr[0]);
+                        normal_flux::<F>(
+                            &ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim, wide,
+                        );
+                        normal_flux::<F>(
+                            &ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim, wide,
+                        );
+                        if comptime![flux == RUSANOV] {
+                            let speed = F::max(
+                                max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim, wide),
+                                max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim, wide),
+                            );
+                            #[unroll]
+                            for v in 0..vars {
+                                fl[v] = F::new(0.5) * (fl[v] + fr[v])
+                                    - F::new(0.5) * speed * (ur[v] - ul[v]);
+                            }
+                        } else if comptime![flux == CENTRAL] {
+                            #[unroll]
+                            for v in 0..vars {
+                                fl[v] = F::new(0.5) * (fl[v] + fr[v]);
+                            }
+                        } else {
+                            // Upwind (one variable): by the sign of the Rankine-Hugoniot speed.
+                            let du = ur[0] - ul[0];
+                            let df = fr[0] - fl[0];
+                            let right =
+                                (df >= F::new(0.0)) == (du >= F::new(0.0)) || du == F::new(0.0);
+                            fl[0] = select(right, fl[0], fr[0]);
+                        }
+                    }
+                    if comptime![moving] {
+                        // The fixed frame's flux, the `-u w_n` part upwinded on its own.
+                        #[unroll]
+                        for v in 0..vars {
+                            fl[v] -= wn * select(wn > F::new(0.0), ur[v], ul[v]);
+                        }
                     }
                 }
                 let lane = (k as usize) % LANES;
@@ -759,6 +898,9 @@ fn flux_kernel<F: Float>(
                         #[unroll]
                         for d in 0..dim {
                             t -= fi[d * vars + v] * nrm[d];
+                        }
+                        if comptime![moving] {
+                            t += ui[v] * wn;
                         }
                     }
                     acc[v * LANES + lane] += t;
@@ -951,6 +1093,9 @@ pub struct DeviceMuscl<F> {
     limiter_eps2: DeviceArray<F>,
     /// The flux pass's stand-in for an `active` mask when it has none.
     no_mask: DeviceArray<u32>,
+    /// Stand-ins for the particle velocities and their gradients on a fixed cloud.
+    no_velocity: DeviceArray<F>,
+    no_gradient: DeviceArray<F>,
     /// The WENO-type reconstruction, if on (see [`crate::weno`]).
     weno: Option<DeviceWeno<F>>,
     /// Wait for each pass and accumulate its wall seconds (benchmarks).
@@ -1041,6 +1186,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                 .upload("limiter_eps2", &[F::cast(0.0)])
                 .with_scaling(fixed),
             no_mask: gpu.upload("no_mask", &[1u32]).with_scaling(fixed),
+            no_velocity: gpu
+                .upload("no_velocity", &[F::cast(0.0)])
+                .with_scaling(fixed),
+            no_gradient: gpu
+                .upload("no_gradient", &[F::cast(0.0)])
+                .with_scaling(fixed),
             weno: None,
             timing: false,
             seconds: PassSeconds::default(),
@@ -1351,7 +1502,18 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         u: &DeviceArray<F>,
         du: &DeviceArray<F>,
     ) -> Result<(), GpuError> {
-        self.passes(gpu, cloud, list, Some(orders), None, u, du, true, true)
+        self.passes(
+            gpu,
+            cloud,
+            list,
+            Some(orders),
+            None,
+            None,
+            u,
+            du,
+            true,
+            true,
+        )
     }
 
     /// The derivatives of `u` up to the reconstruction degree, limited if a limiter is set,
@@ -1364,7 +1526,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         u: &DeviceArray<F>,
     ) -> Result<(), GpuError> {
         // (`du` is not written: `u` stands in.)
-        self.passes(gpu, cloud, list, None, None, u, u, true, false)
+        self.passes(gpu, cloud, list, None, None, None, u, u, true, false)
     }
 
     /// Reconstruction and fluxes into `du` from the derivatives of the last
@@ -1382,7 +1544,128 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         u: &DeviceArray<F>,
         du: &DeviceArray<F>,
     ) -> Result<(), GpuError> {
-        self.passes(gpu, cloud, list, Some(orders), active, u, du, false, true)
+        self.passes(
+            gpu,
+            cloud,
+            list,
+            Some(orders),
+            active,
+            None,
+            u,
+            du,
+            false,
+            true,
+        )
+    }
+
+    /// [`flux_pass`](Self::flux_pass) on a moving cloud whose particles move with velocities
+    /// `w` (`D` arrays end to end: component `a` of particle `i` at `a * n + i`) with MLS
+    /// gradients `grad` (`dw_a/dx_b` at `(a * D + b) * n + i`, from
+    /// [`velocity_gradients`](Self::velocity_gradients)): the pairs exchange ALE fluxes `F - u
+    /// w` and `du` is the rate of change following each particle, as the CPU's
+    /// `Muscl::moving_flux_pass`. The MLS-divergence formulation only (as on the CPU).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moving_flux_pass<const D: usize>(
+        &mut self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        orders: &DeviceArray<u32>,
+        u: &DeviceArray<F>,
+        du: &DeviceArray<F>,
+        w: &DeviceArray<F>,
+        grad: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        if self.formulation != Formulation::MlsDivergence {
+            return Err(mote_cloud::CloudError::invalid(
+                "moving cloud",
+                "the conservative formulation",
+                "the MLS-divergence formulation (the conservative one needs evolving volumes)",
+            )
+            .into());
+        }
+        let n = cloud.len();
+        gpu.check(w, D * n)?;
+        gpu.check(grad, D * D * n)?;
+        let velocity = Some((w, grad));
+        self.passes(
+            gpu,
+            cloud,
+            list,
+            Some(orders),
+            None,
+            velocity,
+            u,
+            du,
+            false,
+            true,
+        )
+    }
+
+    /// The MLS gradients of the particle velocities `w` (`D` arrays end to end) into `grad`
+    /// (`dw_a/dx_b` at `(a * D + b) * n + i`), for [`moving_flux_pass`](Self::moving_flux_pass):
+    /// `sum_s b_s (w_a[j(s)] - w_a[i])` in slot order, as the CPU's
+    /// `Muscl::velocity_gradients`.
+    pub fn velocity_gradients<const D: usize>(
+        &self,
+        gpu: &Gpu,
+        cloud: &DeviceCloud<F, D>,
+        list: &DeviceNeighbours,
+        w: &DeviceArray<F>,
+        grad: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        let n = cloud.len();
+        gpu.check(w, D * n)?;
+        gpu.check(grad, D * D * n)?;
+        gpu.check(list.counts(), n)?;
+        gpu.check(list.starts(), n + 1)?;
+        let slots = list.indices().len();
+        gpu.check(self.mls.coefficients(), self.mls.size() * slots)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let (count, cube) = grid(n, gpu.workgroup());
+        let scalars = (
+            n as u32,
+            (list.layout() == DeviceLayout::SlotMajor) as u32,
+            slots as u32,
+            list.max() as u32,
+        );
+        fn go<Rt: Runtime, F: GpuFloat>(
+            client: &ComputeClient<Rt>,
+            count: CubeCount,
+            cube: CubeDim,
+            (w, grad, coef): (&DeviceArray<F>, &DeviceArray<F>, &DeviceArray<F>),
+            list: &DeviceNeighbours,
+            (n, slot_major, slots, max_count): (u32, u32, u32, u32),
+            dim: usize,
+        ) {
+            // SAFETY: every unit reads its own slots (below the slot count) and its
+            // neighbours' velocities (indices below n), and writes only its own gradients.
+            unsafe {
+                velocity_gradient_kernel::launch_unchecked::<F, Rt>(
+                    client,
+                    count,
+                    cube,
+                    w.arg(),
+                    n,
+                    list.counts().arg(),
+                    list.starts().arg(),
+                    list.indices().arg(),
+                    slot_major,
+                    coef.arg(),
+                    slots,
+                    max_count,
+                    grad.arg(),
+                    dim,
+                )
+            }
+        }
+        let arrays = (w, grad, self.mls.coefficients());
+        with_client!(&gpu.client, |c| go(
+            c, count, cube, arrays, list, scalars, D
+        ));
+        Ok(())
     }
 
     /// The kernel code of the equation.
@@ -1400,6 +1683,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         list: &DeviceNeighbours,
         orders: Option<&DeviceArray<u32>>,
         active: Option<&DeviceArray<u32>>,
+        velocity: Option<(&DeviceArray<F>, &DeviceArray<F>)>,
         u: &DeviceArray<F>,
         du: &DeviceArray<F>,
         derivatives: bool,
@@ -1437,6 +1721,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             wide: F::PRECISION == mote_core::Precision::F64,
             flux: flux_code(self.flux),
             conservative: self.formulation == Formulation::Conservative,
+            moving: velocity.is_some(),
             slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
             slots: slots as u32,
             max_count: list.max() as u32,
@@ -1470,6 +1755,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             eps2: &DeviceArray<F>,
             orders: (&DeviceArray<u32>, &DeviceArray<u32>),
             extra: (&DeviceArray<F>, &DeviceArray<u32>),
+            velocity: (&DeviceArray<F>, &DeviceArray<F>),
             u: &DeviceArray<F>,
             du: &DeviceArray<F>,
             a: &Launch,
@@ -1558,6 +1844,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     basis.3.arg(),
                     extra.0.arg(),
                     extra.1.arg(),
+                    velocity.0.arg(),
+                    velocity.1.arg(),
                     du.arg(),
                     a.kind,
                     a.vars,
@@ -1567,6 +1855,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     a.wide,
                     a.flux,
                     a.conservative,
+                    a.moving,
                 );
             }
         }
@@ -1614,6 +1903,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     &self.limiter_eps2,
                     orders,
                     (cloud.volumes(), &self.reverse),
+                    velocity.unwrap_or((&self.no_velocity, &self.no_gradient)),
                     u,
                     du,
                     &launch,
@@ -1646,6 +1936,8 @@ struct Launch {
     flux: u32,
     /// The conservative formulation.
     conservative: bool,
+    /// A moving cloud (ALE fluxes with the particle velocities).
+    moving: bool,
     slot_major: u32,
     slots: u32,
     max_count: u32,
@@ -1794,6 +2086,8 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceMuscl<F> {
             &self.reverse,
             &self.limiter_eps2,
             &self.no_mask,
+            &self.no_velocity,
+            &self.no_gradient,
         ]);
         if let Some(w) = &self.weno {
             v.extend(mote_core::Budgeted::buffers(w));
@@ -1814,6 +2108,8 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceMuscl<F> {
             &mut self.reverse,
             &mut self.limiter_eps2,
             &mut self.no_mask,
+            &mut self.no_velocity,
+            &mut self.no_gradient,
         ]);
         if let Some(w) = &mut self.weno {
             v.extend(mote_core::Budgeted::buffers_mut(w));

@@ -6,6 +6,7 @@
 mod gravity;
 mod memory;
 mod mls;
+mod moving;
 mod muscl;
 mod relaxation;
 mod search;
