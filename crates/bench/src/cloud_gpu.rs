@@ -42,9 +42,6 @@ fn check_supported(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
         "advection" => return unsupported(format!("{} advected variables", args.variables)),
         other => return unsupported(format!("--equation {other}")),
     }
-    if args.moving {
-        return unsupported("--moving".into());
-    }
     Ok(())
 }
 
@@ -175,6 +172,12 @@ fn bench<R: GpuFloat, const D: usize>(
     let mood = MoodSettings::by_name(&args.mood, &args.mood_strategy)?;
     let mut sim = DeviceSimulation::new(gpu, &cloud, radius, scheme, tableau.clone(), layout)?
         .with_mood(gpu, mood)?;
+    if args.moving {
+        // The CPU benchmark's motion on the unit box (the device never reorders).
+        let motion =
+            mote_cloud::motion::builtin::<D>(&args.motion, args.motion_speed, [0.0; D], [1.0; D])?;
+        sim = sim.with_motion(gpu, motion)?;
+    }
     let setup = sim.setup_seconds();
     // The CPU benchmark's step: the geometric CFL condition at 0.4, reduced on the device.
     let dt = sim.stable_dt(gpu, 0.4)?;
@@ -236,6 +239,11 @@ fn bench<R: GpuFloat, const D: usize>(
     // Stage combinations (copy, then one in-place update per non-zero coefficient) and
     // boundary conditions.
     add("rk", rest.stages, rk_bytes, combos as f64 * nf * m * 2.0);
+    if rest.motion > 0.0 {
+        // Per stage: the positions and the state down, the velocities up (host velocities),
+        // plus the search and the fits (not modelled).
+        add("motion", rest.motion, s * nf * r * (2.0 * dd + m), 0.0);
+    }
     if rest.mood > 0.0 {
         // Per check: the candidate, and the input of each slot's neighbour.
         let checks = mood_stats.stages as f64 + mood_stats.iterations as f64;
@@ -265,7 +273,11 @@ fn bench<R: GpuFloat, const D: usize>(
         weno: args.weno,
         mood: args.mood.clone(),
         mood_strategy: args.mood_strategy.clone(),
-        motion: "none".into(),
+        motion: if args.moving {
+            args.motion.clone()
+        } else {
+            "none".into()
+        },
         fixed_seconds_median: None,
         reorders: 0,
         mood_reductions_per_step: mood_stats.reductions as f64 / reps,

@@ -822,12 +822,21 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let w: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(w["weno"], true, "{w}");
-    // What the device passes lack is refused by name, with a non-zero exit.
+    // Moving clouds run on the device too, with the motion's share reported.
     let r = bench(&["--moving"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(w["motion"], "rotation", "{w}");
+    assert!(
+        w["passes"]["motion"]["seconds"].as_f64().unwrap() > 0.0,
+        "{w}"
+    );
+    // What the device passes lack is refused by name, with a non-zero exit.
+    let r = bench(&["--variables", "2"]);
     assert_eq!(r.status.code(), Some(1));
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
-        err.contains("not supported on the GPU backend: --moving"),
+        err.contains("not supported on the GPU backend: 2 advected variables"),
         "{err}"
     );
 }

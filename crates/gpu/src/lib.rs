@@ -33,6 +33,7 @@ pub mod limiter;
 mod memory;
 pub mod mls;
 pub mod mood;
+mod motion;
 pub mod muscl;
 mod primitives;
 pub mod relaxation;

@@ -14,6 +14,7 @@
 use mote_cloud::boundary::Boundaries;
 use mote_cloud::exact::Errors;
 use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::motion::Motion;
 use mote_cloud::simulation::imex_without_mood;
 use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, NeighbourList, NeighbourSearch, RowMajor};
@@ -46,6 +47,10 @@ pub struct DeviceSimulation<F: GpuFloat, const D: usize> {
     mood: Option<DeviceMood<F>>,
     /// The IMEX stepper with a relaxation source, replacing the explicit tableau.
     imex: Option<DeviceImex<F>>,
+    /// The motion of a moving cloud and its arrays.
+    moving: Option<DeviceMoving<F, D>>,
+    /// The search, kept for moving clouds (a search per stage).
+    search: GpuNeighbourSearch,
     /// Host copies for messages: stable ids and positions.
     ids: Vec<u64>,
     positions: Vec<[f64; D]>,
@@ -68,6 +73,20 @@ struct DeviceImex<F: GpuFloat> {
     failed: DeviceArray<u32>,
 }
 
+/// A moving cloud's motion and arrays: the step's positions (the axes end to end, unwrapped,
+/// advanced by the Runge-Kutta stages as the CPU advances them with the state), two stage
+/// candidates, the velocities of each stage (the positions' slopes) and the velocity gradients
+/// of the current stage.
+struct DeviceMoving<F: GpuFloat, const D: usize> {
+    motion: Box<dyn Motion<F, D>>,
+    positions: DeviceArray<F>,
+    stage: [DeviceArray<F>; 2],
+    velocity: Vec<DeviceArray<F>>,
+    gradient: DeviceArray<F>,
+    /// Whether the search and fits are those of the cloud's current positions.
+    current: bool,
+}
+
 /// Wall seconds of [`DeviceSimulation::new`]'s parts.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SetupSeconds {
@@ -88,6 +107,10 @@ pub struct StepSeconds {
     pub stages: f64,
     /// MOOD detection and order reduction.
     pub mood: f64,
+    /// A moving cloud's geometry per stage: wrapping the positions, the search, the MLS fits,
+    /// the velocities (computed on the host: a download of the positions and the state and an
+    /// upload per stage) and their gradients.
+    pub motion: f64,
 }
 
 impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
@@ -149,6 +172,8 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             boundaries: None,
             mood: None,
             imex: None,
+            moving: None,
+            search,
             ids: cloud.ids().to_vec(),
             positions: (0..n).map(|i| cloud.position_of(i)).collect(),
             time: 0.0,
@@ -175,6 +200,14 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         cloud: &Cloud<F, D>,
         mut boundaries: Boundaries<F, D>,
     ) -> Result<Self, GpuError> {
+        if let Some(m) = &self.moving {
+            return Err(CloudError::invalid(
+                "boundary conditions",
+                m.motion.name(),
+                "a fixed cloud (boundary conditions on moving clouds are not available yet)",
+            )
+            .into());
+        }
         if cloud.len() != self.cloud.len() {
             return Err(CloudError::invalid(
                 "boundary cloud",
@@ -200,6 +233,14 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         if let (true, Some(imex)) = (mood.is_active(), &self.imex) {
             return Err(imex_without_mood(&imex.tableau).into());
         }
+        if let (true, Some(m)) = (mood.is_active(), &self.moving) {
+            return Err(CloudError::invalid(
+                "MOOD",
+                m.motion.name(),
+                "a fixed cloud (not available on moving clouds yet)",
+            )
+            .into());
+        }
         self.mood = mood.is_active().then_some(mood);
         Ok(self)
     }
@@ -218,6 +259,17 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         tableau.validate()?;
         if self.mood.is_some() {
             return Err(imex_without_mood(&tableau).into());
+        }
+        if let Some(m) = &self.moving {
+            return Err(CloudError::invalid(
+                "IMEX stepper",
+                tableau.name,
+                format!(
+                    "a fixed cloud (this one moves with {}; moving IMEX runs are not available yet)",
+                    m.motion.name()
+                ),
+            )
+            .into());
         }
         let m = self.scheme.equation().variables(D);
         if source.variables() != m {
@@ -252,6 +304,73 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         self.slopes.clear();
         self.stage[1] = gpu.output("stage_b", 0).with_scaling(per_particle);
         Ok(self)
+    }
+
+    /// Moves the particles with `motion`, as the CPU's `MeshlessSimulation::with_motion`: each
+    /// Runge-Kutta stage moves them with its own velocities, searches neighbours and fits the
+    /// MLS moments again at the new positions on the device, and exchanges ALE fluxes
+    /// ([`DeviceMuscl::moving_flux_pass`]). The velocities come from `motion` on the host (the
+    /// cloud's positions and the stage state are downloaded, the velocities uploaded, once per
+    /// stage), so every motion the CPU runs runs here, with the CPU's bits. The device never
+    /// reorders the cloud: it follows a CPU run with an infinite reordering distance.
+    ///
+    /// Needs the MLS-divergence formulation and a periodic cloud without boundary particles,
+    /// and neither MOOD nor IMEX (refused with the CPU's messages).
+    pub fn with_motion(
+        mut self,
+        gpu: &Gpu,
+        motion: impl Motion<F, D> + 'static,
+    ) -> Result<Self, GpuError> {
+        let refuse = |what: &str| -> Result<Self, GpuError> {
+            Err(CloudError::invalid("moving cloud", motion.name(), what).into())
+        };
+        if self.imex.is_some() {
+            return refuse("an explicit Runge-Kutta stepper (not IMEX)");
+        }
+        if self.scheme.formulation() != mote_cloud::scheme::Formulation::MlsDivergence {
+            return refuse(
+                "the MLS-divergence formulation (the conservative one needs evolving volumes)",
+            );
+        }
+        if self.mood.is_some() {
+            return refuse("no MOOD (not available on moving clouds yet)");
+        }
+        let tags = gpu.download(self.cloud.tags())?;
+        if self.boundaries.is_some() || tags.iter().any(|&t| t != mote_cloud::cloud::INTERIOR) {
+            return refuse(
+                "a periodic cloud without boundary particles (boundary conditions on moving clouds are not available yet)",
+            );
+        }
+        let n = self.cloud.len();
+        let per_particle = mote_core::Scaling::PerParticle(D);
+        let array = |name| gpu.output::<F>(name, D * n).with_scaling(per_particle);
+        self.moving = Some(DeviceMoving {
+            motion: Box::new(motion),
+            positions: array("moving_positions"),
+            stage: [array("moving_stage_a"), array("moving_stage_b")],
+            velocity: (0..self.tableau.stages())
+                .map(|_| array("particle_velocity"))
+                .collect(),
+            gradient: gpu
+                .output::<F>("velocity_gradient", D * D * n)
+                .with_scaling(mote_core::Scaling::PerParticle(D * D)),
+            current: true,
+        });
+        Ok(self)
+    }
+
+    /// Whether the cloud moves.
+    pub fn is_moving(&self) -> bool {
+        self.moving.is_some()
+    }
+
+    /// The particle positions, downloaded (the cloud's axis arrays, wrapped into the box).
+    pub fn positions(&self, gpu: &Gpu) -> Result<Vec<Vec<F>>, GpuError> {
+        self.cloud
+            .positions()
+            .iter()
+            .map(|p| gpu.download(p))
+            .collect()
     }
 
     /// With `true`, every step waits for each of its parts and accumulates their seconds (the
@@ -382,14 +501,33 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     /// The largest stable step for `cfl` at the current state (reduced on the device); with
     /// boundary conditions attached, boundary particles do not limit it (as on the CPU).
     pub fn stable_dt(&self, gpu: &Gpu, cfl: f64) -> Result<f64, GpuError> {
-        self.scheme.stable_dt(
+        let dt = self.scheme.stable_dt(
             gpu,
             &self.cloud,
             &self.list,
             &self.state,
             cfl,
             self.boundaries.is_some(),
-        )
+        )?;
+        let Some(moving) = &self.moving else {
+            return Ok(dt);
+        };
+        // On a moving cloud the particle speed adds its rate `2 max_i sum_j |w_i . b_ij|`
+        // at the current velocities, as on the CPU (the first stage's velocity array is free
+        // between steps).
+        let w = &moving.velocity[0];
+        self.host_velocities(gpu, moving.motion.as_ref(), self.time, &self.state, w)?;
+        let rate = gpu.motion_rate::<F, D>(
+            w,
+            &self.list,
+            self.scheme.mls().coefficients(),
+            self.cloud.len(),
+        )?;
+        Ok(if rate == 0.0 {
+            dt
+        } else {
+            cfl / (cfl / dt + rate)
+        })
     }
 
     /// One step of length `dt`. An error names a particle whose state is not finite after it,
@@ -398,6 +536,15 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     pub fn step(&mut self, gpu: &Gpu, dt: f64) -> Result<(), GpuError> {
         if self.imex.is_some() {
             return self.step_imex(gpu, dt);
+        }
+        if self.moving.is_some() {
+            let mut moving = self.moving.take().expect("a moving cloud");
+            let result = self.step_moving(gpu, dt, &mut moving);
+            self.moving = Some(moving);
+            result?;
+            self.time += dt;
+            self.steps += 1;
+            return self.check_finite(gpu, "after");
         }
         let n = self.cloud.len();
         let revises = self.mood.is_some();
@@ -520,6 +667,170 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         self.time += dt;
         self.steps += 1;
         self.check_finite(gpu, "after")
+    }
+
+    /// The velocities of `motion` at time `t` for the cloud's positions and the state `u`,
+    /// computed on the host and copied into `out` (the axes end to end).
+    fn host_velocities(
+        &self,
+        gpu: &Gpu,
+        motion: &dyn Motion<F, D>,
+        t: f64,
+        u: &DeviceArray<F>,
+        out: &DeviceArray<F>,
+    ) -> Result<(), GpuError> {
+        let n = self.cloud.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let x = self.positions(gpu)?;
+        let u = gpu.download(u)?;
+        let state: Vec<&[F]> = u.chunks(n).collect();
+        let mut w = vec![F::cast(0.0); D * n];
+        {
+            let mut parts = w.chunks_mut(n);
+            let out: [&mut [F]; D] =
+                std::array::from_fn(|_| parts.next().expect("D velocity components"));
+            let x: [&[F]; D] = std::array::from_fn(|d| x[d].as_slice());
+            motion.velocities(t, x, &state, out, CpuBackend::default());
+        }
+        let upload = gpu.upload("velocity_upload", &w);
+        gpu.copy(&upload, out)
+    }
+
+    /// The search and the MLS fits at the cloud's current positions.
+    fn rebuild(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
+        self.search.build(gpu, &self.cloud, &mut self.list)?;
+        self.scheme.prepare(gpu, &self.cloud, &self.list)
+    }
+
+    /// [`step`](Self::step) on a moving cloud: the stages advance the state and the positions
+    /// (unwrapped) together, as the CPU's stepper advances its `m + D` arrays; each stage wraps
+    /// its positions into the cloud and rebuilds the search and fits there (except the first,
+    /// whose geometry is the step's), takes the velocities, their gradients and the ALE flux
+    /// pass. After the last stage the new positions are wrapped into the cloud and the
+    /// geometry rebuilt for the next step. On an error the cloud keeps the step's first
+    /// positions.
+    fn step_moving(
+        &mut self,
+        gpu: &Gpu,
+        dt: f64,
+        moving: &mut DeviceMoving<F, D>,
+    ) -> Result<(), GpuError> {
+        let clock = std::time::Instant::now();
+        gpu.gather_positions(&self.cloud, &moving.positions)?;
+        self.motion_time(gpu, clock)?;
+        let result = self.moving_stages(gpu, dt, moving);
+        if result.is_err() {
+            // `positions` still holds the step's first positions.
+            gpu.wrap_positions(&moving.positions, &self.cloud)?;
+            return result;
+        }
+        let clock = std::time::Instant::now();
+        gpu.wrap_positions(&moving.positions, &self.cloud)?;
+        self.rebuild(gpu)?;
+        moving.current = true;
+        let x = self.positions(gpu)?;
+        self.positions = (0..self.cloud.len())
+            .map(|i| std::array::from_fn(|d| x[d][i].as_f64()))
+            .collect();
+        self.motion_time(gpu, clock)
+    }
+
+    /// With timing on, waits for the device and adds the seconds since `clock` to the motion's.
+    fn motion_time(&mut self, gpu: &Gpu, clock: std::time::Instant) -> Result<(), GpuError> {
+        if self.timing {
+            gpu.sync()?;
+            self.seconds.motion += clock.elapsed().as_secs_f64();
+        }
+        Ok(())
+    }
+
+    /// The stages of [`step_moving`](Self::step_moving) and the final update of the state and
+    /// the positions.
+    fn moving_stages(
+        &mut self,
+        gpu: &Gpu,
+        dt: f64,
+        moving: &mut DeviceMoving<F, D>,
+    ) -> Result<(), GpuError> {
+        let stages = self.tableau.stages();
+        let mut input: Option<usize> = None;
+        for s in 0..stages {
+            let t_s = self.time + self.tableau.c[s] * dt;
+            {
+                let clock = std::time::Instant::now();
+                let (state, x) = match input {
+                    None => (&self.state, &moving.positions),
+                    Some(k) => (&self.stage[k], &moving.stage[k]),
+                };
+                if !moving.current {
+                    gpu.wrap_positions(x, &self.cloud)?;
+                    self.search.build(gpu, &self.cloud, &mut self.list)?;
+                    self.scheme.prepare(gpu, &self.cloud, &self.list)?;
+                }
+                // The next stage has other positions.
+                moving.current = false;
+                let w = &moving.velocity[s];
+                self.host_velocities(gpu, moving.motion.as_ref(), t_s, state, w)?;
+                self.scheme.velocity_gradients(
+                    gpu,
+                    &self.cloud,
+                    &self.list,
+                    w,
+                    &moving.gradient,
+                )?;
+                if self.timing {
+                    gpu.sync()?;
+                    self.seconds.motion += clock.elapsed().as_secs_f64();
+                }
+                self.scheme
+                    .derivatives_pass(gpu, &self.cloud, &self.list, state)?;
+                self.scheme.moving_flux_pass(
+                    gpu,
+                    &self.cloud,
+                    &self.list,
+                    &self.max_orders,
+                    state,
+                    &self.slopes[s],
+                    w,
+                    &moving.gradient,
+                )?;
+            }
+            if s + 1 == stages {
+                break;
+            }
+            let clock = std::time::Instant::now();
+            let target = input.map_or(0, |k| 1 - k);
+            let (candidate, x) = (&self.stage[target], &moving.stage[target]);
+            gpu.copy(&self.state, candidate)?;
+            gpu.copy(&moving.positions, x)?;
+            for (l, &a) in self.tableau.a[s + 1].iter().enumerate() {
+                if a != 0.0 {
+                    let c = F::cast(a * dt);
+                    gpu.accumulate(candidate, &self.slopes[l], c)?;
+                    gpu.accumulate(x, &moving.velocity[l], c)?;
+                }
+            }
+            if self.timing {
+                gpu.sync()?;
+                self.seconds.stages += clock.elapsed().as_secs_f64();
+            }
+            input = Some(target);
+        }
+        let clock = std::time::Instant::now();
+        for (l, &b) in self.tableau.b.iter().enumerate() {
+            if b != 0.0 {
+                let c = F::cast(b * dt);
+                gpu.accumulate(&self.state, &self.slopes[l], c)?;
+                gpu.accumulate(&moving.positions, &moving.velocity[l], c)?;
+            }
+        }
+        if self.timing {
+            gpu.sync()?;
+            self.seconds.stages += clock.elapsed().as_secs_f64();
+        }
+        Ok(())
     }
 
     /// [`step`](Self::step) with the IMEX stepper.
@@ -707,6 +1018,14 @@ impl<F: GpuFloat, const D: usize> mote_core::Budgeted for DeviceSimulation<F, D>
         if let Some(m) = &self.mood {
             v.extend(m.buffers());
         }
+        if let Some(x) = &self.moving {
+            v.extend(
+                [&x.positions, &x.stage[0], &x.stage[1], &x.gradient]
+                    .into_iter()
+                    .chain(&x.velocity)
+                    .map(|a| a as &dyn mote_core::BudgetedBuffer),
+            );
+        }
         if let Some(x) = &self.imex {
             v.extend(x.source.buffers());
             v.push(&x.failed);
@@ -737,6 +1056,15 @@ impl<F: GpuFloat, const D: usize> mote_core::Budgeted for DeviceSimulation<F, D>
         }
         if let Some(m) = &mut self.mood {
             v.extend(m.buffers_mut());
+        }
+        if let Some(x) = &mut self.moving {
+            let [a, b] = &mut x.stage;
+            v.extend(
+                [&mut x.positions, a, b, &mut x.gradient]
+                    .into_iter()
+                    .chain(&mut x.velocity)
+                    .map(|a| a as &mut dyn mote_core::BudgetedBuffer),
+            );
         }
         if let Some(x) = &mut self.imex {
             v.extend(x.source.buffers_mut());

@@ -272,3 +272,243 @@ fn a_moving_flux_pass_needs_the_mls_divergence_formulation() {
         .to_string();
     assert!(err.contains("MLS-divergence"), "{err}");
 }
+
+/// A moving run on both sides: the built-in motion `motion` (peak speed 0.3), explicit
+/// `stepper`, `steps` steps at 0.4 of the stable step. Returns the state and position
+/// differences.
+#[allow(clippy::too_many_arguments)]
+fn run_moving<R: GpuFloat, const D: usize, E: Equation<R, D> + Clone, L: SlotLayout>(
+    g: &Gpu,
+    case: &Case<'_, R, D>,
+    eq: E,
+    device_eq: DeviceEquation,
+    layout: DeviceLayout,
+    stepper: &str,
+    motion: &str,
+    steps: usize,
+) -> (f64, f64) {
+    let cloud = case.cloud;
+    let radius = default_radius_factor::<D>(case.order) * cloud.spacing()[0];
+    let make_motion = || builtin::<D>(motion, 0.3, [0.0; D], [1.0; D]).unwrap();
+    let tableau = mote_cloud::time::Tableau::by_name(stepper).unwrap();
+    let scheme = Muscl::<R, D, E>::new(
+        eq,
+        case.order,
+        Formulation::MlsDivergence,
+        Weight::default(),
+    )
+    .unwrap()
+    .with_flux(case.flux)
+    .unwrap();
+    let mut cpu = mote_cloud::MeshlessSimulation::<R, D, E, L>::new(
+        cloud.clone(),
+        radius,
+        scheme,
+        tableau.clone(),
+        CpuBackend::Serial,
+    )
+    .unwrap()
+    .with_motion(make_motion(), f64::INFINITY)
+    .unwrap();
+    let scheme = DeviceMuscl::<R>::new::<D>(g, device_eq, case.order, Weight::default())
+        .unwrap()
+        .with_flux(case.flux)
+        .unwrap();
+    let mut dev =
+        mote_gpu::DeviceSimulation::<R, D>::new(g, cloud, radius, scheme, tableau, layout)
+            .unwrap()
+            .with_motion(g, make_motion())
+            .unwrap();
+    assert!(dev.is_moving());
+    let dt = cpu.stable_dt(0.4);
+    let ddt = dev.stable_dt(g, 0.4).unwrap();
+    assert!(
+        ((dt - ddt) / dt).abs() < 1e-5,
+        "{}: stable dt {dt} on the CPU, {ddt} on the device",
+        case.what
+    );
+    for _ in 0..steps {
+        cpu.step(dt).unwrap();
+        dev.step(g, dt).unwrap();
+    }
+    let n = cloud.len();
+    let m = cloud.variables();
+    let host: Vec<R> = (0..m).flat_map(|v| cpu.cloud.state(v).to_vec()).collect();
+    let host_x: Vec<R> = cpu.cloud.positions().concat();
+    let dev_x: Vec<R> = dev.positions(g).unwrap().concat();
+    let start_x: Vec<R> = cloud.positions().concat();
+    // The particles must have moved (by more than a thousandth of the spacing somewhere).
+    let moved = host_x
+        .iter()
+        .zip(&start_x)
+        .map(|(a, b)| (a.as_f64() - b.as_f64()).abs())
+        .fold(0.0f64, f64::max);
+    assert!(
+        moved > 1e-3 * cloud.spacing()[0],
+        "{}: the particles moved only {moved:e}",
+        case.what
+    );
+    assert_eq!(dev.steps(), steps as u64);
+    let state = difference(&dev.state(g).unwrap(), &host);
+    assert_eq!(dev_x.len(), D * n);
+    (state, difference(&dev_x, &host_x))
+}
+
+fn moving_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
+    let mut worst: f64 = 0.0;
+    let mut check = |what: &str, (state, x): (f64, f64)| {
+        worst = worst.max(state).max(x);
+        assert!(
+            state <= bound && x <= bound,
+            "{} {what}: moving states differ by {state:e}, positions by {x:e}",
+            R::PRECISION.name()
+        );
+    };
+    // 2-D advection on counter-rotating cells, MUSCL3, SSP-RK3, row-major.
+    let mut c2 = lattice::<R, 2>(1.0 / 20.0, true, 45);
+    c2.orders_mut().fill(3);
+    initial_with_jump(&mut c2, false, 0.0);
+    let eq2 = LinearAdvection::<2>::scalar([1.0, 0.5], 1);
+    let de = DeviceEquation::advection(&eq2).unwrap();
+    let case = Case {
+        what: "2-D advection, rotation",
+        cloud: &c2,
+        order: 3,
+        flux: FluxKind::Rusanov,
+    };
+    check(
+        case.what,
+        run_moving::<R, 2, _, RowMajor>(
+            g,
+            &case,
+            eq2,
+            de,
+            DeviceLayout::RowMajor,
+            "rk3",
+            "rotation",
+            5,
+        ),
+    );
+    // 2-D Euler in a shear flow, MUSCL2, Heun, HLLC, slot-major.
+    let mut ce = box_cloud::<R, 2>(1.0 / 20.0, None, 46, 4);
+    ce.orders_mut().fill(2);
+    initial_with_jump(&mut ce, true, 0.0);
+    let eq = Euler::<2>::new(1.4).unwrap();
+    let de = DeviceEquation::euler(&eq);
+    let case = Case {
+        what: "2-D Euler, shear, HLLC",
+        cloud: &ce,
+        order: 2,
+        flux: FluxKind::Hllc,
+    };
+    check(
+        case.what,
+        run_moving::<R, 2, _, SlotMajor>(
+            g,
+            &case,
+            eq,
+            de,
+            DeviceLayout::SlotMajor,
+            "rk2",
+            "shear",
+            5,
+        ),
+    );
+    // 1-D Burgers translated uniformly (positions wrap around the period), MUSCL2, RK4.
+    let mut c1 = lattice::<R, 1>(1.0 / 50.0, true, 47);
+    c1.orders_mut().fill(2);
+    initial_with_jump(&mut c1, false, 0.0);
+    let de = DeviceEquation::burgers(&Burgers::<1>);
+    let case = Case {
+        what: "1-D Burgers, translation",
+        cloud: &c1,
+        order: 2,
+        flux: FluxKind::Rusanov,
+    };
+    check(
+        case.what,
+        run_moving::<R, 1, _, RowMajor>(
+            g,
+            &case,
+            Burgers::<1>,
+            de,
+            DeviceLayout::RowMajor,
+            "rk4",
+            "shear",
+            8,
+        ),
+    );
+    eprintln!(
+        "{}: worst device/CPU difference of moving states and positions {worst:.2e}",
+        R::PRECISION.name()
+    );
+    worst
+}
+
+#[test]
+fn device_moving_simulation_steps_follow_the_cpu() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    moving_cases::<f32>(&g, 1e-5);
+    if g.supports(Precision::F64) {
+        moving_cases::<f64>(&g, 1e-12);
+    }
+}
+
+#[test]
+fn what_moving_device_runs_lack_is_refused() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    let radius = default_radius_factor::<2>(2) / 16.0;
+    let eq = LinearAdvection::<2>::scalar([1.0, 0.5], 1);
+    let de = DeviceEquation::advection(&eq).unwrap();
+    let motion = || builtin::<2>("rotation", 0.3, [0.0; 2], [1.0; 2]).unwrap();
+    let sim = |cloud: &Cloud<f32, 2>, formulation| {
+        let scheme = DeviceMuscl::<f32>::new::<2>(&g, de, 2, Weight::default())
+            .unwrap()
+            .with_formulation(formulation);
+        mote_gpu::DeviceSimulation::<f32, 2>::new(
+            &g,
+            cloud,
+            radius,
+            scheme,
+            mote_cloud::time::Tableau::ssp_rk3(),
+            DeviceLayout::RowMajor,
+        )
+        .unwrap()
+    };
+    let mut periodic = lattice::<f32, 2>(1.0 / 16.0, true, 48);
+    initial_with_jump(&mut periodic, false, 0.0);
+    let mood = || mote_cloud::mood::MoodSettings::by_name("u1", "epd1").unwrap();
+    let refused = |r: Result<mote_gpu::DeviceSimulation<f32, 2>, mote_gpu::GpuError>,
+                   what: &str| {
+        let e = r.err().expect("refused").to_string();
+        assert!(e.contains(what), "{e}");
+    };
+    refused(
+        sim(&periodic, Formulation::Conservative).with_motion(&g, motion()),
+        "MLS-divergence",
+    );
+    refused(
+        sim(&periodic, Formulation::MlsDivergence)
+            .with_mood(&g, mood())
+            .unwrap()
+            .with_motion(&g, motion()),
+        "MOOD",
+    );
+    refused(
+        sim(&periodic, Formulation::MlsDivergence)
+            .with_motion(&g, motion())
+            .unwrap()
+            .with_mood(&g, mood()),
+        "moving",
+    );
+    let mut walled = box_cloud::<f32, 2>(1.0 / 16.0, Some(2), 49, 1);
+    initial_with_jump(&mut walled, false, 0.0);
+    refused(
+        sim(&walled, Formulation::MlsDivergence).with_motion(&g, motion()),
+        "boundary particles",
+    );
+}
