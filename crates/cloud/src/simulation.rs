@@ -256,14 +256,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             return Err(imex_without_mood(&tableau));
         }
         if let Some(m) = &self.moving {
-            return Err(CloudError::invalid(
-                "IMEX stepper",
-                tableau.name,
-                format!(
-                    "a fixed cloud (this one moves with {}; moving IMEX runs are not available yet)",
-                    m.motion.name()
-                ),
-            ));
+            return Err(imex_on_moving_cloud(&tableau, m.motion.name()));
         }
         if source.variables() != self.cloud.variables() {
             return Err(CloudError::invalid(
@@ -779,6 +772,17 @@ impl<R: Real, const D: usize> Budgeted for Moving<R, D> {
             .map(|b| b as &mut dyn BudgetedBuffer)
             .collect()
     }
+}
+
+/// The error for an IMEX stepper on a cloud moving with `motion`.
+pub fn imex_on_moving_cloud(tableau: &ImexTableau, motion: &str) -> CloudError {
+    CloudError::invalid(
+        "IMEX stepper",
+        tableau.name,
+        format!(
+            "a fixed cloud (this one moves with {motion}; moving IMEX runs are not available yet)"
+        ),
+    )
 }
 
 /// The error for MOOD combined with an IMEX stepper.

@@ -15,7 +15,7 @@ use mote_cloud::boundary::Boundaries;
 use mote_cloud::exact::Errors;
 use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::motion::Motion;
-use mote_cloud::simulation::imex_without_mood;
+use mote_cloud::simulation::{imex_on_moving_cloud, imex_without_mood};
 use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, NeighbourList, NeighbourSearch, RowMajor};
 use mote_core::CpuBackend;
@@ -261,15 +261,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             return Err(imex_without_mood(&tableau).into());
         }
         if let Some(m) = &self.moving {
-            return Err(CloudError::invalid(
-                "IMEX stepper",
-                tableau.name,
-                format!(
-                    "a fixed cloud (this one moves with {}; moving IMEX runs are not available yet)",
-                    m.motion.name()
-                ),
-            )
-            .into());
+            return Err(imex_on_moving_cloud(&tableau, m.motion.name()).into());
         }
         let m = self.scheme.equation().variables(D);
         if source.variables() != m {
@@ -606,10 +598,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                 if let Some(b) = &self.boundaries {
                     b.apply(gpu, candidate, n, t_next)?;
                 }
-                if self.timing {
-                    gpu.sync()?;
-                    self.seconds.stages += clock.elapsed().as_secs_f64();
-                }
+                self.seconds.stages += self.waited(gpu, clock)?;
                 let Some(mood) = self.mood.as_mut() else {
                     break;
                 };
@@ -660,10 +649,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                 bc.apply(gpu, &self.state, n, self.time + dt)?;
             }
         }
-        if self.timing {
-            gpu.sync()?;
-            self.seconds.stages += clock.elapsed().as_secs_f64();
-        }
+        self.seconds.stages += self.waited(gpu, clock)?;
         self.time += dt;
         self.steps += 1;
         self.check_finite(gpu, "after")
@@ -719,7 +705,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     ) -> Result<(), GpuError> {
         let clock = std::time::Instant::now();
         gpu.gather_positions(&self.cloud, &moving.positions)?;
-        self.motion_time(gpu, clock)?;
+        self.seconds.motion += self.waited(gpu, clock)?;
         let result = self.moving_stages(gpu, dt, moving);
         if result.is_err() {
             // `positions` still holds the step's first positions.
@@ -734,16 +720,18 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         self.positions = (0..self.cloud.len())
             .map(|i| std::array::from_fn(|d| x[d][i].as_f64()))
             .collect();
-        self.motion_time(gpu, clock)
+        self.seconds.motion += self.waited(gpu, clock)?;
+        Ok(())
     }
 
-    /// With timing on, waits for the device and adds the seconds since `clock` to the motion's.
-    fn motion_time(&mut self, gpu: &Gpu, clock: std::time::Instant) -> Result<(), GpuError> {
-        if self.timing {
-            gpu.sync()?;
-            self.seconds.motion += clock.elapsed().as_secs_f64();
+    /// With timing on, waits for the device and returns the seconds since `clock` (0 without:
+    /// a step then never waits).
+    fn waited(&self, gpu: &Gpu, clock: std::time::Instant) -> Result<f64, GpuError> {
+        if !self.timing {
+            return Ok(0.0);
         }
-        Ok(())
+        gpu.sync()?;
+        Ok(clock.elapsed().as_secs_f64())
     }
 
     /// The stages of [`step_moving`](Self::step_moving) and the final update of the state and
@@ -780,10 +768,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                     w,
                     &moving.gradient,
                 )?;
-                if self.timing {
-                    gpu.sync()?;
-                    self.seconds.motion += clock.elapsed().as_secs_f64();
-                }
+                self.seconds.motion += self.waited(gpu, clock)?;
                 self.scheme
                     .derivatives_pass(gpu, &self.cloud, &self.list, state)?;
                 self.scheme.moving_flux_pass(
@@ -812,10 +797,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                     gpu.accumulate(x, &moving.velocity[l], c)?;
                 }
             }
-            if self.timing {
-                gpu.sync()?;
-                self.seconds.stages += clock.elapsed().as_secs_f64();
-            }
+            self.seconds.stages += self.waited(gpu, clock)?;
             input = Some(target);
         }
         let clock = std::time::Instant::now();
@@ -826,10 +808,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                 gpu.accumulate(&moving.positions, &moving.velocity[l], c)?;
             }
         }
-        if self.timing {
-            gpu.sync()?;
-            self.seconds.stages += clock.elapsed().as_secs_f64();
-        }
+        self.seconds.stages += self.waited(gpu, clock)?;
         Ok(())
     }
 
@@ -886,10 +865,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
                 imex.source
                     .evaluate(gpu, stage, slope(true, i), n, &imex.failed)?;
             }
-            if self.timing {
-                gpu.sync()?;
-                self.seconds.stages += clock.elapsed().as_secs_f64();
-            }
+            self.seconds.stages += self.waited(gpu, clock)?;
             if need_transport {
                 let k = slope(false, i);
                 self.scheme
@@ -933,10 +909,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         if let Some(bc) = &self.boundaries {
             bc.apply(gpu, &self.state, n, t + dt)?;
         }
-        if self.timing {
-            gpu.sync()?;
-            self.seconds.stages += clock.elapsed().as_secs_f64();
-        }
+        self.seconds.stages += self.waited(gpu, clock)?;
         self.time += dt;
         self.steps += 1;
         self.check_finite(gpu, "after")
