@@ -1,6 +1,6 @@
 //! The kinetic relaxation source on the device: the implicit part of an IMEX step
 //! ([`crate::DeviceSimulation::with_relaxation`]), the CPU's
-//! [`KineticRelaxation`](mote_cloud::source::KineticRelaxation) operation for operation.
+//! [`KineticRelaxation`] operation for operation.
 //!
 //! Each unit takes one particle: the macroscopic state `u_v = sum_k f_(k M + v)`, the
 //! Maxwellian `M_(d,+-)(u) = u / (2 D) +- F_d(u) / (2 lambda)` from the macroscopic equation's
