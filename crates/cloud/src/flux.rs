@@ -227,31 +227,13 @@ pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
     });
     let live: [bool; W] = std::array::from_fn(|l| len[l] != zero);
     let e: [[R; W]; D] = std::array::from_fn(|d| std::array::from_fn(|l| n[d][l] / len[l]));
-    // Each side's primitive variables (the floors of `Euler::primitive`), normal velocity and
-    // sound speed.
-    let (rho_floor, p_floor) = (R::cast(eq.floors().0), R::cast(eq.floors().1));
-    let (gm1, half) = (R::cast(eq.gamma() - 1.0), R::cast(0.5));
-    let mut events = 0u64;
-    let mut side = |u: &[[R; W]; M]| {
-        let mut rho = [zero; W];
-        let mut v = [[zero; W]; D];
-        let mut p = [zero; W];
+    // Each side's primitive variables (the floors of `Euler::primitive`, counted for the lanes
+    // the scalar function converts), normal velocity and sound speed.
+    let side = |u: &[[R; W]; M]| {
+        let (rho, v, p) = eq.primitive_lanes_counting(u, &live);
         let mut un = [zero; W];
         let mut c = [zero; W];
         for l in 0..W {
-            let r = u[0][l];
-            let low = (r < rho_floor) | r.is_nan();
-            events += u64::from(low & live[l]);
-            rho[l] = if low { rho_floor } else { r };
-            let mut kinetic = zero;
-            for d in 0..D {
-                v[d][l] = u[1 + d][l] / rho[l];
-                kinetic += u[1 + d][l] * v[d][l];
-            }
-            let q = gm1 * (u[D + 1][l] - half * kinetic);
-            let low = (q < p_floor) | q.is_nan();
-            events += u64::from(low & live[l]);
-            p[l] = if low { p_floor } else { q };
             let mut x = zero;
             for d in 0..D {
                 x += v[d][l] * e[d][l];
@@ -263,7 +245,6 @@ pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
     };
     let (rho_l, v_l, p_l, un_l, c_l) = side(ul);
     let (rho_r, v_r, p_r, un_r, c_r) = side(ur);
-    eq.count_floor_events(events);
     // Per lane: the wave speeds, the contact speed, and the scalar function's branch as two
     // choices (which side; whether the star correction is added). `s_l >= 0` is kept as a
     // value: its negation is also true for a NaN, as the scalar's `else`.

@@ -117,6 +117,17 @@ impl<const D: usize> Euler<D> {
         &self,
         u: &[[R; W]; M],
     ) -> ([R; W], [[R; W]; D], [R; W]) {
+        self.primitive_lanes_counting(u, &[true; W])
+    }
+
+    /// [`Euler::primitive_lanes`], counting the floor events of the lanes marked in `counted`
+    /// only (HLLC does not convert a lane through a zero normal).
+    #[inline(always)]
+    pub(crate) fn primitive_lanes_counting<R: Real, const M: usize, const W: usize>(
+        &self,
+        u: &[[R; W]; M],
+        counted: &[bool; W],
+    ) -> ([R; W], [[R; W]; D], [R; W]) {
         let (rho_floor, p_floor) = (R::cast(self.density_floor), R::cast(self.pressure_floor));
         let (gm1, half) = (R::cast(self.gamma - 1.0), R::cast(0.5));
         let mut events = 0u64;
@@ -127,7 +138,7 @@ impl<const D: usize> Euler<D> {
             let r = u[0][l];
             // `|`, not `||`: no branch per lane.
             let low = (r < rho_floor) | r.is_nan();
-            events += u64::from(low);
+            events += u64::from(low & counted[l]);
             rho[l] = if low { rho_floor } else { r };
             let mut kinetic = R::zero();
             for d in 0..D {
@@ -136,7 +147,7 @@ impl<const D: usize> Euler<D> {
             }
             let q = gm1 * (u[D + 1][l] - half * kinetic);
             let low = (q < p_floor) | q.is_nan();
-            events += u64::from(low);
+            events += u64::from(low & counted[l]);
             p[l] = if low { p_floor } else { q };
         }
         self.count_floor_events(events);

@@ -18,7 +18,7 @@
 
 use mote_core::{Chunks, CpuBackend, Real, SimdLevel, SplitOutputs};
 
-use super::flux_pass::{LANES, MAX_TERMS, basis_lanes, next_batch};
+use super::flux_pass::{LANES, MAX_TERMS, basis_lanes, half_offsets, next_batch};
 use crate::cloud::{Geometry, MAX_VARIABLES};
 use crate::error::CloudError;
 use crate::mls::Basis;
@@ -225,11 +225,10 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
             LimiterMode::Soft => D.min(mr),
             LimiterMode::Hard => mr,
         };
-        let (zero, one, half) = (R::zero(), R::one(), R::cast(0.5));
+        let (zero, one) = (R::zero(), R::one());
         let eps2 = R::cast((self.limiter.venkatakrishnan_k * self.spacing).powi(3));
         let bj = self.limiter.kind == LimiterKind::BarthJespersen;
         let lengths = g.lengths.map(R::cast);
-        let halves = g.lengths.map(|l| R::cast(0.5 * l));
         let mut phi = [[zero; W]; MAX_TERMS];
         let mut scratch = [zero; MAX_TERMS];
         let mut lo = [[zero; W]; MAX_VARIABLES];
@@ -271,20 +270,8 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
             let mut slots = list.slots(i);
             while slots.len() > 0 {
                 let (_, j_l, count) = next_batch(&mut slots, idx, i, n);
-                // Half the minimum-image offsets, as `offset` computes them.
-                let mut delta = [[zero; W]; D];
-                for d in 0..D {
-                    for l in 0..W {
-                        // SAFETY: j_l[l] < n = pos[d].len().
-                        let mut x = unsafe { *pos[d].get_unchecked(j_l[l]) } - xi[d];
-                        if g.periodic[d] {
-                            let (up, down) = (x > halves[d], x < -halves[d]);
-                            x = if up { x - lengths[d] } else { x };
-                            x = if down { x + lengths[d] } else { x };
-                        }
-                        delta[d][l] = half * x;
-                    }
-                }
+                // SAFETY: every j_l[l] < n = pos[d].len() (checked by next_batch).
+                let delta = unsafe { half_offsets(pos, &xi, &j_l, g.periodic, &lengths) };
                 basis_lanes(self.basis, &delta, terms, &mut phi, &mut scratch);
                 for v in 0..m {
                     let r = &record[v * mr..v * mr + terms];
