@@ -233,12 +233,7 @@ pub(crate) fn normal_flux<F: Float>(
             out[v] = kinetic_velocity::<F>(nrm, params, v, vars, dim) * u[v];
         }
     } else if comptime![kind == 0] {
-        let mut s = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            s += nrm[d] * params[d];
-        }
-        out[0] = s * u[0];
+        out[0] = advection_speed::<F>(nrm, params, dim) * u[0];
     } else if comptime![kind == 2] {
         // The CPU's operations: (1/2 u) u times the normal's components summed in axis order.
         out[0] = F::new(0.5) * u[0] * u[0] * component_sum::<F>(nrm, dim);
@@ -289,25 +284,45 @@ fn max_speed<F: Float>(
         }
         params[0] * best
     } else if comptime![kind == 0] {
-        let mut s = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            s += nrm[d] * params[d];
-        }
-        F::abs(s)
+        F::abs(advection_speed::<F>(nrm, params, dim))
     } else if comptime![kind == 2] {
         F::abs(u[0] * component_sum::<F>(nrm, dim))
     } else {
-        let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
-        let mut vn = F::new(0.0);
-        let mut nn = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            vn += vel[d] * nrm[d];
-            nn += nrm[d] * nrm[d];
-        }
-        F::abs(vn) + F::sqrt(params[0] * p / rho) * F::sqrt(nn)
+        let (vn, c) = euler_speeds::<F>(u, nrm, params, vel, dim, wide);
+        F::abs(vn) + c
     }
+}
+
+/// Linear advection's speed along `nrm`, `a . n` summed in axis order from zero.
+#[cube]
+fn advection_speed<F: Float>(nrm: &Array<F>, params: &Array<F>, #[comptime] dim: usize) -> F {
+    let mut s = F::new(0.0);
+    #[unroll]
+    for d in 0..dim {
+        s += nrm[d] * params[d];
+    }
+    s
+}
+
+/// Euler's normal velocity `v . n` and sound speed times `|n|` of `u`, as the CPU forms them.
+#[cube]
+fn euler_speeds<F: Float>(
+    u: &Array<F>,
+    nrm: &Array<F>,
+    params: &Array<F>,
+    vel: &mut Array<F>,
+    #[comptime] dim: usize,
+    #[comptime] wide: bool,
+) -> (F, F) {
+    let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
+    let mut vn = F::new(0.0);
+    let mut nn = F::new(0.0);
+    #[unroll]
+    for d in 0..dim {
+        vn += vel[d] * nrm[d];
+        nn += nrm[d] * nrm[d];
+    }
+    (vn, F::sqrt(params[0] * p / rho) * F::sqrt(nn))
 }
 
 /// The smallest and largest wave speeds of `u` along `nrm` (the CPU's `wave_speed_bounds`):
@@ -323,25 +338,13 @@ fn speed_bounds<F: Float>(
     #[comptime] wide: bool,
 ) -> (F, F) {
     if comptime![kind == 0] {
-        let mut s = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            s += nrm[d] * params[d];
-        }
+        let s = advection_speed::<F>(nrm, params, dim);
         (s, s)
     } else if comptime![kind == 2] {
         let s = u[0] * component_sum::<F>(nrm, dim);
         (s, s)
     } else if comptime![kind == 1] {
-        let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
-        let mut vn = F::new(0.0);
-        let mut nn = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            vn += vel[d] * nrm[d];
-            nn += nrm[d] * nrm[d];
-        }
-        let c = F::sqrt(params[0] * p / rho) * F::sqrt(nn);
+        let (vn, c) = euler_speeds::<F>(u, nrm, params, vel, dim, wide);
         (vn - c, vn + c)
     } else {
         let s = max_speed::<F>(u, nrm, params, vel, kind, dim, wide);
