@@ -822,8 +822,10 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let w: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(w["weno"], true, "{w}");
-    // Moving clouds run on the device too, with the motion's share reported.
-    let r = bench(&["--moving"]);
+    // Moving clouds run on the device too, with the motion's share reported: after the same
+    // two steps the device's particles have the CPU's neighbours, and not those of the start.
+    let moving = ["--moving", "--motion-speed", "3"];
+    let r = bench(&moving);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let w: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(w["motion"], "rotation", "{w}");
@@ -831,6 +833,27 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         w["passes"]["motion"]["seconds"].as_f64().unwrap() > 0.0,
         "{w}"
     );
+    let cpu_run = |extra: &[&str]| -> serde_json::Value {
+        let mut a = vec![
+            "bench",
+            "cloud",
+            "--particles",
+            "900",
+            "--order",
+            "2",
+            "--repeats",
+            "1",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        let r = mote(&a);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        serde_json::from_slice(&r.stdout).unwrap()
+    };
+    let moved = cpu_run(&moving)["neighbours_mean"].as_f64().unwrap();
+    let fixed = cpu_run(&[])["neighbours_mean"].as_f64().unwrap();
+    assert_eq!(w["neighbours_mean"].as_f64().unwrap(), moved, "{w}");
+    assert_ne!(moved, fixed, "the motion changed no neighbour count");
     // What the device passes lack is refused by name, with a non-zero exit.
     let r = bench(&["--variables", "2"]);
     assert_eq!(r.status.code(), Some(1));
