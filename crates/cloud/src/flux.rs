@@ -230,7 +230,7 @@ pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
     // Each side's primitive variables (the floors of `Euler::primitive`, counted for the lanes
     // the scalar function converts), normal velocity and sound speed.
     let side = |u: &[[R; W]; M]| {
-        let (rho, v, p) = eq.primitive_lanes_counting(u, &live);
+        let (rho, v, p, inv) = eq.primitive_lanes_counting(u, &live);
         let mut un = [zero; W];
         let mut c = [zero; W];
         for l in 0..W {
@@ -239,7 +239,7 @@ pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
                 x += v[d][l] * e[d][l];
             }
             un[l] = x;
-            c[l] = eq.sound_speed(rho[l], p[l]);
+            c[l] = eq.sound_speed_inverse(p[l], inv[l]);
         }
         (rho, v, p, un, c)
     };
@@ -326,12 +326,12 @@ pub fn hllc<R: Real, const D: usize>(eq: &Euler<D>, ul: &[R], ur: &[R], n: [R; D
     }
     let e: [R; D] = std::array::from_fn(|d| n[d] / len);
     let side = |u: &[R]| {
-        let (rho, v, p) = eq.primitive(u);
+        let (rho, v, p, inv) = eq.primitive_inverse(u);
         let mut un = R::zero();
         for d in 0..D {
             un += v[d] * e[d];
         }
-        (rho, v, p, un, eq.sound_speed(rho, p))
+        (rho, v, p, un, eq.sound_speed_inverse(p, inv))
     };
     let (rho_l, v_l, p_l, un_l, c_l) = side(ul);
     let (rho_r, v_r, p_r, un_r, c_r) = side(ur);

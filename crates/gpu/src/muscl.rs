@@ -170,7 +170,8 @@ impl DeviceEquation {
 }
 
 /// Euler's primitive density, velocity (into `vel`) and pressure, with the floors (a NaN is
-/// floored too, found by its bits: see [`finite`]), as the CPU computes them.
+/// floored too, found by its bits: see [`finite`]), and the density's reciprocal, as the CPU
+/// computes them (the velocity is the momentum times the reciprocal).
 #[cube]
 fn primitive<F: Float>(
     u: &Array<F>,
@@ -178,14 +179,15 @@ fn primitive<F: Float>(
     vel: &mut Array<F>,
     #[comptime] dim: usize,
     #[comptime] wide: bool,
-) -> (F, F) {
+) -> (F, F, F) {
     let mut rho = u[0];
     if !(rho >= params[2]) || is_nan::<F>(rho, wide) {
         rho = params[2];
     }
+    let inv = F::new(1.0) / rho;
     #[unroll]
     for d in 0..dim {
-        vel[d] = u[1 + d] / rho;
+        vel[d] = u[1 + d] * inv;
     }
     let mut kinetic = F::new(0.0);
     #[unroll]
@@ -196,7 +198,7 @@ fn primitive<F: Float>(
     if !(p >= params[3]) || is_nan::<F>(p, wide) {
         p = params[3];
     }
-    (rho, p)
+    (rho, p, inv)
 }
 
 /// `lambda_v . n` of kinetic variable `v` of `vars` (the CPU's `normal_velocity`).
@@ -238,7 +240,7 @@ pub(crate) fn normal_flux<F: Float>(
         // The CPU's operations: (1/2 u) u times the normal's components summed in axis order.
         out[0] = F::new(0.5) * u[0] * u[0] * component_sum::<F>(nrm, dim);
     } else {
-        let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
+        let (rho, p, _) = primitive::<F>(u, params, vel, dim, wide);
         let mut vn = F::new(0.0);
         #[unroll]
         for d in 0..dim {
@@ -304,7 +306,8 @@ fn advection_speed<F: Float>(nrm: &Array<F>, params: &Array<F>, #[comptime] dim:
     s
 }
 
-/// Euler's normal velocity `v . n` and sound speed times `|n|` of `u`, as the CPU forms them.
+/// Euler's normal velocity `v . n` and sound speed times `|n|` of `u` (one square root of
+/// `gamma p nn / rho`), as the CPU forms them.
 #[cube]
 fn euler_speeds<F: Float>(
     u: &Array<F>,
@@ -314,7 +317,7 @@ fn euler_speeds<F: Float>(
     #[comptime] dim: usize,
     #[comptime] wide: bool,
 ) -> (F, F) {
-    let (rho, p) = primitive::<F>(u, params, vel, dim, wide);
+    let (_, p, inv) = primitive::<F>(u, params, vel, dim, wide);
     let mut vn = F::new(0.0);
     let mut nn = F::new(0.0);
     #[unroll]
@@ -322,7 +325,7 @@ fn euler_speeds<F: Float>(
         vn += vel[d] * nrm[d];
         nn += nrm[d] * nrm[d];
     }
-    (vn, F::sqrt(params[0] * p / rho) * F::sqrt(nn))
+    (vn, F::sqrt(params[0] * p * inv * nn))
 }
 
 /// The smallest and largest wave speeds of `u` along `nrm` (the CPU's `wave_speed_bounds`):
@@ -403,8 +406,8 @@ fn hllc<F: Float>(
         }
         let mut vl = Array::<F>::new(3usize);
         let mut vr = Array::<F>::new(3usize);
-        let (rho_l, p_l) = primitive::<F>(ul, params, &mut vl, dim, wide);
-        let (rho_r, p_r) = primitive::<F>(ur, params, &mut vr, dim, wide);
+        let (rho_l, p_l, inv_l) = primitive::<F>(ul, params, &mut vl, dim, wide);
+        let (rho_r, p_r, inv_r) = primitive::<F>(ur, params, &mut vr, dim, wide);
         let mut un_l = F::new(0.0);
         let mut un_r = F::new(0.0);
         #[unroll]
@@ -412,8 +415,8 @@ fn hllc<F: Float>(
             un_l += vl[d] * scratch[d];
             un_r += vr[d] * scratch[d];
         }
-        let c_l = F::sqrt(params[0] * p_l / rho_l);
-        let c_r = F::sqrt(params[0] * p_r / rho_r);
+        let c_l = F::sqrt(params[0] * p_l * inv_l);
+        let c_r = F::sqrt(params[0] * p_r * inv_r);
         let s_l = F::min(un_l - c_l, un_r - c_r);
         let s_r = F::max(un_l + c_l, un_r + c_r);
         let m_l = rho_l * (s_l - un_l);
@@ -508,7 +511,7 @@ pub(crate) fn admissible<F: Float>(
         for d in 0..dim {
             kinetic += c[1 + d] * c[1 + d];
         }
-        if !(c[dim + 1] - F::new(0.5) * kinetic / c[0] > F::new(0.0)) {
+        if !(c[0] * c[dim + 1] - F::new(0.5) * kinetic > F::new(0.0)) {
             ok = false;
         }
     }

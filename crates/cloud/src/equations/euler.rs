@@ -89,6 +89,15 @@ impl<const D: usize> Euler<D> {
     /// Density, velocity and pressure of a conservative state, with the floors applied.
     #[inline(always)]
     pub fn primitive<R: Real>(&self, u: &[R]) -> (R, [R; D], R) {
+        let (rho, v, p, _) = self.primitive_inverse(u);
+        (rho, v, p)
+    }
+
+    /// [`Euler::primitive`] and the floored density's reciprocal: the velocity is the momentum
+    /// times the reciprocal, and wave speeds use it too, so that a state costs one division
+    /// (divisions and square roots bound the flux passes; see `docs/performance.md`).
+    #[inline(always)]
+    pub(crate) fn primitive_inverse<R: Real>(&self, u: &[R]) -> (R, [R; D], R, R) {
         let mut rho = u[0];
         let floor = R::cast(self.density_floor);
         // Below the floor, or NaN.
@@ -96,7 +105,8 @@ impl<const D: usize> Euler<D> {
             self.floors.fetch_add(1, Ordering::Relaxed);
             rho = floor;
         }
-        let v: [R; D] = std::array::from_fn(|d| u[1 + d] / rho);
+        let inv = R::one() / rho;
+        let v: [R; D] = std::array::from_fn(|d| u[1 + d] * inv);
         let mut kinetic = R::zero();
         for d in 0..D {
             kinetic += u[1 + d] * v[d];
@@ -107,7 +117,7 @@ impl<const D: usize> Euler<D> {
             self.floors.fetch_add(1, Ordering::Relaxed);
             p = floor;
         }
-        (rho, v, p)
+        (rho, v, p, inv)
     }
 
     /// [`Euler::primitive`] for `W` states in lanes (`u[v][lane]`), in the same operations;
@@ -116,7 +126,7 @@ impl<const D: usize> Euler<D> {
     fn primitive_lanes<R: Real, const M: usize, const W: usize>(
         &self,
         u: &[[R; W]; M],
-    ) -> ([R; W], [[R; W]; D], [R; W]) {
+    ) -> PrimitiveLanes<R, D, W> {
         self.primitive_lanes_counting(u, &[true; W])
     }
 
@@ -127,31 +137,40 @@ impl<const D: usize> Euler<D> {
         &self,
         u: &[[R; W]; M],
         counted: &[bool; W],
-    ) -> ([R; W], [[R; W]; D], [R; W]) {
+    ) -> PrimitiveLanes<R, D, W> {
         let (rho_floor, p_floor) = (R::cast(self.density_floor), R::cast(self.pressure_floor));
         let (gm1, half) = (R::cast(self.gamma - 1.0), R::cast(0.5));
-        let mut events = 0u64;
         let mut rho = [R::zero(); W];
         let mut v = [[R::zero(); W]; D];
         let mut p = [R::zero(); W];
+        let mut inv = [R::zero(); W];
+        // Which lanes' density and pressure took their floors: counted after the loop, and
+        // only when there is any (rare; a count per lane inside the loop costs mask moves and
+        // scalar adds in every batch).
+        let mut low_rho = [false; W];
+        let mut low_p = [false; W];
         for l in 0..W {
             let r = u[0][l];
             // `|`, not `||`: no branch per lane.
-            let low = (r < rho_floor) | r.is_nan();
-            events += u64::from(low & counted[l]);
-            rho[l] = if low { rho_floor } else { r };
+            low_rho[l] = (r < rho_floor) | r.is_nan();
+            rho[l] = if low_rho[l] { rho_floor } else { r };
+            inv[l] = R::one() / rho[l];
             let mut kinetic = R::zero();
             for d in 0..D {
-                v[d][l] = u[1 + d][l] / rho[l];
+                v[d][l] = u[1 + d][l] * inv[l];
                 kinetic += u[1 + d][l] * v[d][l];
             }
             let q = gm1 * (u[D + 1][l] - half * kinetic);
-            let low = (q < p_floor) | q.is_nan();
-            events += u64::from(low & counted[l]);
-            p[l] = if low { p_floor } else { q };
+            low_p[l] = (q < p_floor) | q.is_nan();
+            p[l] = if low_p[l] { p_floor } else { q };
         }
-        self.count_floor_events(events);
-        (rho, v, p)
+        if (0..W).fold(false, |any, l| any | low_rho[l] | low_p[l]) {
+            let events = (0..W)
+                .map(|l| u64::from(low_rho[l] & counted[l]) + u64::from(low_p[l] & counted[l]))
+                .sum();
+            self.count_floor_events(events);
+        }
+        (rho, v, p, inv)
     }
 
     /// Adds `events` floor applications of a batch (one atomic add, none for zero).
@@ -163,21 +182,21 @@ impl<const D: usize> Euler<D> {
     }
 
     /// [`Equation::max_wave_speed_lanes`] from the primitive variables and the normals'
-    /// lengths `norm` (from [`normal_lengths`], computed once when both sides of a pair need
-    /// them).
+    /// squared lengths `nn` (from [`squared_lengths`], computed once when both sides of a pair
+    /// need them).
     #[inline(always)]
     fn speed_of_primitive_lanes<R: Real, const W: usize>(
         &self,
-        (rho, v, p): &([R; W], [[R; W]; D], [R; W]),
+        (_, v, p, inv): &PrimitiveLanes<R, D, W>,
         n: &[[R; W]; D],
-        norm: &[R; W],
+        nn: &[R; W],
     ) -> [R; W] {
         std::array::from_fn(|l| {
             let mut vn = R::zero();
             for d in 0..D {
                 vn += v[d][l] * n[d][l];
             }
-            vn.abs() + self.sound_speed(rho[l], p[l]) * norm[l]
+            vn.abs() + self.sound_speed_along(p[l], inv[l], nn[l])
         })
     }
 
@@ -197,10 +216,10 @@ impl<const D: usize> Euler<D> {
         let mut fr = [[R::zero(); W]; M];
         flux_of_primitive_lanes(ul, &pl, n, &mut fl);
         flux_of_primitive_lanes(ur, &pr, n, &mut fr);
-        let norm = normal_lengths(n);
+        let nn = squared_lengths(n);
         let (sl, sr) = (
-            self.speed_of_primitive_lanes(&pl, n, &norm),
-            self.speed_of_primitive_lanes(&pr, n, &norm),
+            self.speed_of_primitive_lanes(&pl, n, &nn),
+            self.speed_of_primitive_lanes(&pr, n, &nn),
         );
         let half = R::cast(0.5);
         for v in 0..D + 2 {
@@ -218,22 +237,40 @@ impl<const D: usize> Euler<D> {
         out
     }
 
-    /// The sound speed `sqrt(gamma p / rho)`.
+    /// The sound speed `sqrt(gamma p / rho)`, formed as the fluxes form it: from the
+    /// density's reciprocal ([`Euler::primitive_inverse`]).
     #[inline(always)]
     pub fn sound_speed<R: Real>(&self, rho: R, p: R) -> R {
-        (R::cast(self.gamma) * p / rho).sqrt()
+        self.sound_speed_inverse(p, R::one() / rho)
+    }
+
+    /// The sound speed `sqrt(gamma p inv_rho)`.
+    #[inline(always)]
+    pub(crate) fn sound_speed_inverse<R: Real>(&self, p: R, inv_rho: R) -> R {
+        (R::cast(self.gamma) * p * inv_rho).sqrt()
+    }
+
+    /// The sound speed times the length of a normal of squared length `nn`, with one square
+    /// root: `sqrt(gamma p inv_rho nn)`.
+    #[inline(always)]
+    pub(crate) fn sound_speed_along<R: Real>(&self, p: R, inv_rho: R, nn: R) -> R {
+        (R::cast(self.gamma) * p * inv_rho * nn).sqrt()
     }
 }
 
-/// The length of each lane's normal.
+/// Density, velocities, pressure and the density's reciprocal of `W` states in lanes.
+pub(crate) type PrimitiveLanes<R, const D: usize, const W: usize> =
+    ([R; W], [[R; W]; D], [R; W], [R; W]);
+
+/// The squared length of each lane's normal.
 #[inline(always)]
-fn normal_lengths<R: Real, const D: usize, const W: usize>(n: &[[R; W]; D]) -> [R; W] {
+fn squared_lengths<R: Real, const D: usize, const W: usize>(n: &[[R; W]; D]) -> [R; W] {
     std::array::from_fn(|l| {
         let mut nn = R::zero();
         for d in 0..D {
             nn += n[d][l] * n[d][l];
         }
-        nn.sqrt()
+        nn
     })
 }
 
@@ -241,7 +278,7 @@ fn normal_lengths<R: Real, const D: usize, const W: usize>(n: &[[R; W]; D]) -> [
 #[inline(always)]
 fn flux_of_primitive_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
     u: &[[R; W]; M],
-    (rho, v, p): &([R; W], [[R; W]; D], [R; W]),
+    (rho, v, p, _): &PrimitiveLanes<R, D, W>,
     n: &[[R; W]; D],
     out: &mut [[R; W]; M],
 ) {
@@ -292,24 +329,24 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
 
     #[inline(always)]
     fn wave_speed_bounds(&self, u: &[R], n: [R; D]) -> (R, R) {
-        let (rho, v, p) = self.primitive(u);
+        let (_, v, p, inv) = self.primitive_inverse(u);
         let (mut vn, mut nn) = (R::zero(), R::zero());
         for d in 0..D {
             vn += v[d] * n[d];
             nn += n[d] * n[d];
         }
-        let c = self.sound_speed(rho, p) * nn.sqrt();
+        let c = self.sound_speed_along(p, inv, nn);
         (vn - c, vn + c)
     }
 
     fn max_wave_speed(&self, u: &[R], n: [R; D]) -> R {
-        let (rho, v, p) = self.primitive(u);
+        let (_, v, p, inv) = self.primitive_inverse(u);
         let (mut vn, mut nn) = (R::zero(), R::zero());
         for d in 0..D {
             vn += v[d] * n[d];
             nn += n[d] * n[d];
         }
-        vn.abs() + self.sound_speed(rho, p) * nn.sqrt()
+        vn.abs() + self.sound_speed_along(p, inv, nn)
     }
 
     #[inline(always)]
@@ -332,7 +369,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         n: &[[R; W]; D],
     ) -> [R; W] {
         let primitive = self.primitive_lanes(u);
-        self.speed_of_primitive_lanes(&primitive, n, &normal_lengths(n))
+        self.speed_of_primitive_lanes(&primitive, n, &squared_lengths(n))
     }
 
     fn floor_events(&self) -> u64 {
@@ -374,7 +411,8 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         for d in 0..D {
             kinetic += u[1 + d] * u[1 + d];
         }
-        u[D + 1] - R::cast(0.5) * kinetic / u[0] > R::zero()
+        // E - |m|^2 / (2 rho) > 0 multiplied through by rho > 0: no division.
+        u[0] * u[D + 1] - R::cast(0.5) * kinetic > R::zero()
     }
 
     /// [`admissible`](Self::admissible) in lanes, in the same operations (so the same
@@ -396,10 +434,10 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
             for d in 0..D {
                 kinetic += u[1 + d][l] * u[1 + d][l];
             }
-            // `&`, not `&&`: no branch per lane (a zero density gives a NaN that the first
-            // test already rejects).
+            // `&`, not `&&`: no branch per lane (the energy test is multiplied through by the
+            // density, whose sign the first test checks: no division).
             let positive =
-                (u[0][l] > R::zero()) & (u[D + 1][l] - half * kinetic / u[0][l] > R::zero());
+                (u[0][l] > R::zero()) & (u[0][l] * u[D + 1][l] - half * kinetic > R::zero());
             ok[l] = finite & positive;
         }
         ok
