@@ -95,6 +95,10 @@ pub struct CloudArgs {
     /// Units per workgroup of the GPU kernels.
     #[arg(long, default_value_t = 256)]
     pub(crate) workgroup: u32,
+    /// SIMD level of the CPU passes: auto (AVX2 where available: faster than AVX-512 for
+    /// these gather-bound passes), scalar, avx2 or avx512. Every level gives the same bits.
+    #[arg(long, default_value = "auto")]
+    pub(crate) simd: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +130,8 @@ pub(crate) struct CloudReport {
     pub precision: Precision,
     pub threads: usize,
     pub layout: String,
+    /// The CPU passes' SIMD level ("device" for a GPU run).
+    pub simd: String,
     pub stages: usize,
     pub equation: String,
     pub variables: usize,
@@ -179,8 +185,9 @@ fn print(args: &CloudArgs, report: &CloudReport) -> Result<(), Box<dyn Error>> {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "cloud [{}] {} ({} flux, limiter {} {}, MOOD {} {}) {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
+            "cloud [{}, {}] {} ({} flux, limiter {} {}, MOOD {} {}) {}-D order {} {} {}-major N={} threads={} ({} stages, {:.1} neighbours): {:.4e} s per step (min {:.4e}, max {:.4e}); search {:.3e} s, MLS {:.3e} s once",
             report.backend,
+            report.simd,
             report.equation,
             report.flux,
             report.limiter,
@@ -263,8 +270,32 @@ impl CloudArgs {
                 index: 0,
             },
             workgroup: 256,
+            simd: "auto".into(),
         }
     }
+}
+
+/// The SIMD level `--simd` asks for: `None` for auto (the scheme's default); an error for an
+/// unknown name or a level this CPU lacks.
+fn simd_level(name: &str) -> Result<Option<mote_core::SimdLevel>, Box<dyn Error>> {
+    if name == "auto" {
+        return Ok(None);
+    }
+    let level: mote_core::SimdLevel = name
+        .parse()
+        .map_err(|e| format!("--simd `{name}`: {e} (or auto)"))?;
+    if !level.is_available() {
+        return Err(format!(
+            "--simd {name}: this CPU supports {}",
+            mote_core::SimdLevel::detect()
+                .iter()
+                .map(|l| l.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+        .into());
+    }
+    Ok(Some(level))
 }
 
 /// Builds the cloud and times `args.repeats` steps on `threads` threads (0: all cores).
@@ -282,6 +313,7 @@ pub(crate) fn measure(args: &CloudArgs, threads: usize) -> Result<CloudReport, B
     FluxKind::by_name(&args.flux)?;
     Limiter::by_name(&args.limiter, &args.limiter_mode)?;
     MoodSettings::by_name(&args.mood, &args.mood_strategy)?;
+    simd_level(&args.simd)?;
     mote_cloud::motion::builtin::<2>(&args.motion, args.motion_speed, [0.0; 2], [1.0; 2])?;
     args.precision.dispatch(CloudBench {
         args,
@@ -441,11 +473,15 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
     )?
     .with_flux(FluxKind::by_name(&args.flux)?)?
     .with_limiter(Limiter::by_name(&args.limiter, &args.limiter_mode)?)?;
-    let scheme = if args.weno {
+    let mut scheme = if args.weno {
         scheme.with_weno(mote_cloud::scheme::WENO_CENTRAL_WEIGHT)?
     } else {
         scheme
     };
+    if let Some(level) = simd_level(&args.simd)? {
+        scheme.set_simd_level(level)?;
+    }
+    let simd = scheme.simd_level().name().to_string();
     let radius = args
         .radius
         .unwrap_or_else(|| default_radius_factor::<D>(args.order))
@@ -551,6 +587,7 @@ fn bench_equation<R: Real, const D: usize, L: SlotLayout, E: Equation<R, D>>(
         precision: R::PRECISION,
         threads: backend.thread_count(),
         layout: L::NAME.to_string(),
+        simd,
         stages,
         variables,
         equation: args.equation.clone(),

@@ -264,6 +264,7 @@ fn bench<R: GpuFloat, const D: usize>(
         precision: R::PRECISION,
         threads: 0,
         layout: args.layout.clone(),
+        simd: "device".into(),
         stages,
         variables,
         equation: args.equation.clone(),

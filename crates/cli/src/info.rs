@@ -71,7 +71,11 @@ pub fn run(args: &InfoArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         None => println!("  memory       unknown"),
     }
     println!("  SIMD         detected: {}", levels(&m.simd_detected));
-    println!("               chosen:   {}", m.simd_chosen);
+    println!("               chosen:   {} (gravity)", m.simd_chosen);
+    println!(
+        "                         {} (meshless passes)",
+        m.simd_gathers
+    );
     println!(
         "  threads      {} (CPU backend; --threads or RAYON_NUM_THREADS)",
         report.threads

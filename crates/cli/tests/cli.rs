@@ -41,6 +41,10 @@ fn info_json_is_one_object_with_the_machine() {
     assert_eq!(v["logical_cores"], cores);
     assert_eq!(v["simd_detected"][0], "scalar");
     assert_eq!(v["simd_chosen"], mote_core::SimdLevel::best().name());
+    assert_eq!(
+        v["simd_gathers"],
+        mote_core::SimdLevel::for_gathers().name()
+    );
     assert_eq!(v["default_precision"], "f64");
 }
 
@@ -361,6 +365,28 @@ fn bench_cloud_json_has_every_pass() {
         assert!(p["seconds"].as_f64().unwrap() >= 0.0, "{pass}");
         assert!(p["gb_per_s"].is_number(), "{pass}");
     }
+    // The passes' SIMD level: the gather passes' default, or the one asked for.
+    assert_eq!(v["simd"], mote_core::SimdLevel::for_gathers().name());
+    let out = mote(&[
+        "bench",
+        "cloud",
+        "--particles",
+        "400",
+        "--repeats",
+        "1",
+        "--simd",
+        "scalar",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["simd"], "scalar");
+    let out = mote(&["bench", "cloud", "--particles", "400", "--simd", "avx9"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--simd `avx9`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = mote(&["bench", "cloud", "--dim", "4"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dim"));

@@ -58,6 +58,21 @@ impl SimdLevel {
         *Self::detect().last().expect("scalar is always available")
     }
 
+    /// The level for passes bound by gathers of neighbours' values (the meshless neighbour
+    /// loops): AVX2 where the CPU has it, even when it has AVX-512, otherwise [`Self::best`].
+    /// Such passes load each lane's value separately and insert it into a vector, and on an
+    /// AVX-512 Xeon their 512-bit instantiations ran 10-25 % slower than the 256-bit ones
+    /// (fewer ports execute 512-bit operations, and the inserts compete with the arithmetic
+    /// for them; `docs/performance.md`). Every level gives the same bits there, so the choice
+    /// is speed only. Compute-bound kernels (direct gravity) keep [`Self::best`].
+    pub fn for_gathers() -> SimdLevel {
+        if SimdLevel::Avx2.is_available() {
+            SimdLevel::Avx2
+        } else {
+            Self::best()
+        }
+    }
+
     /// Runs `body` compiled for this level: `body` is instantiated inside a
     /// `#[target_feature]` function of the level, so that it, and every `#[inline(always)]`
     /// function it calls, is compiled with the level's instructions (the compiler vectorises
@@ -124,8 +139,10 @@ pub struct MachineInfo {
     pub logical_cores: usize,
     /// SIMD levels this CPU supports.
     pub simd_detected: Vec<SimdLevel>,
-    /// The level `auto` kernels use.
+    /// The level `auto` kernels use (direct gravity).
     pub simd_chosen: SimdLevel,
+    /// The level of the gather-bound meshless passes ([`SimdLevel::for_gathers`]).
+    pub simd_gathers: SimdLevel,
     /// Installed memory in bytes, where the operating system reports it.
     pub memory_bytes: Option<u64>,
 }
@@ -138,6 +155,7 @@ impl MachineInfo {
             logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             simd_detected: SimdLevel::detect(),
             simd_chosen: SimdLevel::best(),
+            simd_gathers: SimdLevel::for_gathers(),
             memory_bytes: memory_bytes(),
         }
     }

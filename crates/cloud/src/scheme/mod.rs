@@ -75,7 +75,7 @@ pub struct Muscl<R: Real, const D: usize, E> {
     reverse: Buffer<u64>,
     /// `(-1)^|a|` for each reconstruction term: its sign at the neighbour's side.
     parity: Vec<R>,
-    /// The SIMD level of the flux pass (every level gives the same bits).
+    /// The SIMD level of the passes (every level gives the same bits).
     simd: SimdLevel,
     /// Wall seconds spent in the derivative and flux passes since the last reset.
     seconds: PassSeconds,
@@ -130,7 +130,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             derivatives,
             reverse: Buffer::new("reverse_slot", Scaling::PerSlot(1)),
             parity,
-            simd: SimdLevel::best(),
+            simd: SimdLevel::for_gathers(),
             seconds: PassSeconds::default(),
         })
     }
@@ -218,8 +218,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         }
     }
 
-    /// Runs the flux pass at SIMD `level` instead of the best available one (results are
-    /// bitwise the same at every level; this exists to test that and to benchmark).
+    /// Runs the passes at SIMD `level` instead of the default
+    /// ([`SimdLevel::for_gathers`]: AVX2 where available, the faster one for these
+    /// gather-bound passes). Results are bitwise the same at every level; this exists to test
+    /// that and to benchmark.
     pub fn set_simd_level(&mut self, level: SimdLevel) -> Result<(), CloudError> {
         if !level.is_available() {
             return Err(CloudError::invalid(
@@ -232,7 +234,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         Ok(())
     }
 
-    /// The SIMD level of the flux pass.
+    /// The SIMD level of the passes.
     pub fn simd_level(&self) -> SimdLevel {
         self.simd
     }
