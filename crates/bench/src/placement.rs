@@ -223,7 +223,8 @@ pub fn place(
     for precision in [Precision::F64, Precision::F32] {
         let args = CloudArgs::standard(sizes.cloud, precision, sizes.repeats);
         let report = measure(&args, threads)?;
-        let simd = SimdLevel::best();
+        // The level the passes ran at (decision 0016), whose arithmetic roof applies.
+        let simd: SimdLevel = report.simd.parse()?;
         let r = precision.bytes() as f64;
         let np = report.particles as f64;
         let slots = report.neighbours_mean * np;
