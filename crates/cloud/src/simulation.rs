@@ -41,8 +41,8 @@ struct Moving<R: Real, const D: usize> {
     /// State (`M` arrays) then positions (`D` arrays): what the Runge-Kutta stages advance.
     work: Vec<Buffer<R>>,
     velocity: [Buffer<R>; D],
-    /// `dw_a/dx_b` at `a * D + b`.
-    gradient: Vec<Buffer<R>>,
+    /// `dw_a/dx_b` of particle `i` at `i * D * D + a * D + b`.
+    gradient: Buffer<R>,
     /// Whether the lists and MLS coefficients belong to the cloud's current positions.
     current: bool,
     /// Largest displacement summed over the steps since the last Morton reordering.
@@ -151,9 +151,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             velocity: std::array::from_fn(|_| {
                 Buffer::new("particle_velocity", Scaling::PerParticle(1))
             }),
-            gradient: (0..D * D)
-                .map(|_| Buffer::new("velocity_gradient", Scaling::PerParticle(1)))
-                .collect(),
+            gradient: Buffer::new("velocity_gradient", Scaling::PerParticle(D * D)),
             current: true,
             since_reorder: 0.0,
             reorder_distance,
@@ -492,9 +490,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             };
             b.as_mut_slice().copy_from_slice(src);
         }
-        for b in moving.velocity.iter_mut().chain(moving.gradient.iter_mut()) {
+        for b in moving.velocity.iter_mut() {
             b.resize(n, R::zero())?;
         }
+        moving.gradient.resize(n * D * D, R::zero())?;
         moving.seconds.motion += clock.elapsed().as_secs_f64();
         let result = {
             let Moving {
@@ -672,7 +671,7 @@ struct MovingOperator<'a, R: Real, const D: usize, E, L: SlotLayout> {
     search: &'a mut NeighbourSearch,
     motion: &'a dyn Motion<R, D>,
     velocity: &'a mut [Buffer<R>; D],
-    gradient: &'a mut Vec<Buffer<R>>,
+    gradient: &'a mut Buffer<R>,
     current: &'a mut bool,
     seconds: &'a mut MotionSeconds,
     backend: CpuBackend,
@@ -722,21 +721,16 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
         );
         let list = &*self.list;
         let w: [&[R]; D] = std::array::from_fn(|d| self.velocity[d].as_slice());
-        self.scheme.velocity_gradients(
-            list,
-            w,
-            self.gradient.iter_mut().map(|b| b.as_mut_slice()).collect(),
-            backend,
-        );
+        self.scheme
+            .velocity_gradients(list, w, self.gradient.as_mut_slice(), backend);
         self.seconds.motion += clock.elapsed().as_secs_f64();
         self.scheme
             .derivatives_pass(&geometry, list, state, backend);
         let (du, dx) = out.split_at_mut(m);
         let du: Vec<&mut [R]> = du.iter_mut().map(|o| &mut **o).collect();
-        let g = &*self.gradient;
         let velocities = Velocities {
             w,
-            grad: std::array::from_fn(|a| std::array::from_fn(|b| g[a * D + b].as_slice())),
+            grad: self.gradient.as_slice(),
         };
         self.scheme.moving_flux_pass(
             &geometry,
@@ -760,7 +754,7 @@ impl<R: Real, const D: usize> Budgeted for Moving<R, D> {
         self.work
             .iter()
             .chain(self.velocity.iter())
-            .chain(self.gradient.iter())
+            .chain(std::iter::once(&self.gradient))
             .map(|b| b as &dyn BudgetedBuffer)
             .collect()
     }
@@ -768,7 +762,7 @@ impl<R: Real, const D: usize> Budgeted for Moving<R, D> {
         self.work
             .iter_mut()
             .chain(self.velocity.iter_mut())
-            .chain(self.gradient.iter_mut())
+            .chain(std::iter::once(&mut self.gradient))
             .map(|b| b as &mut dyn BudgetedBuffer)
             .collect()
     }

@@ -611,48 +611,6 @@ fn derivatives_kernel<F: Float>(
     }
 }
 
-/// `grad[(a D + b) n + i] = sum_s coef_b[s] (w_a[j(s)] - w_a[i])`, summed in slot order from
-/// zero (the CPU's plain loop).
-#[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-fn velocity_gradient_kernel<F: Float>(
-    w: &Array<F>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    coef: &Array<F>,
-    slots: u32,
-    max_count: u32,
-    grad: &mut Array<F>,
-    #[comptime] dim: usize,
-) {
-    let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
-        let slots_u = slots as usize;
-        #[unroll]
-        for a in 0..dim {
-            let wi = w[a * nu + i];
-            #[unroll]
-            for b in 0..dim {
-                let mut sum = F::new(0.0);
-                for k in 0..max_count {
-                    if k < count {
-                        let s = base + k as usize * stride;
-                        let j = indices[s] as usize;
-                        sum += coef[b * slots_u + s] * (w[a * nu + j] - wi);
-                    }
-                }
-                grad[(a * dim + b) * nu + i] = sum;
-            }
-        }
-    }
-}
-
 /// `du_i = -2 sum_j (F*(u_L, u_R; b_ij) - F(u_i) . b_ij)`: MUSCL of the interface order
 /// `min(order_i, order_j, order)` and the numerical flux. The reconstruction terms at the midpoint
 /// come from the basis recursion `phi_a = phi_parent(a) * d_axis(a) * inv(a)` (the CPU's), an
@@ -814,8 +772,8 @@ fn flux_kernel<F: Float>(
                         let mut slope = F::new(0.0);
                         #[unroll]
                         for b in 0..dim {
-                            slope += (wgrad[(a * dim + b) * nu + i]
-                                - wgrad[(a * dim + b) * nu + j])
+                            slope += (wgrad[(i * dim + a) * dim + b]
+                                - wgrad[(j * dim + a) * dim + b])
                                 * delta[b];
                         }
                         let wm =
@@ -1566,7 +1524,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
 
     /// [`flux_pass`](Self::flux_pass) on a moving cloud whose particles move with velocities
     /// `w` (`D` arrays end to end: component `a` of particle `i` at `a * n + i`) with MLS
-    /// gradients `grad` (`dw_a/dx_b` at `(a * D + b) * n + i`, from
+    /// gradients `grad` (`dw_a/dx_b` at `(i * D + a) * D + b`, from
     /// [`velocity_gradients`](Self::velocity_gradients)): the pairs exchange ALE fluxes `F - u
     /// w` and `du` is the rate of change following each particle, as the CPU's
     /// `Muscl::moving_flux_pass`. The MLS-divergence formulation only (as on the CPU).
@@ -1609,9 +1567,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     }
 
     /// The MLS gradients of the particle velocities `w` (`D` arrays end to end) into `grad`
-    /// (`dw_a/dx_b` at `(a * D + b) * n + i`), for [`moving_flux_pass`](Self::moving_flux_pass):
-    /// `sum_s b_s (w_a[j(s)] - w_a[i])` in slot order, as the CPU's
-    /// `Muscl::velocity_gradients`.
+    /// (`dw_a/dx_b` at `(i * D + a) * D + b`), for
+    /// [`moving_flux_pass`](Self::moving_flux_pass): the derivative kernel over the velocity
+    /// components and the `D` gradient terms, as the CPU's `Muscl::velocity_gradients` runs its
+    /// derivative pass.
     pub fn velocity_gradients<const D: usize>(
         &self,
         gpu: &Gpu,
@@ -1647,9 +1606,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             dim: usize,
         ) {
             // SAFETY: every unit reads its own slots (below the slot count) and its
-            // neighbours' velocities (indices below n), and writes only its own gradients.
+            // neighbours' velocities (indices below n), and writes only its own gradients
+            // (i * dim * dim + ..); the coefficient array holds at least `dim` terms.
             unsafe {
-                velocity_gradient_kernel::launch_unchecked::<F, Rt>(
+                derivatives_kernel::launch_unchecked::<F, Rt>(
                     client,
                     count,
                     cube,
@@ -1663,6 +1623,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     slots,
                     max_count,
                     grad.arg(),
+                    dim,
                     dim,
                 )
             }

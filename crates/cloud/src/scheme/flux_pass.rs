@@ -176,8 +176,9 @@ pub(super) struct FluxPass<'a, R, const D: usize, E> {
 pub struct Velocities<'a, R, const D: usize> {
     /// `w[d][i]`: component `d` of particle `i`'s velocity.
     pub w: [&'a [R]; D],
-    /// `grad[a][b][i]`: `dw_a/dx_b` at particle `i`.
-    pub grad: [[&'a [R]; D]; D],
+    /// `grad[i * D * D + a * D + b]`: `dw_a/dx_b` at particle `i` (one record per particle,
+    /// as `Muscl::velocity_gradients` writes it).
+    pub grad: &'a [R],
 }
 
 impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
@@ -261,11 +262,8 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 && u[..m].iter().all(|x| x.len() == n)
                 && orders.len() == n
                 && active.is_none_or(|a| a.len() == n)
-                && velocity.is_none_or(|v| v
-                    .w
-                    .iter()
-                    .chain(v.grad.iter().flatten())
-                    .all(|x| x.len() == n))
+                && velocity
+                    .is_none_or(|v| v.w.iter().all(|x| x.len() == n) && v.grad.len() == n * D * D)
                 && derivs.len() == n * width
                 && mr <= MAX_TERMS,
             "flux pass: arrays of unequal lengths"
@@ -422,7 +420,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                     let quarter = R::cast(0.25);
                     for a in 0..D {
                         let wi = vel.w[a][i];
-                        let gi: [R; D] = std::array::from_fn(|b| vel.grad[a][b][i]);
+                        let gi: [R; D] = std::array::from_fn(|b| vel.grad[(i * D + a) * D + b]);
                         for l in 0..W {
                             // SAFETY: j_l[l] < n, the length of every velocity array (asserted
                             // above).
@@ -430,7 +428,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                             let wj = unsafe { *vel.w[a].get_unchecked(j) };
                             let mut slope = R::zero();
                             for b in 0..D {
-                                let gj = unsafe { *vel.grad[a][b].get_unchecked(j) };
+                                let gj = unsafe { *vel.grad.get_unchecked((j * D + a) * D + b) };
                                 slope += (gi[b] - gj) * delta[b][l];
                             }
                             let wm = half * (wi + wj) + quarter * slope;

@@ -378,32 +378,25 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         self.moving_flux_pass(geometry, list, u, du, backend, orders, active, None);
     }
 
-    /// The MLS gradients of the particle velocities `w` (`D` arrays) into `grad[a * D + b]`
-    /// (`dw_a/dx_b`), for [`moving_flux_pass`](Self::moving_flux_pass).
+    /// The MLS gradients of the particle velocities `w` (`D` arrays) into `grad`, one record
+    /// per particle (`dw_a/dx_b` at `i * D * D + a * D + b`), for
+    /// [`moving_flux_pass`](Self::moving_flux_pass): the derivative pass over the velocity
+    /// components and the gradient terms, so the same sums as the state's derivatives (and
+    /// the device's).
     pub fn velocity_gradients<L: SlotLayout>(
         &self,
         list: &NeighbourList<L>,
         w: [&[R]; D],
-        grad: Vec<&mut [R]>,
+        grad: &mut [R],
         backend: CpuBackend,
     ) {
         let coeffs: [&[R]; D] = std::array::from_fn(|b| self.mls.coefficients(b));
-        let idx = list.indices();
-        backend.for_each_block(grad, 256, |first, mut out| {
-            for k in 0..SplitOutputs::len(&out) {
-                let i = first + k;
-                for a in 0..D {
-                    let wi = w[a][i];
-                    for b in 0..D {
-                        let mut sum = R::zero();
-                        for s in list.slots(i) {
-                            sum += coeffs[b][s] * (w[a][idx[s] as usize] - wi);
-                        }
-                        out[a * D + b][k] = sum;
-                    }
-                }
-            }
-        });
+        let pass = flux_pass::DerivativePass {
+            u: &w,
+            idx: list.indices(),
+            coeffs: &coeffs,
+        };
+        pass.run(list, grad, backend, self.simd);
     }
 
     /// [`flux_pass`](Self::flux_pass) on a moving cloud whose particles move with `velocity`

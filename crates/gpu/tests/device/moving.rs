@@ -70,13 +70,10 @@ fn passes<R: GpuFloat, const D: usize, E: Equation<R, D>, L: SlotLayout>(
     }
     let mut grad = vec![R::cast(0.0); D * D * n];
     let ws: [&[R]; D] = std::array::from_fn(|a| &w[a * n..(a + 1) * n]);
-    cpu.velocity_gradients(&list, ws, grad.chunks_mut(n).collect(), CpuBackend::Serial);
+    cpu.velocity_gradients(&list, ws, &mut grad, CpuBackend::Serial);
     let mut du = vec![R::cast(0.0); m * n];
     cpu.derivatives_pass(&geometry, &list, &u, CpuBackend::Serial);
-    let velocities = Velocities {
-        w: ws,
-        grad: std::array::from_fn(|a| std::array::from_fn(|b| &grad[(a * D + b) * n..][..n])),
-    };
+    let velocities = Velocities { w: ws, grad: &grad };
     cpu.moving_flux_pass(
         &geometry,
         &list,
