@@ -94,6 +94,49 @@ impl SimdLevel {
             _ => body(),
         }
     }
+
+    /// [`run`](Self::run) with a separate body per level, each compiled only for its own level:
+    /// a kernel can carry a specialisation at the level where it pays (the one
+    /// [`Self::for_gathers`] picks, say) without compiling it, and lengthening the build, for
+    /// the others. The bodies must compute the same thing; `arg` goes to the one that runs.
+    ///
+    /// # Panics
+    /// If this CPU does not support the level (check [`SimdLevel::is_available`] first).
+    #[inline(always)]
+    pub fn run_each<A, T>(
+        self,
+        arg: A,
+        scalar: impl FnOnce(A) -> T,
+        avx2: impl FnOnce(A) -> T,
+        avx512: impl FnOnce(A) -> T,
+    ) -> T {
+        assert!(self.is_available(), "SIMD level {self} not available");
+        match self {
+            SimdLevel::Scalar => scalar(arg),
+            // SAFETY: the level's CPU features were checked just above.
+            #[cfg(target_arch = "x86_64")]
+            // The wrappers are inlined into the `#[target_feature]` functions, so that the
+            // bodies are compiled with the level's instructions.
+            SimdLevel::Avx2 => unsafe {
+                features::avx2(
+                    #[inline(always)]
+                    || avx2(arg),
+                )
+            },
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => unsafe {
+                features::avx512(
+                    #[inline(always)]
+                    || avx512(arg),
+                )
+            },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => {
+                let _ = (avx2, avx512);
+                scalar(arg)
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -263,3 +263,19 @@ fn batched_passes_match_the_plain_formulas_at_every_simd_level() {
         assert!(e < 1e-12, "Euler MUSCL{order}: {e:e}");
     }
 }
+
+/// Every particle at the scheme's order (no MOOD): at orders 2 and 3 the flux pass of a scalar
+/// equation runs groups compiled for a constant term count at the AVX2 level and the run-time
+/// count at the others (decision 0017); all must give the same bits and the plain formulas.
+#[test]
+fn constant_term_groups_match_the_run_time_count() {
+    for order in [2, 3] {
+        let mut uniform = cloud(1, order);
+        uniform.orders_mut().fill(order as u8);
+        for formulation in [Formulation::MlsDivergence, Formulation::Conservative] {
+            let eq = LinearAdvection::<2>::scalar([1.0, -0.5], 1);
+            let (e, _) = compare_on(eq, uniform.clone(), order, formulation);
+            assert!(e < 1e-12, "order {order} {formulation:?}: {e:e}");
+        }
+    }
+}
