@@ -369,22 +369,19 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             .min()
             .unwrap_or(0)
             .min(idx.len());
-        // With `CONSTANT_TERMS` (the level the pass runs at by default), three faster
-        // variants of the group, each a copy of the whole flux arithmetic:
-        // - scalar equations without MOOD at orders 2 and 3: every interface has the scheme's
-        //   order, and the term count is a constant of the compiled group (D, or
-        //   D + D (D + 1) / 2), so that its loops unroll and its lane arrays stay in registers
-        //   (advection, MUSCL 3, 250 000 particles: flux pass 17 -> 14.5 ms per stage);
-        // - up to degree 2 (MUSCL 3) otherwise: arrays bounded by `QUADRATIC_TERMS` instead
-        //   of `MAX_TERMS` (Euler MUSCL 2: 4 % faster).
-        // Systems do not get constant counts: their copies took 10 s each to compile, and the
-        // solver is instantiated for a hundred combinations of types.
+        // With `CONSTANT_TERMS` (the level the pass runs at by default), scalar equations
+        // without MOOD at orders 2 and 3 run a faster copy of the group: every interface has
+        // the scheme's order, and the term count is a constant of the compiled group (D, or
+        // D + D (D + 1) / 2), so that its loops unroll and its lane arrays stay in registers
+        // (advection, MUSCL 3, 250 000 particles: flux pass 17 -> 15 ms per stage).
+        // Systems get no such copies (nor copies with arrays bounded at degree 2, 4 % faster
+        // for Euler): each took about 10 s to compile, the solver is instantiated for about a
+        // hundred combinations of types, and with them CI's test build took 22 minutes.
         let full_terms = terms_for_order[order];
         let quad = D + D * (D + 1) / 2;
         // Set up once per block rather than per group: zeroing the large arrays per group
         // cost a few per cent of the pass.
         let mut general = GroupArrays::<R, M, MAX_TERMS>::new();
-        let mut small = GroupArrays::<R, M, QUADRATIC_TERMS>::new();
         let n_out = out.first().map_or(0, |o| o.len());
         let mut next = 0;
         while next < n_out {
@@ -413,8 +410,6 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             } else if const { CONSTANT_TERMS && M == 1 } && full_order && full_terms == quad {
                 let mut own = GroupArrays::<R, M, QUADRATIC_TERMS>::new();
                 self.group(list, ctx, out, Some(quad), &mut own);
-            } else if CONSTANT_TERMS && mr <= QUADRATIC_TERMS {
-                self.group(list, ctx, out, None, &mut small);
             } else {
                 self.group(list, ctx, out, None, &mut general);
             }
