@@ -260,6 +260,32 @@ mod tests {
         );
     }
 
+    /// `run_each` runs the body of the level it is given (on x86-64; elsewhere the scalar one),
+    /// with its argument, and nothing else.
+    #[test]
+    fn run_each_runs_the_given_levels_body() {
+        for level in SimdLevel::detect() {
+            let mut ran = Vec::new();
+            let got = level.run_each(
+                &mut ran,
+                |r| {
+                    r.push(SimdLevel::Scalar);
+                    1
+                },
+                |r| {
+                    r.push(SimdLevel::Avx2);
+                    2
+                },
+                |r| {
+                    r.push(SimdLevel::Avx512);
+                    3
+                },
+            );
+            assert_eq!(ran, [level], "{level}");
+            assert_eq!(got, level as usize + 1, "{level}");
+        }
+    }
+
     #[test]
     fn machine_info_is_plausible() {
         let m = MachineInfo::detect();
