@@ -82,17 +82,16 @@ impl SimdLevel {
     /// If this CPU does not support the level (check [`SimdLevel::is_available`] first).
     #[inline(always)]
     pub fn run<T>(self, body: impl FnOnce() -> T) -> T {
-        assert!(self.is_available(), "SIMD level {self} not available");
-        match self {
-            SimdLevel::Scalar => body(),
-            // SAFETY: the level's CPU features were checked just above.
-            #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2 => unsafe { features::avx2(body) },
-            #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512 => unsafe { features::avx512(body) },
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => body(),
-        }
+        // The body is the argument, and each level's wrapper calls it.
+        self.run_each(
+            body,
+            #[inline(always)]
+            |b| b(),
+            #[inline(always)]
+            |b| b(),
+            #[inline(always)]
+            |b| b(),
+        )
     }
 
     /// [`run`](Self::run) with a separate body per level, each compiled only for its own level:
@@ -111,18 +110,19 @@ impl SimdLevel {
         avx512: impl FnOnce(A) -> T,
     ) -> T {
         assert!(self.is_available(), "SIMD level {self} not available");
+        // The wrappers are inlined into the `#[target_feature]` functions, so that the bodies
+        // are compiled with the level's instructions.
         match self {
             SimdLevel::Scalar => scalar(arg),
             // SAFETY: the level's CPU features were checked just above.
             #[cfg(target_arch = "x86_64")]
-            // The wrappers are inlined into the `#[target_feature]` functions, so that the
-            // bodies are compiled with the level's instructions.
             SimdLevel::Avx2 => unsafe {
                 features::avx2(
                     #[inline(always)]
                     || avx2(arg),
                 )
             },
+            // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
             SimdLevel::Avx512 => unsafe {
                 features::avx512(

@@ -16,7 +16,8 @@
 //! After the gathers everything (minimum-image offsets, the Taylor reconstruction on both
 //! sides, the Riemann flux, the accumulation) is a loop over lanes that the compiler
 //! vectorises. The bodies are generic and `#[inline(always)]`, instantiated for the SIMD level
-//! picked once per pass through [`SimdLevel::run`] (AVX-512, AVX2, portable). Products and sums
+//! picked once per pass through [`SimdLevel::run`] (AVX-512, AVX2, portable; the flux pass
+//! through [`SimdLevel::run_each`], which gives its AVX2 level extra copies). Products and sums
 //! are written as separate multiplies and adds (no fused multiply-add), so every instantiation
 //! gives the same bits and the result depends neither on the machine nor on the thread count.
 
@@ -284,8 +285,8 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         assert!(level.is_available(), "SIMD level {level} not available");
         // The groups compiled for a constant term count are large (each inlines the whole
         // flux arithmetic); they are compiled only at the level the pass runs at by default
-        // (`SimdLevel::for_gathers`: AVX2 on x86-64), where the other levels take the run-time
-        // count and give the same bits. Compiling them at every level made the clean CI build
+        // (`SimdLevel::for_gathers`: AVX2 on x86-64), and the other levels take the run-time
+        // count, which gives the same bits. Compiling them at every level made the clean CI build
         // of the crates that instantiate the solver run past 26 minutes.
         backend.for_each_block(du, 256, |first, mut out| {
             level.run_each(
@@ -307,8 +308,8 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
     /// no slot left (or that pad the last group) see their particle itself with a zero normal,
     /// and their terms are not added.
     ///
-    /// With `CONSTANT_TERMS`, the groups of second- and third-order schemes without MOOD are
-    /// compiled for their constant term count.
+    /// With `CONSTANT_TERMS`, the groups of scalar equations at orders 2 and 3 without MOOD
+    /// are compiled for their constant term count.
     #[inline(always)]
     fn block<L: SlotLayout, const M: usize, const CONSTANT_TERMS: bool>(
         &self,
