@@ -267,9 +267,12 @@ fn batched_passes_match_the_plain_formulas_at_every_simd_level() {
 /// Every particle at the scheme's order (no MOOD): at orders 2 and 3 the flux pass of a scalar
 /// equation runs groups compiled for a constant term count at the AVX2 level and the run-time
 /// count at the others (decision 0017); all must give the same bits and the plain formulas.
+/// Systems, and every equation at first order, take the term count per block instead of per
+/// interface (the neighbours' orders are not read): checked here too, Euler with its
+/// admissibility fallback.
 #[test]
 fn constant_term_groups_match_the_run_time_count() {
-    for order in [2, 3] {
+    for order in [1, 2, 3] {
         let mut uniform = cloud(1, order);
         uniform.orders_mut().fill(order as u8);
         for formulation in [Formulation::MlsDivergence, Formulation::Conservative] {
@@ -277,5 +280,19 @@ fn constant_term_groups_match_the_run_time_count() {
             let (e, _) = compare_on(eq, uniform.clone(), order, formulation);
             assert!(e < 1e-12, "order {order} {formulation:?}: {e:e}");
         }
+        let mut system = cloud(2, order);
+        system.orders_mut().fill(order as u8);
+        let eq = LinearAdvection::<2>::scalar([0.5, 1.0], 2);
+        let (e, _) = compare_on(eq, system, order, Formulation::MlsDivergence);
+        assert!(e < 1e-12, "order {order}, two variables: {e:e}");
+        let mut euler = euler_cloud(order);
+        euler.orders_mut().fill(order as u8);
+        let eq = Euler::<2>::new(1.4).unwrap();
+        let (e, fallbacks) = compare_on(eq, euler, order, Formulation::MlsDivergence);
+        assert!(e < 1e-12, "order {order}, Euler: {e:e}");
+        assert!(
+            order == 1 || fallbacks > 0,
+            "Euler must exercise the fallback"
+        );
     }
 }
