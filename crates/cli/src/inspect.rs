@@ -18,17 +18,28 @@ pub struct InspectArgs {
 pub fn run(args: &InspectArgs) -> Result<(), CliError> {
     let path = args.file.as_path();
     let fail = |m: String| CliError::Run(format!("{}: {m}", path.display()));
-    match path.extension().and_then(|e| e.to_str()) {
+    // A file a run is still writing, or one an interrupted run left (`diagnostics.csv.partial`),
+    // is read like the finished one.
+    let kind_of = path
+        .file_stem()
+        .map(Path::new)
+        .filter(|_| path.extension().and_then(|e| e.to_str()) == Some("partial"));
+    let kind = kind_of.unwrap_or(path).extension().and_then(|e| e.to_str());
+    match kind {
         Some("vtu") => {
             let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
             let arrays = mote_io::vtk::read_vtu(&bytes).map_err(fail)?;
             let points = arrays.get("Points").map_or(0, |a| a.to_f64().len() / 3);
+            let time = arrays
+                .get("TimeValue")
+                .and_then(|a| a.to_f64().first().copied())
+                .map_or(String::new(), |t| format!(" at time {t}"));
             println!(
-                "{}: VTK unstructured grid, {points} particles",
+                "{}: VTK unstructured grid, {points} particles{time}; every array has its declared length",
                 path.display()
             );
             for (name, a) in &arrays {
-                if ["connectivity", "offsets", "types"].contains(&name.as_str()) {
+                if ["connectivity", "offsets", "types", "TimeValue"].contains(&name.as_str()) {
                     continue;
                 }
                 let v = a.to_f64();
@@ -93,13 +104,21 @@ pub fn run(args: &InspectArgs) -> Result<(), CliError> {
                 .ok_or_else(|| fail("empty file".into()))?
                 .split(',')
                 .collect();
-            let rows: Vec<Vec<f64>> = lines
-                .map(|l| {
-                    l.split(',')
-                        .map(|v| v.parse::<f64>().unwrap_or(f64::NAN))
-                        .collect()
-                })
-                .collect();
+            let mut rows: Vec<Vec<f64>> = Vec::new();
+            for (k, l) in lines.enumerate() {
+                let row: Result<Vec<f64>, _> =
+                    l.split(',').map(|v| v.trim().parse::<f64>()).collect();
+                match row {
+                    Ok(r) if r.len() == header.len() => rows.push(r),
+                    _ => {
+                        return Err(fail(format!(
+                            "line {}: malformed row (expected {} numbers): `{l}`",
+                            k + 2,
+                            header.len()
+                        )));
+                    }
+                }
+            }
             println!(
                 "{}: {} rows of {} columns",
                 path.display(),

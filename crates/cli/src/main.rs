@@ -1,5 +1,42 @@
 //! `mote`: the command-line program of the mote particle-simulation engine.
 
+// Output that cannot panic. The standard `print!`/`println!` panic when standard output is a
+// closed pipe (`mote inspect FILE | head -1`); these crate-wide replacements end the program
+// quietly instead, with the status a shell reports for a SIGPIPE (141). Progress and errors
+// on standard error are best effort: a closed standard error loses the message, not the run.
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*))
+    };
+}
+macro_rules! println {
+    () => {
+        $crate::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// Writes to standard output; a closed pipe ends the program quietly (status 141, as SIGPIPE).
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        let _ = writeln!(std::io::stderr(), "error: writing to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 mod bench;
 mod info;
 mod inspect;
@@ -63,6 +100,36 @@ pub enum CliError {
     Config(String),
     /// A failure while running: exit code 1.
     Run(String),
+    /// A run stopped by a signal after writing its checkpoint: exit code 128 + the signal
+    /// (130 for SIGINT, 143 for SIGTERM).
+    Interrupted(String, usize),
+}
+
+/// SIGINT and SIGTERM ask the running simulation to stop after its current step, with a
+/// checkpoint (see `mote_io::interrupt`); a second signal ends the program at once (exit
+/// status 128 + the signal).
+fn catch_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use std::sync::atomic::AtomicBool;
+    static SEEN: AtomicBool = AtomicBool::new(false);
+    for signal in [SIGINT, SIGTERM] {
+        // The order matters: the shutdown checks the flag before the flag is set, so only a
+        // second signal exits.
+        let result = signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, &SEEN)
+            .and_then(|_| signal_hook::flag::register(signal, &SEEN))
+            .and_then(|_| {
+                signal_hook::flag::register_usize(
+                    signal,
+                    mote_io::interrupt::flag(),
+                    signal as usize,
+                )
+            });
+        if let Err(e) = result {
+            tracing::warn!(
+                "signal {signal} cannot be caught ({e}); it will end runs without a checkpoint"
+            );
+        }
+    }
 }
 
 impl From<Box<dyn std::error::Error>> for CliError {
@@ -75,6 +142,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let threads = cli.threads.unwrap_or(0);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads > cores {
+        tracing::warn!(
+            "--threads {threads} is more than the {cores} cores of this machine: the extra \
+             threads only wait for each other (runs get slower, not faster)"
+        );
+    }
+    if matches!(cli.command, Command::Run(_) | Command::Resume(_)) {
+        catch_signals();
+    }
     set_default_backend(Backend::Cpu(CpuBackend::threads(threads)));
     let result = match cli.command {
         Command::Info(args) => info::run(&args, threads).map_err(CliError::from),
@@ -97,6 +174,10 @@ fn main() -> ExitCode {
         Err(CliError::Run(e)) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+        Err(CliError::Interrupted(e, signal)) => {
+            eprintln!("{e}");
+            ExitCode::from((128 + signal).min(255) as u8)
         }
     }
 }

@@ -110,7 +110,34 @@ fn load_gravity(
 /// `mote show`.
 pub fn show(args: &ShowArgs) -> Result<(), CliError> {
     let (config, _) = load(args.config.as_deref(), &args.set)?;
-    print!("{}", config.to_toml());
+    let (memory, interval) = match &config {
+        Config::Gravity(c) => (&c.run.memory_limit, c.output.checkpoint_interval),
+        Config::Meshless(c) => (&c.run.memory_limit, c.output.checkpoint_interval),
+    };
+    // The settings left unset have no TOML value; they are shown as comments with what
+    // takes their place.
+    let mut text = String::new();
+    for line in config.to_toml().lines() {
+        text.push_str(line);
+        text.push('\n');
+        if line == "[run]" && memory.is_none() {
+            let budget = mote_io::runner::effective_memory_limit(None)
+                .map_or("none known".to_string(), |b| {
+                    format!("{:.2} GiB now", b as f64 / (1u64 << 30) as f64)
+                });
+            text.push_str(&format!(
+                "# memory_limit: unset, so the default budget: the memory available less a \
+                 margin ({budget})\n"
+            ));
+        }
+        if line == "[output]" && interval.is_none() {
+            text.push_str(
+                "# checkpoint_interval: unset, so checkpoints at the end and every \
+                 checkpoint_wall_interval\n",
+            );
+        }
+    }
+    print!("{text}");
     Ok(())
 }
 
@@ -126,6 +153,7 @@ pub fn resume(args: &ResumeArgs, threads: Option<usize>) -> Result<(), CliError>
     let commit = env!("MOTE_GIT_COMMIT");
     let refused = |e: mote_io::runner::ResumeError| match e {
         mote_io::runner::ResumeError::Config(c) => CliError::Config(c.to_string()),
+        mote_io::runner::ResumeError::Run(r) => run_failed(r),
         other => CliError::Run(other.to_string()),
     };
     match header {
@@ -214,6 +242,16 @@ fn print_summary(report: &mote_io::runner::RunReport) {
     );
 }
 
+/// The exit a failed run gets: a stop on a signal its own status, anything else 1.
+fn run_failed(e: mote_io::runner::RunError) -> CliError {
+    match e {
+        mote_io::runner::RunError::Interrupted { signal, .. } => {
+            CliError::Interrupted(e.to_string(), signal)
+        }
+        other => CliError::Run(other.to_string()),
+    }
+}
+
 /// `mote run`. `threads` is the global `--threads`, when given.
 pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
     let mut overrides = args.set.clone();
@@ -231,6 +269,9 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
         .out
         .clone()
         .unwrap_or_else(|| Path::new("runs").join(&stem));
+    // Refused before anything runs: an existing directory without --force, or one --force
+    // must not touch (not an earlier run, the working or home directory, the root).
+    mote_io::files::check_run_dir(&dir, args.force).map_err(|e| CliError::Config(e.to_string()))?;
 
     let mut reporter = Reporter::new(args.quiet);
     let commit = env!("MOTE_GIT_COMMIT");
@@ -240,7 +281,7 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
                 reporter.report(p)
             });
             reporter.finish();
-            let report = result.map_err(|e| CliError::Run(e.to_string()))?;
+            let report = result.map_err(run_failed)?;
             print_summary(&report);
         }
         Config::Meshless(config) => {
@@ -248,7 +289,7 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
                 reporter.report(p)
             });
             reporter.finish();
-            print_meshless_summary(&result.map_err(|e| CliError::Run(e.to_string()))?);
+            print_meshless_summary(&result.map_err(run_failed)?);
         }
     }
     Ok(())
@@ -293,6 +334,9 @@ pub struct ConvergenceArgs {
     /// Override a setting: `section.key=value` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Replace the files of an earlier study in the output directory.
+    #[arg(long)]
+    force: bool,
 }
 
 /// `mote convergence`.
@@ -308,6 +352,23 @@ pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(),
         overrides.push(format!("run.threads={t}"));
     }
     let (config, stem) = load_gravity(args.config.as_deref(), &overrides)?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("runs").join(format!("{stem}-convergence")));
+    // Checked before the study runs: an earlier study is replaced only with --force.
+    let earlier: Vec<_> = ["convergence.csv", "convergence.png"]
+        .iter()
+        .map(|f| dir.join(f))
+        .filter(|p| p.exists())
+        .collect();
+    if !args.force && !earlier.is_empty() {
+        return Err(CliError::Config(format!(
+            "{}: holds an earlier convergence study; pass --force to replace it or choose \
+             another --out",
+            earlier[0].display()
+        )));
+    }
     let study = mote_io::convergence::convergence_gravity(&config, args.levels)
         .map_err(|e| CliError::Run(e.to_string()))?;
     println!(
@@ -327,10 +388,6 @@ pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(),
         let o = l.order.map_or("-".to_string(), |o| format!("{o:.3}"));
         println!("{:>14.6e} {:>10} {:>14} {:>8}", l.dt, l.steps, e, o);
     }
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("runs").join(format!("{stem}-convergence")));
     let files = mote_io::convergence::write_study(&dir, &study)
         .map_err(|e| CliError::Run(e.to_string()))?;
     for f in files {

@@ -904,3 +904,584 @@ fn cloud_bench_on_the_gpu_reports_passes_transfers_and_speed_up() {
         "{err}"
     );
 }
+
+// ---- Nothing lost, nothing crashes (issue #25) ----
+
+/// `mote` with `args`, run in the directory `cwd`.
+fn mote_in(cwd: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mote"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("failed to start mote")
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn force_replaces_only_an_earlier_run_and_never_a_users_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kepler = examples_dir().join("kepler.toml");
+    let kepler = kepler.to_str().unwrap();
+    // A directory of the user's: refused with exit 2, nothing touched, nothing created.
+    let user = tmp.path().join("thesis");
+    std::fs::create_dir(&user).unwrap();
+    std::fs::write(user.join("thesis.tex"), "years of work").unwrap();
+    std::fs::write(user.join("config.toml"), "mine").unwrap();
+    let r = mote(&[
+        "run",
+        kepler,
+        "--out",
+        user.to_str().unwrap(),
+        "--force",
+        "--quiet",
+    ]);
+    assert_eq!(
+        r.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("not a mote run directory"));
+    assert_eq!(listing(&user), ["config.toml", "thesis.tex"]);
+    assert_eq!(
+        std::fs::read_to_string(user.join("config.toml")).unwrap(),
+        "mine"
+    );
+    // An earlier run with a file of the user's beside it: the run is replaced, the file stays.
+    let run = tmp.path().join("k");
+    run_kepler(&run, "1");
+    std::fs::write(run.join("notes.txt"), "keep").unwrap();
+    std::fs::write(run.join("snapshots/mine.txt"), "keep").unwrap();
+    let r = mote(&[
+        "run",
+        kepler,
+        "--out",
+        run.to_str().unwrap(),
+        "--force",
+        "--quiet",
+        "--set",
+        "run.end_time=0.5",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        std::fs::read_to_string(run.join("notes.txt")).unwrap(),
+        "keep"
+    );
+    assert!(run.join("snapshots/mine.txt").exists());
+    assert!(String::from_utf8_lossy(&r.stdout).contains("to t = 0.5"));
+    // `.` and `..` (here a run directory and its parent) are never replaced.
+    let before = listing(&run);
+    for out in [".", ".."] {
+        let r = mote_in(&run, &["run", kepler, "--out", out, "--force", "--quiet"]);
+        assert_eq!(r.status.code(), Some(2), "--out {out}");
+        assert!(
+            String::from_utf8_lossy(&r.stderr).contains("working directory"),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+    assert_eq!(listing(&run), before);
+    // Without --force an existing run is not touched either.
+    let r = mote(&["run", kepler, "--out", run.to_str().unwrap(), "--quiet"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert_eq!(listing(&run), before);
+}
+
+#[test]
+fn every_snapshot_of_every_example_has_arrays_of_the_declared_length() {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(examples_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let meshless = text.contains("physics = \"meshless\"");
+        let out = tmp.path().join(path.file_stem().unwrap());
+        let mut args = vec![
+            "run".to_string(),
+            path.display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+            "--quiet".into(),
+            "--set".into(),
+            format!("run.end_time={}", if meshless { 0.01 } else { 0.1 }),
+            "--set".into(),
+            "output.snapshots=3".into(),
+        ];
+        if meshless {
+            args.extend(["--set".into(), "problem.resolution=32".into()]);
+        } else if text.contains("particles") {
+            args.extend(["--set".into(), "initial_conditions.particles=32".into()]);
+        }
+        let r = mote(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(
+            r.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let pvd = std::fs::read_to_string(out.join("snapshots.pvd")).unwrap();
+        let snaps = listing(&out.join("snapshots"));
+        // The initial and the final state at least; a step longer than the spacing of the
+        // snapshot times takes one snapshot for several of them.
+        assert!(
+            snaps.len() >= 2 && snaps.len() == pvd.matches("<DataSet").count(),
+            "{}: {snaps:?}",
+            path.display()
+        );
+        for name in snaps {
+            let file = out.join("snapshots").join(&name);
+            // The strict reader: every array must hold NumberOfPoints tuples.
+            let arrays = mote_io::vtk::read_vtu(&std::fs::read(&file).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let n = arrays["Points"].to_f64().len() / 3;
+            assert!(n > 0, "{}", file.display());
+            for (array, a) in &arrays {
+                if !["connectivity", "offsets", "types", "TimeValue"].contains(&array.as_str()) {
+                    assert_eq!(
+                        a.to_f64().len(),
+                        n * a.components,
+                        "{}: {array}",
+                        file.display()
+                    );
+                }
+            }
+            // Each snapshot carries its own time, the one the .pvd lists.
+            let t = arrays["TimeValue"].to_f64()[0];
+            assert!(
+                pvd.contains(&format!("timestep=\"{t:?}\"")),
+                "{}: {t}",
+                file.display()
+            );
+            if meshless {
+                assert!(
+                    arrays["order"].to_f64().iter().all(|&o| o >= 1.0),
+                    "{}",
+                    file.display()
+                );
+            }
+            let r = mote(&["inspect", file.to_str().unwrap()]);
+            assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+            assert!(
+                !String::from_utf8_lossy(&r.stdout).contains("inf"),
+                "{}",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn inspect_reports_a_snapshot_whose_arrays_are_short() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k");
+    run_kepler(&out, "0.1");
+    let snap = out.join("snapshots/snap_00000.vtu");
+    let mut bytes = std::fs::read(&snap).unwrap();
+    // Declare three points where the file holds two (one byte of the XML header changed).
+    let at = bytes
+        .windows(16)
+        .position(|w| w == b"NumberOfPoints=\"")
+        .unwrap()
+        + 16;
+    assert_eq!(bytes[at], b'2');
+    bytes[at] = b'3';
+    let bad = out.join("bad.vtu");
+    std::fs::write(&bad, &bytes).unwrap();
+    let r = mote(&["inspect", bad.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("declares") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_standard_output_ends_the_program_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k");
+    run_kepler(&out, "1");
+    for args in [
+        vec![
+            "inspect",
+            out.join("diagnostics.csv")
+                .to_str()
+                .unwrap()
+                .to_string()
+                .leak() as &str,
+        ],
+        vec!["show"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mote"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the reading end before mote writes: every write meets a closed pipe.
+        drop(child.stdout.take());
+        let r = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            matches!(r.status.code(), Some(0 | 141)),
+            "{args:?}: {:?} {err}",
+            r.status
+        );
+    }
+}
+
+#[test]
+fn an_impossible_particle_count_is_refused_before_allocating() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("huge");
+    let r = mote(&[
+        "run",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "initial_conditions.particles=100000000000",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("memory") && err.contains("bytes") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+    let r = mote(&[
+        "run",
+        examples_dir().join("vortex.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "problem.resolution=1000000",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("memory") && !err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn a_collapsing_time_step_stops_the_run_naming_the_particle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sod");
+    let r = mote(&[
+        "run",
+        examples_dir().join("sod.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "scheme.mood=none",
+        "--set",
+        "scheme.stepper=euler",
+        "--set",
+        "run.cfl=1.0",
+        "--set",
+        "scheme.order=3",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("collapsed") && err.contains("particle id"),
+        "{err}"
+    );
+    // The last good state is kept.
+    assert!(out.join("checkpoint.mote").exists(), "{err}");
+}
+
+#[test]
+fn initial_condition_mistakes_name_file_line_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "kind = \"kepler\"\neccentricity = 1.5",
+            "initial_conditions.eccentricity",
+            5,
+        ),
+        ("kind = \"kepler\"\nm1 = -1", "initial_conditions.m1", 5),
+        (
+            "kind = \"uniform_sphere\"\nvirial_ratio = -3",
+            "initial_conditions.virial_ratio",
+            5,
+        ),
+        (
+            "kind = \"cold_collapse\"\nradius = 0",
+            "initial_conditions.radius",
+            5,
+        ),
+    ];
+    for (ic, key, line) in cases {
+        let cfg = tmp.path().join("c.toml");
+        std::fs::write(
+            &cfg,
+            format!("physics = \"gravity\"\n\n[initial_conditions]\n{ic}\n"),
+        )
+        .unwrap();
+        let r = mote(&[
+            "run",
+            cfg.to_str().unwrap(),
+            "--out",
+            tmp.path().join("o").to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{ic}: {err}");
+        assert!(
+            err.contains(&format!("c.toml:{line}: `{key}`")),
+            "{ic}: {err}"
+        );
+    }
+    // Huge numbers are written in scientific notation, not as 300 digits.
+    let cfg = tmp.path().join("c.toml");
+    std::fs::write(&cfg, "physics = \"gravity\"\n[run]\ndt = 1e-300\n").unwrap();
+    let r = mote(&["run", cfg.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("1e-300") && !err.contains("0.00000000"),
+        "{err}"
+    );
+    let r = mote(&[
+        "run",
+        examples_dir().join("sod.toml").to_str().unwrap(),
+        "--set",
+        "scheme.radius=0.5",
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("`scheme.radius`"));
+    // The conservative form with boundary particles is refused until it is fixed.
+    let r = mote(&[
+        "run",
+        examples_dir().join("sod.toml").to_str().unwrap(),
+        "--set",
+        "scheme.formulation=conservative",
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("`scheme.formulation`"));
+}
+
+/// The particle arrays of a gravity checkpoint, as raw bits.
+fn checkpoint_bits(path: &std::path::Path) -> (u64, Vec<u64>) {
+    let (header, arrays) = mote_io::checkpoint::read_header(path).unwrap();
+    let p = mote_io::checkpoint::read_particles::<f64>(path, &arrays).unwrap();
+    let (x, y, z) = p.positions().components();
+    let (u, v, w) = p.velocities().components();
+    let bits = [x, y, z, u, v, w]
+        .iter()
+        .flat_map(|c| c.iter().map(|a| a.to_bits()))
+        .collect();
+    (header.step, bits)
+}
+
+#[test]
+fn the_readmes_resume_is_bitwise_equal_to_the_longer_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plummer = examples_dir().join("plummer.toml");
+    let small = ["--set", "initial_conditions.particles=128", "--quiet"];
+    let short = tmp.path().join("short");
+    let long = tmp.path().join("long");
+    let run = |out: &std::path::Path, end: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            plummer.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(small);
+        let set = format!("run.end_time={end}");
+        args.extend(["--set", &set]);
+        args.extend(extra);
+        let r = mote(&args);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    };
+    run(&short, "0.5", &[]);
+    run(&long, "1", &[]);
+    let ckpt = short.join("checkpoint.mote");
+    let r = mote(&[
+        "resume",
+        ckpt.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.end_time=1",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        checkpoint_bits(&ckpt),
+        checkpoint_bits(&long.join("checkpoint.mote"))
+    );
+    // Checkpoints in simulated time do not change the steps either.
+    let with = tmp.path().join("with");
+    run(
+        &with,
+        "1",
+        &[
+            "--set",
+            "output.checkpoint_interval=0.3",
+            "--set",
+            "run.dt=0.007",
+        ],
+    );
+    let without = tmp.path().join("without");
+    run(&without, "1", &["--set", "run.dt=0.007"]);
+    assert_eq!(
+        checkpoint_bits(&with.join("checkpoint.mote")),
+        checkpoint_bits(&without.join("checkpoint.mote"))
+    );
+}
+
+#[test]
+fn a_meshless_run_with_checkpoints_takes_the_steps_of_one_without() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            examples_dir()
+                .join("quadrant.toml")
+                .to_str()
+                .unwrap()
+                .to_string()
+                .leak() as &str,
+            "--out",
+            out.to_str().unwrap().to_string().leak(),
+            "--quiet",
+            "--set",
+            "problem.resolution=24",
+            "--set",
+            "run.end_time=0.05",
+        ];
+        args.extend(extra);
+        let r = mote(&args);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        std::fs::read(out.join("checkpoint.mote")).unwrap()
+    };
+    let with = run(
+        &tmp.path().join("a"),
+        &["--set", "output.checkpoint_interval=0.013"],
+    );
+    let without = run(&tmp.path().join("b"), &[]);
+    // Same steps, state and clock: the checkpoints differ only in the configuration text.
+    let (a, b) = (
+        mote_io::checkpoint::read_any(&tmp.path().join("a/checkpoint.mote")).unwrap(),
+        mote_io::checkpoint::read_any(&tmp.path().join("b/checkpoint.mote")).unwrap(),
+    );
+    let (
+        mote_io::checkpoint::AnyHeader::Meshless(ha),
+        mote_io::checkpoint::AnyHeader::Meshless(hb),
+    ) = (&a.0, &b.0)
+    else {
+        panic!("meshless checkpoints");
+    };
+    assert_eq!((ha.step, ha.time.to_bits()), (hb.step, hb.time.to_bits()));
+    assert_eq!(a.1, b.1, "state arrays bitwise");
+    assert!(with.len() > 100 && without.len() > 100);
+}
+
+/// Starts a long Plummer run into `out`, waits until it has stepped, then sends `signal`.
+fn interrupt_run(out: &std::path::Path, signal: &str) -> std::process::Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_mote"))
+        .args([
+            "run",
+            examples_dir().join("plummer.toml").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--set",
+            "initial_conditions.particles=256",
+            "--set",
+            "run.end_time=100000",
+            "--set",
+            "output.diagnostics_every=1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let partial = out.join("diagnostics.csv.partial");
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(&partial).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(start.elapsed().as_secs() < 60, "the run did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let k = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn signals_stop_a_run_with_a_checkpoint_it_resumes_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let out = tmp.path().join(&signal[1..]);
+        let r = interrupt_run(&out, signal);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(code), "{err}");
+        assert!(err.contains("mote resume"), "{err}");
+        let ckpt = out.join("checkpoint.mote");
+        let (header, _) = mote_io::checkpoint::read_header(&ckpt).unwrap();
+        // The diagnostics reach the checkpoint's step, and an interrupted run can be plotted.
+        let csv = std::fs::read_to_string(out.join("diagnostics.csv.partial")).unwrap();
+        let last: u64 = csv
+            .lines()
+            .last()
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(last, header.step);
+        let r = mote(&["plot", out.to_str().unwrap()]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        // It continues from there.
+        let end = format!("run.end_time={}", header.time + 0.05);
+        let r = mote(&["resume", ckpt.to_str().unwrap(), "--quiet", "--set", &end]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    }
+}
+
+#[test]
+fn convergence_does_not_overwrite_an_earlier_study_without_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("convergence.csv"), "earlier").unwrap();
+    let cfg = examples_dir().join("kepler.toml");
+    let args = [
+        "convergence",
+        cfg.to_str().unwrap(),
+        "--levels",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "run.end_time=0.5",
+    ];
+    let r = mote(&args);
+    assert_eq!(r.status.code(), Some(2));
+    assert_eq!(
+        std::fs::read_to_string(out.join("convergence.csv")).unwrap(),
+        "earlier"
+    );
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    let r = mote(&forced);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}

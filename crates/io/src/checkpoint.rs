@@ -72,6 +72,10 @@ pub struct MeshlessHeader {
     /// Positivity floor events over the run so far (`None` where the backend does not count
     /// them).
     pub floor_events: Option<u64>,
+    /// The run's first stable time step, which a collapsing step is measured against
+    /// (`run.min_dt_ratio`); absent in checkpoints of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_dt: Option<f64>,
 }
 
 /// A checkpoint's header, of either family.
@@ -139,11 +143,21 @@ pub fn read_header(path: &Path) -> Result<(Header, Vec<u8>), FileError> {
 /// Reads the header of a checkpoint of either family, verifying the whole file; the arrays
 /// follow as raw bytes.
 pub fn read_any(path: &Path) -> Result<(AnyHeader, Vec<u8>), FileError> {
+    let bytes = std::fs::read(path).map_err(|e| FileError {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    parse_any(path, &bytes)
+}
+
+/// [`read_any`] of a checkpoint's `bytes` already in memory (`path` names it in messages).
+/// Any byte sequence gets an answer, never a panic: the layout, the checksum, the format
+/// version and the header are checked before anything is trusted.
+pub fn parse_any(path: &Path, bytes: &[u8]) -> Result<(AnyHeader, Vec<u8>), FileError> {
     let bad = |m: String| FileError {
         path: path.to_path_buf(),
         message: m,
     };
-    let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
     if bytes.len() < 24 || &bytes[..8] != MAGIC {
         return Err(bad("not a mote checkpoint".into()));
     }
@@ -157,11 +171,13 @@ pub fn read_any(path: &Path) -> Result<(AnyHeader, Vec<u8>), FileError> {
             "checkpoint format {version}; this mote reads {VERSION}"
         )));
     }
-    let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes")) as usize;
-    let json = bytes
-        .get(20..20 + len)
-        .filter(|_| 20 + len <= bytes.len() - 4)
+    let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| l.checked_add(20))
+        .filter(|&e| e <= bytes.len() - 4)
         .ok_or_else(|| bad("truncated header".into()))?;
+    let json = &bytes[20..end];
     let value: serde_json::Value =
         serde_json::from_slice(json).map_err(|e| bad(format!("header: {e}")))?;
     let header = if value.get("physics").and_then(|p| p.as_str()) == Some("meshless") {
@@ -169,7 +185,7 @@ pub fn read_any(path: &Path) -> Result<(AnyHeader, Vec<u8>), FileError> {
     } else {
         AnyHeader::Gravity(serde_json::from_value(value).map_err(|e| bad(format!("header: {e}")))?)
     };
-    Ok((header, bytes[20 + len..bytes.len() - 4].to_vec()))
+    Ok((header, bytes[end..bytes.len() - 4].to_vec()))
 }
 
 /// Splits checkpoint `arrays` (from [`read_any`]) into their byte ranges, in order.
@@ -187,12 +203,14 @@ fn split_arrays<'a>(path: &Path, arrays: &'a [u8]) -> Result<Vec<&'a [u8]>, File
                 .ok_or_else(|| bad("truncated arrays"))?
                 .try_into()
                 .expect("8 bytes"),
-        ) as usize;
-        let b = arrays
-            .get(at + 8..at.saturating_add(8).saturating_add(len))
+        );
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| l.checked_add(at + 8))
+            .filter(|&e| e <= arrays.len())
             .ok_or_else(|| bad("truncated arrays"))?;
-        out.push(b);
-        at += 8 + len;
+        out.push(&arrays[at + 8..end]);
+        at = end;
     }
     Ok(out)
 }
@@ -216,7 +234,7 @@ pub fn read_meshless_state<R: Real>(
         )));
     }
     let parts = split_arrays(path, arrays)?;
-    if parts.len() != 1 + header.variables {
+    if header.variables.checked_add(1) != Some(parts.len()) {
         return Err(bad(format!(
             "{} arrays; the header announces ids and {} variables",
             parts.len(),
@@ -225,7 +243,11 @@ pub fn read_meshless_state<R: Real>(
     }
     let n = header.particles;
     let size = std::mem::size_of::<R>();
-    if parts[0].len() != n * 8 || parts[1..].iter().any(|p| p.len() != n * size) {
+    if n.checked_mul(8) != Some(parts[0].len())
+        || parts[1..]
+            .iter()
+            .any(|p| n.checked_mul(size) != Some(p.len()))
+    {
         return Err(bad(format!(
             "array lengths do not match {n} particles in {}",
             header.precision
@@ -259,6 +281,12 @@ pub fn read_particles<R: Real>(path: &Path, arrays: &[u8]) -> Result<ParticleDat
     let ids: Vec<u64> = bytemuck::pod_collect_to_vec(next()?);
     if comps.iter().any(|c| c.len() != ids.len()) {
         return Err(bad("arrays of unequal length"));
+    }
+    // New particles get ids above the largest: the largest possible id leaves none.
+    if ids.contains(&u64::MAX) {
+        return Err(bad(
+            "a particle id of 2^64 - 1 (the largest id is reserved)",
+        ));
     }
     let refs: [&[R]; COMPONENTS] = std::array::from_fn(|k| comps[k].as_slice());
     Ok(ParticleData::restore(refs, &ids))

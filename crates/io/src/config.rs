@@ -299,11 +299,18 @@ pub struct OutputSection {
     /// A diagnostics row every this many steps (and at the end).
     pub diagnostics_every: u64,
     /// Snapshots (`snapshots/snap_NNNNN.vtu` + `snapshots.pvd`) at this many evenly spaced
-    /// times after the initial one (0: only the initial state). Their times are hit exactly.
+    /// times after the initial one (0: only the initial state), each written at the first step
+    /// boundary at or after its time (no step is shortened for output; the snapshot records the
+    /// time it was taken).
     pub snapshots: u64,
-    /// Simulated time between checkpoints (`checkpoint.mote`); one is always written at the end.
+    /// Simulated time between checkpoints (`checkpoint.mote`), written at the first step
+    /// boundary at or after each multiple; one is always written at the end. Unset by
+    /// default: `checkpoint_wall_interval` keeps a recent checkpoint anyway.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_interval: Option<f64>,
+    /// Wall-clock time between safety checkpoints (`"10m"`, `"30s"`, `"2h"`, or `"off"`), so
+    /// that a killed run loses at most this much work. Checkpoints never change the physics.
+    pub checkpoint_wall_interval: String,
 }
 
 impl Default for OutputSection {
@@ -312,6 +319,7 @@ impl Default for OutputSection {
             diagnostics_every: 16,
             snapshots: 10,
             checkpoint_interval: None,
+            checkpoint_wall_interval: crate::schedule::DEFAULT_WALL_INTERVAL.to_string(),
         }
     }
 }
@@ -378,20 +386,20 @@ impl GravityConfig {
         if !(r.end_time.is_finite() && r.end_time > 0.0) {
             return bad(
                 "run.end_time",
-                format!("{} is not allowed: a finite time > 0", r.end_time),
+                format!("{:e} is not allowed: a finite time > 0", r.end_time),
             );
         }
         if !(r.dt.is_finite() && r.dt > 0.0) {
             return bad(
                 "run.dt",
-                format!("{} is not allowed: a finite step > 0", r.dt),
+                format!("{:e} is not allowed: a finite step > 0", r.dt),
             );
         }
         if r.end_time / r.dt > 1e9 {
             return bad(
                 "run.dt",
                 format!(
-                    "{} gives more than 1e9 steps to end_time {}",
+                    "{:e} gives more than 1e9 steps to end_time {:e}",
                     r.dt, r.end_time
                 ),
             );
@@ -403,12 +411,16 @@ impl GravityConfig {
         if let Err(e) = self.solver.kernel.parse::<KernelChoice>() {
             return bad("solver.kernel", e.to_string());
         }
-        if let Some(c) = self.output.checkpoint_interval
-            && !(c.is_finite() && c > 0.0)
-        {
-            return bad(
-                "output.checkpoint_interval",
-                format!("{c} is not allowed: a finite time > 0"),
+        validate_output(
+            self.output.checkpoint_interval,
+            &self.output.checkpoint_wall_interval,
+            r.end_time,
+        )?;
+        if r.dt > r.end_time {
+            tracing::warn!(
+                "run.dt = {:e} is larger than run.end_time = {:e}: the run is one shortened step",
+                r.dt,
+                r.end_time
             );
         }
         if self.output.snapshots > 100_000 {
@@ -448,6 +460,16 @@ impl GravityConfig {
                 "at least 2 particles".into(),
             );
         }
+        // The initial conditions' own checks, on a two-particle probe (so that a value they
+        // refuse is a configuration error with its key and line, not a failure at run time).
+        let ic = self.initial_conditions.clone().with_defaults();
+        let probe = InitialConditions {
+            particles: ic.particles.map(|_| 2),
+            ..ic.clone()
+        };
+        if let Err(e) = crate::runner::initial_particles::<f64>(&probe) {
+            return Err(ic_error(&ic, e));
+        }
         Ok(())
     }
 
@@ -455,6 +477,69 @@ impl GravityConfig {
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("a valid configuration serialises")
     }
+}
+
+/// The key and message of an initial-conditions parameter the gravity crate refused.
+fn ic_error(ic: &InitialConditions, e: mote_gravity::GravityError) -> (String, String) {
+    let mote_gravity::GravityError::InvalidParameter {
+        name,
+        value,
+        allowed,
+    } = &e
+    else {
+        return ("initial_conditions.kind".into(), e.to_string());
+    };
+    let key = match *name {
+        "mass" => {
+            if ic.m1.is_some_and(|m| m.is_finite() && m > 0.0) {
+                "m2".to_string()
+            } else {
+                "m1".to_string()
+            }
+        }
+        "total mass" => "bulge_mass".to_string(),
+        "particle count" => "particles".to_string(),
+        other => other.replace([' ', '-'], "_"),
+    };
+    (
+        format!("initial_conditions.{key}"),
+        format!("{} is not allowed: {allowed}", readable_number(value)),
+    )
+}
+
+/// A number printed by `Display` (which writes every digit of 1e290) in scientific notation
+/// when that is shorter; other text as it is.
+pub(crate) fn readable_number(text: &str) -> String {
+    match text.parse::<f64>() {
+        Ok(v) if text.len() > 12 => format!("{v:e}"),
+        _ => text.to_string(),
+    }
+}
+
+/// Checks the `[output]` keys both families share: the checkpoint intervals in simulated time
+/// (at most a million checkpoints to `end`) and on the wall clock.
+pub(crate) fn validate_output(
+    interval: Option<f64>,
+    wall: &str,
+    end: f64,
+) -> Result<(), (String, String)> {
+    if let Some(c) = interval {
+        if !(c.is_finite() && c > 0.0) {
+            return Err((
+                "output.checkpoint_interval".into(),
+                format!("{c:e} is not allowed: a finite time > 0"),
+            ));
+        }
+        if end / c > 1e6 {
+            return Err((
+                "output.checkpoint_interval".into(),
+                format!("{c:e} gives more than a million checkpoints to the end time {end:e}"),
+            ));
+        }
+    }
+    crate::schedule::parse_wall_interval(wall)
+        .map_err(|e| ("output.checkpoint_wall_interval".to_string(), e))?;
+    Ok(())
 }
 
 /// Checks the `[run]` keys both families share: the memory limit, the backend and the device.

@@ -53,25 +53,155 @@ pub fn partial_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Creates the run directory `dir`. An existing non-empty directory is an error unless `force`,
-/// in which case it is removed first: a run never overwrites an earlier one unless asked.
-pub fn create_run_dir(dir: &Path, force: bool) -> Result<(), FileError> {
-    if dir.exists() {
-        let non_empty = fs::read_dir(dir)
-            .map_err(|e| FileError::io(dir, e))?
-            .next()
-            .is_some();
-        if non_empty {
-            if !force {
-                return Err(FileError {
-                    path: dir.to_path_buf(),
-                    message: "the run directory exists and is not empty; choose another --out \
-                              or pass --force to replace it"
-                        .to_string(),
-                });
-            }
-            fs::remove_dir_all(dir).map_err(|e| FileError::io(dir, e))?;
+/// The names of the files a run writes at the top of its directory (besides `snapshots/`):
+/// what `--force` may remove, and nothing else.
+const RUN_FILES: [&str; 9] = [
+    "config.toml",
+    "provenance.json",
+    "diagnostics.csv",
+    "snapshots.pvd",
+    "checkpoint.mote",
+    "diagnostics.png",
+    "diagnostics.partial.png",
+    "convergence.csv",
+    "convergence.png",
+];
+
+/// Whether `dir` holds a run mote wrote: its `provenance.json` is a JSON object with a
+/// `mote_version` key (written when a run starts, before its first step).
+pub fn is_run_dir(dir: &Path) -> bool {
+    fs::read(dir.join("provenance.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v.get("mote_version").is_some_and(|m| m.is_string()))
+}
+
+/// Whether `name` is a file a run writes directly in its directory (final or `.partial`).
+fn is_run_file(name: &str) -> bool {
+    let base = name.strip_suffix(".partial").unwrap_or(name);
+    RUN_FILES.contains(&base)
+}
+
+/// Whether `name` is a snapshot a run writes in `snapshots/` (`snap_NNNNN.vtu`, final or
+/// `.partial`).
+fn is_snapshot_file(name: &str) -> bool {
+    let base = name.strip_suffix(".partial").unwrap_or(name);
+    base.strip_prefix("snap_")
+        .and_then(|s| s.strip_suffix(".vtu"))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Why `--force` must not touch `dir`, if it must not: the file-system root, the user's home
+/// directory, the working directory or one of its ancestors (`.`, `..`), or a directory that
+/// is not a mote run directory.
+fn refuse_force(dir: &Path) -> Option<String> {
+    let canonical = dir.canonicalize().ok()?;
+    if canonical.parent().is_none() {
+        return Some("is the file-system root".into());
+    }
+    let home = std::env::var_os("HOME").and_then(|h| Path::new(&h).canonicalize().ok());
+    if home.as_deref() == Some(canonical.as_path()) {
+        return Some("is the home directory".into());
+    }
+    if let Ok(cwd) = std::env::current_dir().and_then(|c| c.canonicalize())
+        && cwd.starts_with(&canonical)
+    {
+        return Some("is the working directory or one of its parents".into());
+    }
+    if !is_run_dir(dir) {
+        return Some(
+            "is not a mote run directory (it has no provenance.json written by mote)".into(),
+        );
+    }
+    None
+}
+
+/// Removes from the run directory `dir` the files a run writes (see [`RUN_FILES`] and
+/// `snapshots/snap_NNNNN.vtu`), and `snapshots/` if that leaves it empty. Any other file stays.
+fn clear_run_dir(dir: &Path) -> Result<(), FileError> {
+    let entries = |d: &Path| -> Result<Vec<(String, PathBuf, bool)>, FileError> {
+        let mut v = Vec::new();
+        for e in fs::read_dir(d).map_err(|e| FileError::io(d, e))? {
+            let e = e.map_err(|e| FileError::io(d, e))?;
+            let is_file = e
+                .file_type()
+                .map_err(|err| FileError::io(&e.path(), err))?
+                .is_file();
+            v.push((
+                e.file_name().to_string_lossy().into_owned(),
+                e.path(),
+                is_file,
+            ));
         }
+        Ok(v)
+    };
+    for (name, path, is_file) in entries(dir)? {
+        if is_file && is_run_file(&name) {
+            fs::remove_file(&path).map_err(|e| FileError::io(&path, e))?;
+        }
+    }
+    let snaps = dir.join("snapshots");
+    if snaps.is_dir() && !snaps.is_symlink() {
+        for (name, path, is_file) in entries(&snaps)? {
+            if is_file && is_snapshot_file(&name) {
+                fs::remove_file(&path).map_err(|e| FileError::io(&path, e))?;
+            }
+        }
+        // Only if empty: a user's file in there stays, and so does the directory.
+        let _ = fs::remove_dir(&snaps);
+    }
+    Ok(())
+}
+
+/// Checks, touching nothing, that a run may be written into `dir`: it does not exist, or is an
+/// empty directory, or (`force`) an earlier mote run that `--force` may replace. Returns
+/// whether an earlier run's files must be removed first. A refusal names the directory and why;
+/// the program reports it as a command-line mistake.
+pub fn check_run_dir(dir: &Path, force: bool) -> Result<bool, FileError> {
+    if !dir.exists() {
+        return Ok(false);
+    }
+    if !dir.is_dir() {
+        return Err(FileError {
+            path: dir.to_path_buf(),
+            message: "exists and is not a directory; choose another --out".into(),
+        });
+    }
+    let non_empty = fs::read_dir(dir)
+        .map_err(|e| FileError::io(dir, e))?
+        .next()
+        .is_some();
+    if !non_empty {
+        return Ok(false);
+    }
+    if !force {
+        return Err(FileError {
+            path: dir.to_path_buf(),
+            message: "the run directory exists and is not empty; choose another --out or pass \
+                      --force to replace an earlier run there"
+                .to_string(),
+        });
+    }
+    if let Some(why) = refuse_force(dir) {
+        return Err(FileError {
+            path: dir.to_path_buf(),
+            message: format!(
+                "--force refused: the directory {why}; nothing was touched (--force only \
+                 replaces an earlier mote run directory: choose another --out)"
+            ),
+        });
+    }
+    Ok(true)
+}
+
+/// Creates the run directory `dir`. An existing non-empty directory is an error unless
+/// `force`, and `force` replaces only an earlier mote run: it removes the files that run
+/// wrote (nothing else) and refuses, touching nothing, the file-system root, the home
+/// directory, the working directory and its parents, and any directory that is not a run
+/// directory ([`is_run_dir`]); see [`check_run_dir`].
+pub fn create_run_dir(dir: &Path, force: bool) -> Result<(), FileError> {
+    if check_run_dir(dir, force)? {
+        clear_run_dir(dir)?;
     }
     fs::create_dir_all(dir).map_err(|e| FileError::io(dir, e))
 }

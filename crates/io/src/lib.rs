@@ -9,9 +9,11 @@ pub mod checkpoint;
 pub mod config;
 pub mod convergence;
 pub mod files;
+pub mod interrupt;
 pub mod meshless;
 pub mod plot;
 pub mod runner;
+pub mod schedule;
 pub mod vtk;
 
 pub use config::{Config, ConfigError, GravityConfig, Source};

@@ -64,7 +64,21 @@ impl Table {
 /// Draws `RUN_DIR/diagnostics.png` from `RUN_DIR/diagnostics.csv`; returns the file written.
 pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     register_font();
-    let csv = dir.join("diagnostics.csv");
+    // An interrupted (or still running) run has only `diagnostics.csv.partial`.
+    let finished = dir.join("diagnostics.csv");
+    let csv = if finished.exists() {
+        finished
+    } else {
+        crate::files::partial_path(&finished)
+    };
+    if !csv.exists() {
+        return Err(FileError {
+            path: dir.to_path_buf(),
+            message: "no diagnostics.csv (nor the diagnostics.csv.partial of an unfinished run): \
+                      is this a run directory?"
+                .into(),
+        });
+    }
     let table = Table::read(&csv)?;
     let missing = |c: &str| FileError {
         path: csv.clone(),

@@ -5,7 +5,11 @@
 //! where, when), `diagnostics.csv` (conserved quantities over time), `snapshots/*.vtu` with
 //! `snapshots.pvd` (ParaView) and `checkpoint.mote` (the whole state, for `mote resume`). Every
 //! file is written atomically; the diagnostics grow in `diagnostics.csv.partial` until the run
-//! ends. Snapshot and checkpoint times are hit exactly: the step before one is shortened.
+//! ends. Snapshots and checkpoints are written at the first step boundary at or after their
+//! times: no step is shortened for output, so the output schedule never changes the physics (a
+//! resumed run repeats an uninterrupted one bit for bit). Only the end time is hit exactly. A
+//! checkpoint is also written every `output.checkpoint_wall_interval` of wall-clock time and when
+//! a stop is requested (SIGINT, SIGTERM: [`crate::interrupt`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
@@ -29,6 +33,7 @@ use crate::config::{
     parse_memory_limit,
 };
 use crate::files::{CsvWriter, FileError, create_run_dir, write_atomic, write_json};
+use crate::schedule::{Targets, WallClock, parse_wall_interval};
 use crate::vtk::{self, Field};
 
 /// Why a run stopped early.
@@ -64,6 +69,22 @@ pub enum RunError {
         /// Where the diagnostics so far are.
         csv: String,
     },
+    /// A stop was requested (SIGINT, SIGTERM; see [`crate::interrupt`]): the step in progress
+    /// was finished, the diagnostics row and a checkpoint written.
+    #[error(
+        "interrupted by {} at step {step}, time {time}: checkpoint written to {checkpoint}; \
+         continue with `mote resume {checkpoint}`", signal_name(*signal)
+    )]
+    Interrupted {
+        /// The signal number (2: SIGINT, 15: SIGTERM).
+        signal: usize,
+        /// The last step finished.
+        step: u64,
+        /// The simulated time reached.
+        time: f64,
+        /// The checkpoint written.
+        checkpoint: String,
+    },
     /// The state became NaN or infinite.
     #[error(
         "non-finite state at step {step}, time {time}: particle id {id} (index {index}) has {what}; \
@@ -83,6 +104,50 @@ pub enum RunError {
         /// Where the diagnostics so far are.
         csv: String,
     },
+}
+
+/// The name of signal number `signal`, for messages.
+pub fn signal_name(signal: usize) -> String {
+    match signal {
+        2 => "SIGINT".into(),
+        15 => "SIGTERM".into(),
+        s => format!("signal {s}"),
+    }
+}
+
+/// The memory limit a run is priced against: the configured one, else the process-wide one,
+/// else the default budget ([`default_memory_budget`]).
+pub fn effective_memory_limit(configured: Option<&str>) -> Option<u64> {
+    configured
+        .map(|text| parse_memory_limit(text).expect("validated with the config"))
+        .or_else(memory_limit)
+        .or_else(default_memory_budget)
+}
+
+/// The default memory budget of a run: the memory available to this process now (the
+/// kernel's `MemAvailable`, or a smaller cgroup limit), less a margin of 10 % and 256 MiB for
+/// everything that is not a particle buffer. `None` where the system does not say.
+pub fn default_memory_budget() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| -> Option<u64> {
+        let line = meminfo.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok()
+    };
+    let mut available = kib("MemAvailable:")
+        .or_else(|| kib("MemFree:"))?
+        .saturating_mul(1024);
+    // A container's limit (cgroup v2) may be below the machine's free memory.
+    if let Ok(text) = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        && let Ok(max) = text.trim().parse::<u64>()
+    {
+        let used = std::fs::read_to_string("/sys/fs/cgroup/memory.current")
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        available = available.min(max.saturating_sub(used));
+    }
+    let budget = (available as f64 * 0.9) as u64;
+    Some(budget.saturating_sub(256 << 20).max(1))
 }
 
 /// Where a run stands, for progress display.
@@ -174,7 +239,7 @@ struct GravityRun<'a> {
 pub fn particle_count(ic: &InitialConditions) -> usize {
     match ic.kind {
         InitialConditionsKind::Kepler => 2,
-        InitialConditionsKind::GalaxyCollision => 2 * ic.particles.unwrap_or(0),
+        InitialConditionsKind::GalaxyCollision => ic.particles.unwrap_or(0).saturating_mul(2),
         _ => ic.particles.unwrap_or(0),
     }
 }
@@ -270,29 +335,11 @@ const DIAGNOSTICS_HEADER: [&str; 15] = [
     "wall_seconds",
 ];
 
-/// The times the run must land on exactly after `after`: snapshots, checkpoints, the end.
-fn output_times(c: &GravityConfig) -> Vec<f64> {
-    let end = c.run.end_time;
-    let mut t: Vec<f64> = (1..=c.output.snapshots)
-        .map(|k| end * k as f64 / c.output.snapshots as f64)
-        .collect();
-    if let Some(ci) = c.output.checkpoint_interval {
-        let mut k = 1u64;
-        while (k as f64) * ci < end {
-            t.push(k as f64 * ci);
-            k += 1;
-        }
-    }
-    t.push(end);
-    t.sort_by(f64::total_cmp);
-    t.dedup();
-    t
-}
-
-/// The end of the step that starts at `t`: the next point of the grid `k dt`, or the next
-/// output time if that comes first. The same `t` always gives the same step, so a resumed run
-/// retraces an uninterrupted one.
-fn next_time(t: f64, dt: f64, outputs: &[f64]) -> f64 {
+/// The end of the step that starts at `t`: the next point of the grid `k dt`, or the end time
+/// if that comes first. The same `t` always gives the same step, so a resumed run retraces an
+/// uninterrupted one; output times do not enter (outputs are written at the step boundary that
+/// reaches them).
+fn next_time(t: f64, dt: f64, end: f64) -> f64 {
     let q = t / dt;
     let k = if (q - q.round()).abs() < 1e-9 * q.abs().max(1.0) {
         q.round()
@@ -300,19 +347,12 @@ fn next_time(t: f64, dt: f64, outputs: &[f64]) -> f64 {
         q.floor()
     };
     let grid = (k + 1.0) * dt;
-    let output = outputs
-        .iter()
-        .copied()
-        .find(|&o| o > t)
-        .unwrap_or(f64::INFINITY);
-    grid.min(output)
-}
-
-/// Whether `t` is (to rounding) one of `times`.
-fn is_one_of(t: f64, times: &[f64]) -> bool {
-    times
-        .iter()
-        .any(|&o| (o - t).abs() <= 1e-12 * o.abs().max(1.0))
+    // A grid point within rounding of the end is the end.
+    if grid >= end - 1e-12 * end.abs().max(1.0) {
+        end
+    } else {
+        grid
+    }
 }
 
 /// A snapshot of `p` at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing all so far.
@@ -389,10 +429,7 @@ fn price<R: Real>(
     n: usize,
     integrator: &dyn Integrator<R>,
 ) -> Result<Option<u64>, RunError> {
-    let limit = match &c.run.memory_limit {
-        Some(text) => Some(parse_memory_limit(text).expect("validated with the config")),
-        None => memory_limit(),
-    };
+    let limit = effective_memory_limit(c.run.memory_limit.as_deref());
     if let Some(limit) = limit {
         let options = ReserveOptions::default();
         let prototype = ParticleData::<R>::new();
@@ -531,7 +568,7 @@ impl PrecisionJob for ResumeJob<'_> {
             step: self.header.step,
             time: self.header.time,
             initial_energy: Some(self.header.initial_energy),
-            snapshots: self.header.snapshots.clone(),
+            snapshots: vtk::existing_snapshots(self.dir, &self.header.snapshots),
             resumed_from: Some(self.path.to_path_buf()),
         };
         drive(
@@ -640,18 +677,12 @@ fn drive<R: Real>(
     };
     let end = c.run.end_time;
     let dt = c.run.dt;
-    let outputs = output_times(c);
-    let snapshot_times: Vec<f64> = (1..=c.output.snapshots)
-        .map(|k| end * k as f64 / c.output.snapshots as f64)
-        .collect();
-    let checkpoint_times: Vec<f64> = match c.output.checkpoint_interval {
-        Some(ci) => (1..)
-            .map(|k| k as f64 * ci)
-            .take_while(|&t| t < end)
-            .collect(),
-        None => Vec::new(),
-    };
-    let estimate = |t: f64| (end / dt).ceil() as u64 + outputs.len() as u64 - (t / dt) as u64;
+    let mut snapshot_due = Targets::evenly(end, c.output.snapshots, sim.time());
+    let mut checkpoint_due = Targets::every(c.output.checkpoint_interval, sim.time());
+    let mut wall_clock = WallClock::new(
+        parse_wall_interval(&c.output.checkpoint_wall_interval).expect("validated with the config"),
+    );
+    let estimate = |t: f64| ((end - t) / dt).ceil().max(0.0) as u64;
     let total_steps = sim.steps() + estimate(sim.time());
     let mut snapshots = start.snapshots;
     let first = sim.diagnostics(backend);
@@ -695,13 +726,17 @@ fn drive<R: Real>(
     let mut time = sim.time();
     let mut last = first;
     while time < end {
-        let t_next = next_time(time, dt, &outputs);
+        let t_next = next_time(time, dt, end);
         sim.step(t_next - time);
         time = t_next;
         sim.set_time(time);
         let k = sim.steps();
         let at_end = time >= end;
-        if k % c.output.diagnostics_every == 0 || at_end || is_one_of(time, &outputs) {
+        let snapshot = snapshot_due.due(time);
+        let checkpoint = checkpoint_due.due(time) || wall_clock.due();
+        let stop = crate::interrupt::requested();
+        if k % c.output.diagnostics_every == 0 || at_end || snapshot || checkpoint || stop.is_some()
+        {
             check_finite(
                 &sim.particles,
                 k,
@@ -717,11 +752,22 @@ fn drive<R: Real>(
                 status: format!("|dE/E| = {:.2e}", last.relative_energy_error(e0)),
             });
         }
-        if is_one_of(time, &snapshot_times) {
+        if snapshot {
             write_snapshot(dir, &sim.particles, time, &mut snapshots)?;
         }
-        if at_end || is_one_of(time, &checkpoint_times) {
+        if at_end || checkpoint || stop.is_some() {
             save(&sim, &snapshots)?;
+            wall_clock.reset();
+        }
+        if let Some(signal) = stop
+            && !at_end
+        {
+            return Err(RunError::Interrupted {
+                signal,
+                step: k,
+                time,
+                checkpoint: checkpoint_path.display().to_string(),
+            });
         }
     }
     csv.finish()?;

@@ -29,12 +29,44 @@ impl Field<'_> {
     }
 }
 
-/// Writes `path` atomically: `points` (interleaved xyz) as vertex cells carrying `fields`. The
-/// arrays follow the XML in one raw appended block, each preceded by its byte count (UInt64),
-/// little-endian as the header declares.
-pub fn write_vtu(path: &Path, points: &[f64], fields: &[Field<'_>]) -> Result<(), FileError> {
-    assert!(points.len().is_multiple_of(3), "points are interleaved xyz");
+/// Writes `path` atomically: `points` (interleaved xyz) as vertex cells carrying `fields`, and
+/// the simulation `time` as the `TimeValue` field data ParaView and VTK read. The arrays follow
+/// the XML in one raw appended block, each preceded by its byte count (UInt64), little-endian as
+/// the header declares. Every field must hold one value (or vector) per point: a field of
+/// another length is refused, nothing written, so no snapshot ever declares more values than it
+/// holds.
+pub fn write_vtu(
+    path: &Path,
+    time: Option<f64>,
+    points: &[f64],
+    fields: &[Field<'_>],
+) -> Result<(), FileError> {
+    let refuse = |message: String| FileError {
+        path: path.to_path_buf(),
+        message,
+    };
+    if !points.len().is_multiple_of(3) {
+        return Err(refuse(format!(
+            "{} point coordinates are not xyz triples",
+            points.len()
+        )));
+    }
     let n = points.len() / 3;
+    for f in fields {
+        let (name, _, comps, bytes) = f.describe();
+        let values = bytes.len() / 8;
+        if values != n * comps {
+            return Err(refuse(format!(
+                "array `{name}` holds {values} values for {n} points of {comps} component(s); \
+                 not written"
+            )));
+        }
+    }
+    let field_data = time.map_or(String::new(), |t| {
+        format!(
+            "<FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" format=\"ascii\">{t:?}</DataArray>\n</FieldData>\n"
+        )
+    });
     let connectivity: Vec<u64> = (0..n as u64).collect();
     let offsets: Vec<u64> = (1..=n as u64).collect();
     let types: Vec<u8> = vec![1; n]; // VTK_VERTEX
@@ -69,7 +101,7 @@ pub fn write_vtu(path: &Path, points: &[f64], fields: &[Field<'_>]) -> Result<()
     let header = format!(
         "<?xml version=\"1.0\"?>\n\
          <VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n\
-         <UnstructuredGrid>\n\
+         <UnstructuredGrid>\n{field_data}\
          <Piece NumberOfPoints=\"{n}\" NumberOfCells=\"{n}\">\n\
          <PointData>\n{point_data}</PointData>\n\
          <Points>\n      {pts}\n</Points>\n\
@@ -97,9 +129,23 @@ pub fn write_pvd(path: &Path, entries: &[(f64, String)]) -> Result<(), FileError
     write_atomic(path, s.as_bytes())
 }
 
+/// Bytes per value of a VTK type name, or `None` for a type this reader does not know.
+fn type_size(vtk_type: &str) -> Option<usize> {
+    match vtk_type {
+        "Float64" | "UInt64" | "Int64" => Some(8),
+        "Float32" | "UInt32" | "Int32" => Some(4),
+        "UInt16" | "Int16" => Some(2),
+        "UInt8" | "Int8" => Some(1),
+        _ => None,
+    }
+}
+
 /// Reads the arrays of a `.vtu` written in the raw appended form (as mote writes it): each by
-/// name (`Points` included) with its VTK type name, component count and raw little-endian bytes.
-/// A separate parser from the writer: the tests use it to check what the writer produced.
+/// name (`Points` and the `TimeValue` field data included) with its VTK type name, component
+/// count and raw little-endian bytes. A separate parser from the writer: the tests use it to
+/// check what the writer produced. It is strict: every point array must hold
+/// `NumberOfPoints` tuples, `offsets` and `types` `NumberOfCells` values, and a file that
+/// declares otherwise (or is truncated) is reported as malformed.
 pub fn read_vtu(bytes: &[u8]) -> Result<std::collections::BTreeMap<String, Array>, String> {
     let marker = bytes
         .windows(2)
@@ -110,37 +156,101 @@ pub fn read_vtu(bytes: &[u8]) -> Result<std::collections::BTreeMap<String, Array
     if !xml.contains("header_type=\"UInt64\"") {
         return Err("only UInt64 block headers are supported".into());
     }
+    let piece_attr = |key: &str| -> Result<usize, String> {
+        let k = format!("{key}=\"");
+        let s = xml.find(&k).ok_or_else(|| format!("no {key} in <Piece>"))? + k.len();
+        let e = xml[s..].find('"').ok_or("unterminated attribute")?;
+        xml[s..s + e]
+            .parse()
+            .map_err(|_| format!("{key} `{}` is not a count", &xml[s..s + e]))
+    };
+    let points = piece_attr("NumberOfPoints")?;
+    let cells = piece_attr("NumberOfCells")?;
     let mut out = std::collections::BTreeMap::new();
     for tag in xml.split("<DataArray ").skip(1) {
         let attr = |key: &str| -> Result<String, String> {
-            let k = format!("{key}=\"");
-            let s = tag
+            let k = format!(" {key}=\"");
+            let s = format!(" {tag}")
                 .find(&k)
                 .ok_or_else(|| format!("DataArray without {key}"))?
-                + k.len();
+                + k.len()
+                - 1;
             let e = tag[s..].find('"').ok_or("unterminated attribute")?;
             Ok(tag[s..s + e].to_string())
         };
-        let offset: usize = attr("offset")?.parse().map_err(|_| "bad offset")?;
-        let at = marker + offset;
-        let len_bytes = bytes.get(at..at + 8).ok_or("truncated appended data")?;
-        let len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes")) as usize;
+        let name = attr("Name")?;
+        let vtk_type = attr("type")?;
+        let size = type_size(&vtk_type)
+            .ok_or_else(|| format!("array `{name}`: unknown type `{vtk_type}`"))?;
+        let components: usize = match attr("NumberOfComponents") {
+            Ok(c) => c
+                .parse()
+                .ok()
+                .filter(|&c| c > 0)
+                .ok_or_else(|| format!("array `{name}`: NumberOfComponents `{c}`"))?,
+            Err(_) => 1,
+        };
+        if attr("format").as_deref() == Ok("ascii") {
+            // Field data (TimeValue): numbers between the tags.
+            let text = tag
+                .split_once('>')
+                .and_then(|(_, rest)| rest.split_once("</DataArray>"))
+                .map(|(t, _)| t)
+                .ok_or_else(|| format!("array `{name}`: unterminated ascii data"))?;
+            let values: Vec<f64> = text
+                .split_whitespace()
+                .map(|v| v.parse::<f64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("array `{name}`: not numbers"))?;
+            out.insert(
+                name,
+                Array {
+                    vtk_type: "Float64".into(),
+                    components,
+                    bytes: bytemuck::cast_slice(&values).to_vec(),
+                },
+            );
+            continue;
+        }
+        let offset: usize = attr("offset")?
+            .parse()
+            .map_err(|_| format!("array `{name}`: bad offset"))?;
+        let at = marker
+            .checked_add(offset)
+            .ok_or_else(|| format!("array `{name}`: bad offset"))?;
+        let truncated = || format!("array `{name}`: truncated appended data");
+        let len_bytes = bytes.get(at..at.saturating_add(8)).ok_or_else(truncated)?;
+        let len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
+        let len = usize::try_from(len).map_err(|_| truncated())?;
         let data = bytes
-            .get(at + 8..at + 8 + len)
-            .ok_or("truncated appended data")?
+            .get(at + 8..(at + 8).checked_add(len).ok_or_else(truncated)?)
+            .ok_or_else(truncated)?
             .to_vec();
-        let components = attr("NumberOfComponents")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(1);
+        let expected = match name.as_str() {
+            "connectivity" => None,
+            "offsets" | "types" => Some(cells),
+            _ => Some(points.saturating_mul(components)),
+        };
+        let values = data.len() / size;
+        if data.len() % size != 0 || expected.is_some_and(|e| e != values) {
+            return Err(format!(
+                "array `{name}` holds {values} {vtk_type} values ({} bytes); the file declares {} \
+                 ({points} points, {cells} cells, {components} component(s))",
+                data.len(),
+                expected.map_or("whole values".to_string(), |e| e.to_string())
+            ));
+        }
         out.insert(
-            attr("Name")?,
+            name,
             Array {
-                vtk_type: attr("type")?,
+                vtk_type,
                 components,
                 bytes: data,
             },
         );
+    }
+    if !out.contains_key("Points") {
+        return Err("no Points array".into());
     }
     Ok(out)
 }
@@ -160,6 +270,10 @@ impl Array {
     /// The values as `f64` (for `Float64`, `Float32`, `UInt64` and `UInt8` arrays).
     pub fn to_f64(&self) -> Vec<f64> {
         match self.vtk_type.as_str() {
+            "Int64" => bytemuck::pod_collect_to_vec::<u8, i64>(&self.bytes)
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
             "Float64" => bytemuck::pod_collect_to_vec::<u8, f64>(&self.bytes),
             "Float32" => bytemuck::pod_collect_to_vec::<u8, f32>(&self.bytes)
                 .into_iter()
@@ -174,9 +288,27 @@ impl Array {
     }
 }
 
-/// Writes the next snapshot of a run into `dir`: `snapshots/snap_NNNNN.vtu` (`NNNNN` the number
-/// of snapshots in `list` so far) with `points` and `fields`, then appends it to `list` at
-/// `time` and rewrites `snapshots.pvd` with the whole list.
+/// The entries of a snapshot list (a checkpoint's) whose files exist in `dir`: a checkpoint
+/// copied or resumed elsewhere does not list snapshots that are not there.
+pub fn existing_snapshots(dir: &Path, list: &[(f64, String)]) -> Vec<(f64, String)> {
+    list.iter()
+        .filter(|(_, f)| dir.join(f).is_file())
+        .cloned()
+        .collect()
+}
+
+/// The number in a snapshot's name `snapshots/snap_NNNNN.vtu`.
+fn snapshot_number(name: &str) -> Option<u64> {
+    name.strip_prefix("snapshots/snap_")?
+        .strip_suffix(".vtu")?
+        .parse()
+        .ok()
+}
+
+/// Writes the next snapshot of a run into `dir`: `snapshots/snap_NNNNN.vtu` (`NNNNN` one more
+/// than the highest number in `list`, 0 for the first) with `points` and `fields`, the
+/// simulation `time` in its field data, then appends it to `list` at `time` and rewrites
+/// `snapshots.pvd` with the whole list.
 pub fn write_snapshot(
     dir: &Path,
     time: f64,
@@ -189,8 +321,13 @@ pub fn write_snapshot(
         path: snap_dir.clone(),
         message: e.to_string(),
     })?;
-    let name = format!("snapshots/snap_{:05}.vtu", list.len());
-    write_vtu(&dir.join(&name), points, fields)?;
+    let number = list
+        .iter()
+        .filter_map(|(_, f)| snapshot_number(f))
+        .max()
+        .map_or(0, |k| k + 1);
+    let name = format!("snapshots/snap_{number:05}.vtu");
+    write_vtu(&dir.join(&name), Some(time), points, fields)?;
     list.push((time, name));
     write_pvd(&dir.join("snapshots.pvd"), list)
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{
     ConfigError, Physics, Source, deserialize_and_validate, expect_physics, read_table,
-    validate_resources,
+    readable_number, validate_output, validate_resources,
 };
 
 /// A meshless run.
@@ -60,6 +60,10 @@ pub struct MeshlessRunSection {
     pub backend: String,
     /// The device for `backend = "gpu"`: `wgpu` or `cuda`, with an optional `:INDEX`.
     pub device: String,
+    /// The run stops, keeping its last good state, when the stable time step falls below this
+    /// fraction of the first step's: a collapsing step is a blow-up in the making (or a run
+    /// that would take forever), not something to wait out.
+    pub min_dt_ratio: f64,
 }
 
 impl Default for MeshlessRunSection {
@@ -72,6 +76,7 @@ impl Default for MeshlessRunSection {
             memory_limit: None,
             backend: "cpu".to_string(),
             device: "wgpu:0".to_string(),
+            min_dt_ratio: 1e-6,
         }
     }
 }
@@ -116,6 +121,15 @@ impl ProblemKind {
                 | ProblemKind::IsentropicVortex
                 | ProblemKind::Quadrant
                 | ProblemKind::DoubleMach
+        )
+    }
+
+    /// Whether the problem has boundary particles (outflow or wall layers); the others are
+    /// periodic.
+    pub fn has_boundaries(self) -> bool {
+        matches!(
+            self,
+            ProblemKind::Sod | ProblemKind::Quadrant | ProblemKind::DoubleMach
         )
     }
 
@@ -244,12 +258,17 @@ pub struct MeshlessOutputSection {
     /// A diagnostics row every this many steps (and at every snapshot and the end).
     pub diagnostics_every: u64,
     /// Snapshots (`snapshots/snap_NNNNN.vtu` + `snapshots.pvd`) at this many evenly spaced
-    /// times after the initial one (0: only the initial state). Their times are hit exactly.
+    /// times after the initial one (0: only the initial state), each written at the first step
+    /// boundary at or after its time (no step is shortened for output; the snapshot records the
+    /// time it was taken).
     pub snapshots: u64,
-    /// Simulated time between checkpoints (`checkpoint.mote`, for `mote resume`); their times
-    /// are hit exactly, and one is always written at the end.
+    /// Simulated time between checkpoints (`checkpoint.mote`, for `mote resume`), written at
+    /// the first step boundary at or after each multiple; one is always written at the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_interval: Option<f64>,
+    /// Wall-clock time between safety checkpoints (`"10m"`, `"30s"`, `"2h"`, or `"off"`), so
+    /// that a killed run loses at most this much work. Checkpoints never change the physics.
+    pub checkpoint_wall_interval: String,
 }
 
 impl Default for MeshlessOutputSection {
@@ -258,6 +277,7 @@ impl Default for MeshlessOutputSection {
             diagnostics_every: 1,
             snapshots: 10,
             checkpoint_interval: None,
+            checkpoint_wall_interval: crate::schedule::DEFAULT_WALL_INTERVAL.to_string(),
         }
     }
 }
@@ -304,7 +324,7 @@ impl MeshlessConfig {
         {
             return bad(
                 "run.end_time",
-                format!("{t} is not allowed: a finite time > 0"),
+                format!("{t:e} is not allowed: a finite time > 0"),
             );
         }
         if !(r.cfl.is_finite() && r.cfl > 0.0 && r.cfl <= 1.0) {
@@ -387,21 +407,44 @@ impl MeshlessConfig {
             MoodSettings::by_name(&s.mood, &s.mood_strategy).map(drop),
         )?;
         if let Some(radius) = s.radius
-            && !(radius.is_finite() && radius > 0.0 && radius <= 20.0)
+            && !(radius.is_finite() && (1.0..=20.0).contains(&radius))
         {
             return bad(
                 "scheme.radius",
-                format!("{radius} is not allowed: between 0 and 20 particle spacings"),
+                format!(
+                    "{} is not allowed: between 1 and 20 particle spacings (the nearest \
+                     neighbours lie one spacing away)",
+                    readable_number(&radius.to_string())
+                ),
             );
         }
-        if let Some(c) = self.output.checkpoint_interval
-            && !(c.is_finite() && c > 0.0)
-        {
+        if !(r.min_dt_ratio.is_finite() && r.min_dt_ratio > 0.0 && r.min_dt_ratio < 1.0) {
             return bad(
-                "output.checkpoint_interval",
-                format!("{c} is not allowed: a finite time > 0"),
+                "run.min_dt_ratio",
+                format!(
+                    "{:e} is not allowed: a fraction of the first step in (0, 1)",
+                    r.min_dt_ratio
+                ),
             );
         }
+        // A conservative-form run with boundary particles does not keep a uniform gas
+        // uniform next to a boundary layer (issue #25): refused until that is fixed.
+        if s.formulation == Formulation::Conservative && p.kind.has_boundaries() {
+            return bad(
+                "scheme.formulation",
+                format!(
+                    "\"conservative\" is not supported with boundary particles (problem `{}`): \
+                     it does not keep a uniform state uniform next to a boundary layer; use \
+                     \"mls_divergence\"",
+                    p.kind.name()
+                ),
+            );
+        }
+        validate_output(
+            self.output.checkpoint_interval,
+            &self.output.checkpoint_wall_interval,
+            r.end_time.unwrap_or(p.kind.default_end_time()),
+        )?;
         if self.output.snapshots > 100_000 {
             return bad(
                 "output.snapshots",

@@ -51,6 +51,9 @@ pub(super) trait Engine<R: Real, const D: usize> {
     fn floor_events(&self) -> Option<u64>;
     /// Conservative to primitive variables, by the host equation.
     fn to_primitive(&self, u: &[R], w: &mut [R]);
+    /// The largest wave speed of state `u` along `n`, by the host equation (names the
+    /// particle that limits a collapsing time step).
+    fn wave_speed(&self, u: &[R], n: [R; D]) -> R;
     /// Sizes the run's buffers once: on the host against `limit`, on a device against `limit`
     /// or else the device's memory where the device reports it. `None`: nothing reserved (no
     /// limit known).
@@ -145,9 +148,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Engine<R, D> for CpuEngine<R, D
         &self.sim.cloud
     }
     fn orders(&mut self) -> Result<Vec<u8>, RunError> {
+        // MOOD's orders exist from its first step on; before it (the initial snapshot) every
+        // particle has the scheme's order.
+        let n = self.sim.cloud.len();
         Ok(self
             .sim
             .mood_orders()
+            .filter(|o| o.len() == n)
             .unwrap_or(self.sim.cloud.orders())
             .to_vec())
     }
@@ -159,6 +166,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Engine<R, D> for CpuEngine<R, D
     }
     fn to_primitive(&self, u: &[R], w: &mut [R]) {
         self.sim.scheme.equation().to_primitive(u, w);
+    }
+    fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
+        self.sim.scheme.equation().max_wave_speed(u, n)
     }
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, RunError> {
         let Some(limit) = limit else {
@@ -298,9 +308,11 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> Engine<F, D>
         &self.host
     }
     fn orders(&mut self) -> Result<Vec<u8>, RunError> {
+        // As on the CPU: before MOOD's first step its orders are not yet set.
+        let n = self.host.len();
         Ok(match self.sim.mood_orders(&self.gpu)? {
-            Some(o) => o.into_iter().map(|o| o as u8).collect(),
-            None => self.host.orders().to_vec(),
+            Some(o) if o.len() == n => o.into_iter().map(|o| o as u8).collect(),
+            _ => self.host.orders().to_vec(),
         })
     }
     fn take_mood_stats(&mut self) -> MoodStats {
@@ -311,6 +323,9 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> Engine<F, D>
     }
     fn to_primitive(&self, u: &[F], w: &mut [F]) {
         self.equation.to_primitive(u, w);
+    }
+    fn wave_speed(&self, u: &[F], n: [F; D]) -> F {
+        self.equation.max_wave_speed(u, n)
     }
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, RunError> {
         // Before any step: the device arrays still hold the host cloud's data, which the

@@ -28,7 +28,7 @@ use mote_cloud::mood::MoodStats;
 use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::{CloudError, Weight};
-use mote_core::memory::{MemoryModel, ReserveOptions, memory_limit};
+use mote_core::memory::{MemoryModel, ReserveOptions};
 use mote_core::{
     Budgeted, CapacityError, CapacityUnit, CpuBackend, DeviceSpec, MachineInfo, Precision,
     PrecisionJob, Real,
@@ -44,7 +44,8 @@ pub use config::{
 use crate::checkpoint::{self, AnyHeader, MeshlessHeader};
 use crate::config::{Source, parse_memory_limit};
 use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic, write_json};
-use crate::runner::{Progress, ResumeError, RunError, check_resume};
+use crate::runner::{Progress, ResumeError, RunError, check_resume, effective_memory_limit};
+use crate::schedule::{Targets, WallClock, parse_wall_interval};
 use crate::vtk::{self, Field};
 use engine::{CpuEngine, DeviceEngine, Engine};
 
@@ -393,6 +394,12 @@ impl MeshlessRun<'_> {
             // corners), which the boundary conditions refuse.
             boundary_layers: (factor.floor() as usize).max(1),
         };
+        // An impossible size is refused before the cloud is built: its interior particles alone
+        // (resolution^D per unit volume, a lower bound) must fit the limit.
+        if price && let Some(limit) = effective_memory_limit(c.run.memory_limit.as_deref()) {
+            let interior = (options.resolution as f64).powi(D as i32);
+            self.price(&build, &options, interior.min(1e18) as usize, limit)?;
+        }
         let mut problem = build(&options)?;
         if let Some(r) = self.resume {
             load_state(&mut problem.cloud, r)?;
@@ -403,11 +410,11 @@ impl MeshlessRun<'_> {
             .memory_limit
             .as_deref()
             .map(|text| parse_memory_limit(text).expect("validated with the config"));
-        // The host's limit (given, else the process's) prices a host run before its lists
-        // exist; a device run is budgeted on the device, against the given limit or the
-        // device's memory.
+        // The host's limit (given, else the process's, else the default budget: the memory
+        // available now) prices a host run before its lists exist; a device run is budgeted on
+        // the device, against the given limit or the device's memory.
         let limit = if price {
-            given.or_else(memory_limit)
+            effective_memory_limit(c.run.memory_limit.as_deref())
         } else {
             given
         };
@@ -483,19 +490,16 @@ impl MeshlessRun<'_> {
 
         let end = c.run.end_time.expect("filled by with_defaults");
         let cfl = c.run.cfl;
-        let snapshot_times: Vec<f64> = (1..=c.output.snapshots)
-            .map(|k| end * k as f64 / c.output.snapshots as f64)
-            .collect();
-        let checkpoint_times: Vec<f64> = match c.output.checkpoint_interval {
-            Some(ci) => (1..)
-                .map(|k| k as f64 * ci)
-                .take_while(|&t| t < end)
-                .collect(),
-            None => Vec::new(),
-        };
-        let mut snapshots = self
-            .resume
-            .map_or_else(Vec::new, |r| r.header.snapshots.clone());
+        let start_time = self.resume.map_or(0.0, |r| r.header.time);
+        let mut snapshot_due = Targets::evenly(end, c.output.snapshots, start_time);
+        let mut checkpoint_due = Targets::every(c.output.checkpoint_interval, start_time);
+        let mut wall_clock = WallClock::new(
+            parse_wall_interval(&c.output.checkpoint_wall_interval)
+                .expect("validated with the config"),
+        );
+        let mut snapshots = self.resume.map_or_else(Vec::new, |r| {
+            vtk::existing_snapshots(self.dir, &r.header.snapshots)
+        });
         // Floor events counted before a resume (this process's engine counts from zero).
         let floors_before = self.resume.and_then(|r| r.header.floor_events);
         let mut totals = Totals {
@@ -538,7 +542,8 @@ impl MeshlessRun<'_> {
         let save = |sim: &mut G,
                     time: f64,
                     totals: &Totals,
-                    snapshots: &[(f64, String)]|
+                    snapshots: &[(f64, String)],
+                    first_dt: f64|
          -> Result<(), RunError> {
             sim.sync()?;
             let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
@@ -556,6 +561,7 @@ impl MeshlessRun<'_> {
                 variables: cloud.variables(),
                 mood: totals.mood,
                 floor_events,
+                first_dt: Some(first_dt),
             };
             let state: Vec<&[R]> = (0..cloud.variables()).map(|v| cloud.state(v)).collect();
             Ok(checkpoint::write_meshless(
@@ -573,28 +579,47 @@ impl MeshlessRun<'_> {
                 0.0
             }
         };
+        // The first stable step (a resumed run's from its checkpoint): the reference a
+        // collapsing step is measured against.
+        let mut first_dt = self.resume.and_then(|r| r.header.first_dt);
         while time < end {
             let stable = sim.stable_dt(cfl)?;
+            let csv_so_far = || partial_path(&csv_path).display().to_string();
             if !(stable.is_finite() && stable > 0.0) {
                 return Err(RunError::Meshless {
                     step: sim.steps(),
                     time,
                     reason: format!(
-                        "the stable time step is {stable} (a state without wave speeds or a \
+                        "the stable time step is {stable:e} (a state without wave speeds or a \
                          degenerate cloud)"
                     ),
-                    csv: partial_path(&csv_path).display().to_string(),
+                    csv: csv_so_far(),
                 });
             }
-            // Snapshot and checkpoint times are hit exactly, like the end.
-            let next_output = snapshot_times
-                .iter()
-                .chain(&checkpoint_times)
-                .copied()
-                .filter(|&t| t > time)
-                .fold(end, f64::min);
-            let t_next = if time + stable >= next_output {
-                next_output
+            let reference = *first_dt.get_or_insert(stable);
+            if stable < c.run.min_dt_ratio * reference {
+                sim.sync()?;
+                save(&mut sim, time, &totals, &snapshots, reference)?;
+                return Err(RunError::Meshless {
+                    step: sim.steps() + 1,
+                    time,
+                    reason: format!(
+                        "the stable time step collapsed to {stable:.3e}, below run.min_dt_ratio = \
+                         {:e} of the first step {reference:.3e} (about {:.1e} more steps to the \
+                         end time {end}); {}. The last good state is in {} (lower run.cfl or \
+                         scheme.order, add a limiter or MOOD, or lower run.min_dt_ratio to go on)",
+                        c.run.min_dt_ratio,
+                        (end - time) / stable,
+                        limiting_particle(&sim),
+                        checkpoint_path.display()
+                    ),
+                    csv: csv_so_far(),
+                });
+            }
+            // Only the end is hit exactly: outputs are written at the step boundary that
+            // reaches them, so they never change the steps.
+            let t_next = if time + stable >= end {
+                end
             } else {
                 time + stable
             };
@@ -603,12 +628,20 @@ impl MeshlessRun<'_> {
                 step: steps + 1,
                 time,
                 reason: e.to_string(),
-                csv: partial_path(&csv_path).display().to_string(),
+                csv: csv_so_far(),
             })?;
             let dt = t_next - time;
             time = t_next;
-            let at_output = time == next_output;
-            if sim.steps() % c.output.diagnostics_every == 0 || at_output {
+            let at_end = time >= end;
+            let snapshot = snapshot_due.due(time);
+            let checkpoint = checkpoint_due.due(time) || wall_clock.due();
+            let stop = crate::interrupt::requested();
+            if sim.steps() % c.output.diagnostics_every == 0
+                || at_end
+                || snapshot
+                || checkpoint
+                || stop.is_some()
+            {
                 row(&mut sim, time, dt, &mut totals, &mut csv)?;
                 let remaining = ((end - time) / stable).ceil() as u64;
                 (self.progress)(Progress {
@@ -618,11 +651,24 @@ impl MeshlessRun<'_> {
                     status: format!("dt = {dt:.3e}"),
                 });
             }
-            if at_output && snapshot_times.contains(&time) {
+            if snapshot {
                 write_snapshot(self.dir, &mut sim, &rest, time, &mut snapshots)?;
             }
-            if at_output && (time == end || checkpoint_times.contains(&time)) {
-                save(&mut sim, time, &totals, &snapshots)?;
+            if at_end || checkpoint || stop.is_some() {
+                save(&mut sim, time, &totals, &snapshots, reference)?;
+                wall_clock.reset();
+            }
+            if let Some(signal) = stop
+                && !at_end
+            {
+                provenance.steps = Some(sim.steps());
+                write_provenance(&provenance)?;
+                return Err(RunError::Interrupted {
+                    signal,
+                    step: sim.steps(),
+                    time,
+                    checkpoint: checkpoint_path.display().to_string(),
+                });
             }
         }
         csv.finish()?;
@@ -756,6 +802,50 @@ impl Totals {
         t.inadmissible += m.inadmissible;
         t.capped_stages += m.capped_stages;
         t.unresolved += m.unresolved;
+    }
+}
+
+/// Which interior particle has the fastest wave (along any axis) in the current state: the one
+/// that limits the time step, for the message of a collapsing step.
+fn limiting_particle<R: Real, const D: usize>(sim: &impl Engine<R, D>) -> String {
+    let cloud = sim.cloud();
+    let m = cloud.variables();
+    let mut u = vec![R::zero(); m];
+    let mut worst: Option<(usize, f64)> = None;
+    for i in (0..cloud.len()).filter(|&i| cloud.tags()[i] == INTERIOR) {
+        for (v, x) in u.iter_mut().enumerate() {
+            *x = cloud.state(v)[i];
+        }
+        for d in 0..D {
+            let n: [R; D] = std::array::from_fn(|k| if k == d { R::one() } else { R::zero() });
+            let speed = sim.wave_speed(&u, n).as_f64();
+            // A NaN speed is the worst there is.
+            let worse = match worst {
+                None => true,
+                Some((_, w)) => !w.is_nan() && (speed.is_nan() || speed > w),
+            };
+            if worse {
+                worst = Some((i, speed));
+            }
+        }
+    }
+    match worst {
+        Some((i, speed)) => {
+            let pos: Vec<String> = (0..D)
+                .map(|d| format!("{:.6e}", cloud.positions()[d][i].as_f64()))
+                .collect();
+            let state: Vec<String> = (0..m)
+                .map(|v| format!("{:.6e}", cloud.state(v)[i].as_f64()))
+                .collect();
+            format!(
+                "particle id {} (index {i}) at ({}) limits it, with wave speed {speed:.3e} and \
+                 state ({})",
+                cloud.ids()[i],
+                pos.join(", "),
+                state.join(", ")
+            )
+        }
+        None => "no interior particle limits it".to_string(),
     }
 }
 

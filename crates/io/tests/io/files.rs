@@ -20,8 +20,62 @@ fn run_dir_is_not_overwritten_without_force() {
     let e = create_run_dir(&run, false).unwrap_err();
     assert!(e.message.contains("--force"), "{e}");
     assert!(run.join("keep.txt").exists());
+    // Not a run directory (no provenance.json of mote's): --force is refused, nothing touched.
+    let e = create_run_dir(&run, true).unwrap_err();
+    assert!(e.message.contains("not a mote run directory"), "{e}");
+    assert!(run.join("keep.txt").exists());
+    fs::write(run.join("provenance.json"), "{\"physics\": \"gravity\"}").unwrap();
+    assert!(
+        create_run_dir(&run, true).is_err(),
+        "a provenance.json not mote's"
+    );
+    assert!(run.join("keep.txt").exists());
+}
+
+/// `--force` replaces an earlier run: the files the run wrote go, every other file stays.
+#[test]
+fn force_removes_only_the_files_a_run_wrote() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    fs::create_dir_all(run.join("snapshots")).unwrap();
+    let mote_files = [
+        "provenance.json",
+        "config.toml",
+        "diagnostics.csv.partial",
+        "checkpoint.mote",
+        "snapshots.pvd",
+        "diagnostics.png",
+        "snapshots/snap_00000.vtu",
+        "snapshots/snap_00012.vtu",
+    ];
+    for f in mote_files {
+        fs::write(run.join(f), "x").unwrap();
+    }
+    fs::write(
+        run.join("provenance.json"),
+        "{\"mote_version\": \"0.1.0\", \"physics\": \"gravity\"}",
+    )
+    .unwrap();
+    let users = [
+        "notes.txt",
+        "config.toml.bak",
+        "snapshots/snap_final.vtu",
+        "snapshots/a.txt",
+    ];
+    for f in users {
+        fs::write(run.join(f), "mine").unwrap();
+    }
+    assert!(is_run_dir(&run));
     create_run_dir(&run, true).unwrap();
-    assert!(!run.join("keep.txt").exists());
+    for f in mote_files {
+        assert!(!run.join(f).exists(), "{f} removed");
+    }
+    for f in users {
+        assert_eq!(fs::read_to_string(run.join(f)).unwrap(), "mine", "{f} kept");
+    }
+    // The file-system root is never replaced, whatever it holds.
+    let e = check_run_dir(std::path::Path::new("/"), true).unwrap_err();
+    assert!(e.message.contains("root"), "{e}");
 }
 
 #[test]

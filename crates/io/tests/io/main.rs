@@ -6,5 +6,7 @@ mod checkpoint;
 mod config;
 mod convergence;
 mod files;
+mod fuzz;
 mod meshless;
 mod runner;
+mod schedule;

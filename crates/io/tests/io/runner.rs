@@ -84,7 +84,9 @@ fn a_resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
 fn snapshots_hold_the_state_at_exact_times_and_read_back() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    // dt = 1/64 does not divide 0.05: the steps before each snapshot are shortened.
+    // dt = 1/64 does not divide 0.05: each snapshot is taken at the first step boundary at or
+    // after its time (no step is shortened for output); only the end (0.3, off the grid too)
+    // is hit exactly.
     let c = config(PLUMMER, &["run.end_time=0.3", "output.snapshots=6"]);
     run_gravity(&c, &dir, false, "test", &mut |_| {}).unwrap();
     let pvd = std::fs::read_to_string(dir.join("snapshots.pvd")).unwrap();
@@ -93,8 +95,11 @@ fn snapshots_hold_the_state_at_exact_times_and_read_back() {
         .skip(1)
         .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
         .collect();
-    let expected: Vec<f64> = (0..=6).map(|k| 0.3 * k as f64 / 6.0).collect();
+    let expected: Vec<f64> = (0..=6)
+        .map(|k| ((0.05 * k as f64 * 64.0).ceil() / 64.0).min(0.3))
+        .collect();
     assert_eq!(times, expected);
+    assert_eq!(expected[1..5], [0.0625, 0.109375, 0.15625, 0.203125]);
     let (h, p) = final_state(&dir);
     assert_eq!(h.time, 0.3);
     let bytes = std::fs::read(dir.join("snapshots/snap_00006.vtu")).unwrap();

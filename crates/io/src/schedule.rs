@@ -1,0 +1,117 @@
+//! When a run writes: output targets that are reached at step boundaries, never by shortening
+//! a step, so that the output schedule cannot change the physics (a run with snapshots or
+//! checkpoints takes the same steps as one without, and a resumed run the same as an
+//! uninterrupted one); and the wall-clock interval between safety checkpoints.
+
+use std::time::{Duration, Instant};
+
+/// The targets `k * spacing` for `k = 1, 2, ..., count`, each reached at the first step
+/// boundary at or after it (to a relative rounding tolerance of 1e-12).
+#[derive(Clone, Debug)]
+pub struct Targets {
+    spacing: f64,
+    count: u64,
+    next: u64,
+}
+
+/// Whether time `t` has reached `target` (to rounding).
+fn reached(target: f64, t: f64) -> bool {
+    t >= target - 1e-12 * target.abs().max(1.0)
+}
+
+impl Targets {
+    /// `count` targets spaced by `spacing`; those already reached at time `after` are passed.
+    pub fn new(spacing: f64, count: u64, after: f64) -> Self {
+        let mut t = Targets {
+            spacing,
+            count,
+            next: 1,
+        };
+        if spacing > 0.0 && spacing.is_finite() && after > 0.0 {
+            // Start near the answer, then settle it with the same test `due` uses.
+            t.next = ((after / spacing).floor() as u64).saturating_sub(1).max(1);
+            while t.next <= t.count && reached(t.target(t.next), after) {
+                t.next += 1;
+            }
+        }
+        t
+    }
+
+    /// `count` evenly spaced targets up to `end` (snapshot times).
+    pub fn evenly(end: f64, count: u64, after: f64) -> Self {
+        Self::new(
+            if count > 0 { end / count as f64 } else { 0.0 },
+            count,
+            after,
+        )
+    }
+
+    /// Targets every `interval` without end (checkpoint times), or none.
+    pub fn every(interval: Option<f64>, after: f64) -> Self {
+        match interval {
+            Some(i) => Self::new(i, u64::MAX, after),
+            None => Self::new(0.0, 0, after),
+        }
+    }
+
+    fn target(&self, k: u64) -> f64 {
+        k as f64 * self.spacing
+    }
+
+    /// Whether the step that ended at `t` reached one or more targets not reached before;
+    /// passes them.
+    pub fn due(&mut self, t: f64) -> bool {
+        let mut hit = false;
+        while self.next <= self.count && reached(self.target(self.next), t) {
+            self.next += 1;
+            hit = true;
+        }
+        hit
+    }
+}
+
+/// Safety checkpoints by the wall clock: due when `interval` has passed since the last one.
+pub struct WallClock {
+    interval: Option<Duration>,
+    last: Instant,
+}
+
+impl WallClock {
+    /// A clock that starts now; `None`: never due.
+    pub fn new(interval: Option<Duration>) -> Self {
+        WallClock {
+            interval,
+            last: Instant::now(),
+        }
+    }
+
+    /// Whether a checkpoint is due.
+    pub fn due(&self) -> bool {
+        self.interval.is_some_and(|i| self.last.elapsed() >= i)
+    }
+
+    /// A checkpoint was written now.
+    pub fn reset(&mut self) {
+        self.last = Instant::now();
+    }
+}
+
+/// Parses `output.checkpoint_wall_interval`: a duration such as `"10m"`, `"30s"` or `"2h"`,
+/// or `"off"`.
+pub fn parse_wall_interval(text: &str) -> Result<Option<Duration>, String> {
+    let t = text.trim();
+    if t == "off" {
+        return Ok(None);
+    }
+    let d = humantime::parse_duration(t).map_err(|e| {
+        format!("`{text}` is not a duration ({e}): write e.g. \"10m\", \"30s\", \"2h\" or \"off\"")
+    })?;
+    if d.is_zero() {
+        return Err("0 is not allowed: a duration > 0, or \"off\"".into());
+    }
+    Ok(Some(d))
+}
+
+/// The default wall-clock interval between safety checkpoints: a killed run loses at most
+/// this much work.
+pub const DEFAULT_WALL_INTERVAL: &str = "10m";
