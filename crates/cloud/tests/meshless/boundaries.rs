@@ -201,3 +201,60 @@ fn missing_conditions_and_unreachable_interiors_are_clear_errors() {
     .expect("outer layers cannot reach the interior");
     assert!(err.to_string().contains("widen the radius"), "{err}");
 }
+
+/// A uniform gas stays uniform to round-off next to every built-in boundary condition (issue
+/// #25): the MLS divergence of constant fluxes vanishes, the Rusanov dissipation of equal
+/// states too, and every condition hands the boundary layer the uniform state (at rest, so
+/// that slip walls reflect nothing). The conservative formulation does not keep it (a defect
+/// that `mote run` refuses: `scheme.formulation = "conservative"` with boundary particles).
+#[test]
+fn a_uniform_state_stays_uniform_next_to_every_condition() {
+    let low = Cloud::<f64, 2>::face_tag(0, false);
+    let high = Cloud::<f64, 2>::face_tag(0, true);
+    let eq = Euler::<2>::new(1.4).unwrap();
+    let uniform = eq.conservative(1.0, [0.0, 0.0], 1.0);
+    let inflow = Inflow(move |_t: f64, _x: [f64; 2], out: &mut [f64]| {
+        out.copy_from_slice(&eq.conservative(1.0, [0.0, 0.0], 1.0));
+    });
+    let cases: Vec<(&str, Boundaries<f64, 2>)> = vec![
+        (
+            "dirichlet",
+            Boundaries::new().with(low, Dirichlet).with(high, Dirichlet),
+        ),
+        (
+            "outflow",
+            Boundaries::new().with(low, Outflow).with(high, Outflow),
+        ),
+        (
+            "slip wall",
+            Boundaries::new()
+                .with(low, SlipWall::default())
+                .with(high, SlipWall::default()),
+        ),
+        (
+            "inflow",
+            Boundaries::new().with(low, inflow).with(high, Outflow),
+        ),
+    ];
+    for (name, boundaries) in cases {
+        let mut sim = channel();
+        for i in 0..sim.cloud.len() {
+            for (v, value) in uniform.iter().enumerate() {
+                sim.cloud.state_var_mut(v)[i] = *value;
+            }
+        }
+        let mut sim = sim.with_boundaries(boundaries).unwrap();
+        for _ in 0..10 {
+            let dt = sim.stable_dt(0.4);
+            sim.step(dt).unwrap();
+        }
+        let worst = (0..sim.cloud.len())
+            .flat_map(|i| (0..4).map(move |v| (i, v)))
+            .map(|(i, v)| (sim.cloud.state(v)[i] - uniform[v]).abs())
+            .fold(0.0f64, f64::max);
+        assert!(
+            worst < 1e-12,
+            "{name}: the uniform state moved by {worst:e}"
+        );
+    }
+}
