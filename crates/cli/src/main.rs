@@ -191,8 +191,11 @@ fn init_logging(verbose: u8) {
             _ => "trace",
         })
     });
+    // Colours only on a terminal: escape codes in a log file or a pipe are noise.
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
 }

@@ -1124,6 +1124,7 @@ fn every_snapshot_of_every_example_has_arrays_of_the_declared_length() {
             );
         }
     }
+    check_with_meshio(tmp.path());
 }
 
 #[test]

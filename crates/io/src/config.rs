@@ -386,21 +386,22 @@ impl GravityConfig {
         if !(r.end_time.is_finite() && r.end_time > 0.0) {
             return bad(
                 "run.end_time",
-                format!("{:e} is not allowed: a finite time > 0", r.end_time),
+                format!("{} is not allowed: a finite time > 0", num(r.end_time)),
             );
         }
         if !(r.dt.is_finite() && r.dt > 0.0) {
             return bad(
                 "run.dt",
-                format!("{:e} is not allowed: a finite step > 0", r.dt),
+                format!("{} is not allowed: a finite step > 0", num(r.dt)),
             );
         }
         if r.end_time / r.dt > 1e9 {
             return bad(
                 "run.dt",
                 format!(
-                    "{:e} gives more than 1e9 steps to end_time {:e}",
-                    r.dt, r.end_time
+                    "{} gives more than 1e9 steps to end_time {}",
+                    num(r.dt),
+                    num(r.end_time)
                 ),
             );
         }
@@ -418,9 +419,9 @@ impl GravityConfig {
         )?;
         if r.dt > r.end_time {
             tracing::warn!(
-                "run.dt = {:e} is larger than run.end_time = {:e}: the run is one shortened step",
-                r.dt,
-                r.end_time
+                "run.dt = {} is larger than run.end_time = {}: the run is one shortened step",
+                num(r.dt),
+                num(r.end_time)
             );
         }
         if self.output.snapshots > 100_000 {
@@ -507,6 +508,17 @@ fn ic_error(ic: &InitialConditions, e: mote_gravity::GravityError) -> (String, S
     )
 }
 
+/// `v` for a message: plain where that is short (`0.25`, `-1`, `4096`), else in scientific
+/// notation (`1e-300`, `2.5e290`), never the 300 digits `Display` writes for 1e290.
+pub(crate) fn num(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 || !v.is_finite() || (1e-4..1e15).contains(&a) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// A number printed by `Display` (which writes every digit of 1e290) in scientific notation
 /// when that is shorter; other text as it is.
 pub(crate) fn readable_number(text: &str) -> String {
@@ -527,13 +539,17 @@ pub(crate) fn validate_output(
         if !(c.is_finite() && c > 0.0) {
             return Err((
                 "output.checkpoint_interval".into(),
-                format!("{c:e} is not allowed: a finite time > 0"),
+                format!("{} is not allowed: a finite time > 0", num(c)),
             ));
         }
         if end / c > 1e6 {
             return Err((
                 "output.checkpoint_interval".into(),
-                format!("{c:e} gives more than a million checkpoints to the end time {end:e}"),
+                format!(
+                    "{} gives more than a million checkpoints to the end time {}",
+                    num(c),
+                    num(end)
+                ),
             ));
         }
     }

@@ -118,10 +118,16 @@ pub fn signal_name(signal: usize) -> String {
 /// The memory limit a run is priced against: the configured one, else the process-wide one,
 /// else the default budget ([`default_memory_budget`]).
 pub fn effective_memory_limit(configured: Option<&str>) -> Option<u64> {
+    explicit_memory_limit(configured).or_else(default_memory_budget)
+}
+
+/// The memory limit a run's buffers are reserved against (sized once and frozen): one the user
+/// set, in the configuration or for the process. The default budget only prices a run:
+/// reserving against it would size every buffer to fill the machine's free memory.
+pub fn explicit_memory_limit(configured: Option<&str>) -> Option<u64> {
     configured
         .map(|text| parse_memory_limit(text).expect("validated with the config"))
         .or_else(memory_limit)
-        .or_else(default_memory_budget)
 }
 
 /// The default memory budget of a run: the memory available to this process now (the
@@ -633,7 +639,7 @@ fn drive<R: Real>(
         Simulation::restore(start.particles, solver, integrator, start.time, start.step)
     };
     let limit = price(c, sim.particles.len(), sim.integrator())?;
-    let reservation = match limit {
+    let reservation = match explicit_memory_limit(c.run.memory_limit.as_deref()) {
         Some(limit) => Some(reserve(
             &mut sim.budgeted_parts(),
             limit,

@@ -70,34 +70,42 @@ pub fn write_vtu(
     let connectivity: Vec<u64> = (0..n as u64).collect();
     let offsets: Vec<u64> = (1..=n as u64).collect();
     let types: Vec<u8> = vec![1; n]; // VTK_VERTEX
-    let mut blocks: Vec<&[u8]> = Vec::new();
-    let mut offset = 0usize;
-    let mut element = |name: &str, ty: &str, comps: usize, bytes: &[u8]| -> String {
-        let e = format!(
-            "<DataArray type=\"{ty}\" Name=\"{name}\" NumberOfComponents=\"{comps}\" format=\"appended\" offset=\"{offset}\"/>"
-        );
-        offset += 8 + bytes.len();
-        e
-    };
-    let mut point_data = String::new();
-    for f in fields {
-        let (name, ty, comps, bytes) = f.describe();
-        let _ = writeln!(point_data, "      {}", element(name, ty, comps, bytes));
-        blocks.push(bytes);
-    }
-    let pts = element("Points", "Float64", 3, bytemuck::cast_slice(points));
-    let con = element(
+    // Every array in document order: the point data, the points, the cells.
+    let mut arrays: Vec<(&str, &str, usize, &[u8])> = fields.iter().map(Field::describe).collect();
+    arrays.push(("Points", "Float64", 3, bytemuck::cast_slice(points)));
+    arrays.push((
         "connectivity",
         "UInt64",
         1,
         bytemuck::cast_slice(&connectivity),
-    );
-    let off = element("offsets", "UInt64", 1, bytemuck::cast_slice(&offsets));
-    let typ = element("types", "UInt8", 1, &types);
-    blocks.push(bytemuck::cast_slice(points));
-    blocks.push(bytemuck::cast_slice(&connectivity));
-    blocks.push(bytemuck::cast_slice(&offsets));
-    blocks.push(&types);
+    ));
+    arrays.push(("offsets", "UInt64", 1, bytemuck::cast_slice(&offsets)));
+    arrays.push(("types", "UInt8", 1, &types));
+    // The appended blocks go in the reverse of the document order. VTK reads each array at its
+    // offset whatever the order; meshio re-bases the offsets one block at a time and looks each
+    // raw offset up among the elements in document order, so with blocks in document order an
+    // element it had already re-based could take a later array's raw offset and be read twice
+    // (a 2-body snapshot read its points from the connectivity). In reverse order the element
+    // it looks for always comes first.
+    let mut offset_of = vec![0usize; arrays.len()];
+    let mut offset = 0usize;
+    for (k, (_, _, _, bytes)) in arrays.iter().enumerate().rev() {
+        offset_of[k] = offset;
+        offset += 8 + bytes.len();
+    }
+    let element = |k: usize| {
+        let (name, ty, comps, _) = arrays[k];
+        format!(
+            "<DataArray type=\"{ty}\" Name=\"{name}\" NumberOfComponents=\"{comps}\" format=\"appended\" offset=\"{}\"/>",
+            offset_of[k]
+        )
+    };
+    let f = fields.len();
+    let mut point_data = String::new();
+    for k in 0..f {
+        let _ = writeln!(point_data, "      {}", element(k));
+    }
+    let (pts, con, off, typ) = (element(f), element(f + 1), element(f + 2), element(f + 3));
     let header = format!(
         "<?xml version=\"1.0\"?>\n\
          <VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n\
@@ -109,7 +117,7 @@ pub fn write_vtu(
          </Piece>\n</UnstructuredGrid>\n<AppendedData encoding=\"raw\">\n_"
     );
     let mut bytes = header.into_bytes();
-    for b in blocks {
+    for (_, _, _, b) in arrays.iter().rev() {
         bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
         bytes.extend_from_slice(b);
     }

@@ -11,7 +11,7 @@ use mote_core::Precision;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{
-    ConfigError, Physics, Source, deserialize_and_validate, expect_physics, read_table,
+    ConfigError, Physics, Source, deserialize_and_validate, expect_physics, num, read_table,
     readable_number, validate_output, validate_resources,
 };
 
@@ -324,7 +324,7 @@ impl MeshlessConfig {
         {
             return bad(
                 "run.end_time",
-                format!("{t:e} is not allowed: a finite time > 0"),
+                format!("{} is not allowed: a finite time > 0", num(t)),
             );
         }
         if !(r.cfl.is_finite() && r.cfl > 0.0 && r.cfl <= 1.0) {
@@ -422,8 +422,8 @@ impl MeshlessConfig {
             return bad(
                 "run.min_dt_ratio",
                 format!(
-                    "{:e} is not allowed: a fraction of the first step in (0, 1)",
-                    r.min_dt_ratio
+                    "{} is not allowed: a fraction of the first step in (0, 1)",
+                    num(r.min_dt_ratio)
                 ),
             );
         }

@@ -12,8 +12,8 @@ use mote_cloud::problems::Problem;
 use mote_cloud::scheme::Limiter;
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, Weight};
-use mote_core::memory::{Reservation, ReserveOptions, reserve};
-use mote_core::{CpuBackend, Real};
+use mote_core::memory::{MemoryModel, Reservation, ReserveOptions, reserve};
+use mote_core::{Budgeted, CapacityError, CapacityUnit, CpuBackend, Real};
 use mote_gpu::{
     DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuError, GpuFloat,
 };
@@ -328,6 +328,27 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> Engine<F, D>
         self.equation.max_wave_speed(u, n)
     }
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, RunError> {
+        if limit.is_none() {
+            // No limit given: the run is priced against the device's memory where the runtime
+            // reports it, but nothing is reserved. Reserving sizes every array to the largest
+            // particle count that fits, which on a data-centre GPU asked CUDA for single
+            // buffers of many gigabytes and failed (H200, 2026-12-04).
+            if let Some(total) = self.gpu.memory_limit(None)? {
+                let parts: [&dyn Budgeted; 1] = [&self.sim];
+                let needed = MemoryModel::of(&parts).current_bytes();
+                let usable = (total as f64 * (1.0 - ReserveOptions::default().tolerance)) as u64;
+                if needed > usable {
+                    return Err(CapacityError {
+                        what: format!("device memory of {}", self.gpu.name()),
+                        requested: needed,
+                        available: usable,
+                        unit: CapacityUnit::Bytes,
+                    }
+                    .into());
+                }
+            }
+            return Ok(None);
+        }
         // Before any step: the device arrays still hold the host cloud's data, which the
         // fingerprint check after the move compares with.
         Ok(self.sim.reserve(&self.gpu, &self.host, limit)?)

@@ -44,7 +44,9 @@ pub use config::{
 use crate::checkpoint::{self, AnyHeader, MeshlessHeader};
 use crate::config::{Source, parse_memory_limit};
 use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic, write_json};
-use crate::runner::{Progress, ResumeError, RunError, check_resume, effective_memory_limit};
+use crate::runner::{
+    Progress, ResumeError, RunError, check_resume, effective_memory_limit, explicit_memory_limit,
+};
 use crate::schedule::{Targets, WallClock, parse_wall_interval};
 use crate::vtk::{self, Field};
 use engine::{CpuEngine, DeviceEngine, Engine};
@@ -431,7 +433,13 @@ impl MeshlessRun<'_> {
                 .count(),
         );
         let (mut sim, rest) = make(c, problem, radius)?;
-        let reserved = sim.reserve(limit)?;
+        // Buffers are reserved (sized once, frozen) against a limit the user set; the default
+        // budget only prices the run.
+        let reserved = sim.reserve(if price {
+            explicit_memory_limit(c.run.memory_limit.as_deref())
+        } else {
+            given
+        })?;
         if let Some(r) = self.resume {
             sim.restore_clock(r.header.simulation_time, r.header.step);
         } else {
