@@ -324,9 +324,29 @@ fn show_prints_every_resolved_setting() {
         "softening",
         "kernel",
         "diagnostics_every",
+        "checkpoint_wall_interval",
+        // Unset settings are shown as comments with what takes their place.
+        "# memory_limit",
+        "# checkpoint_interval",
     ] {
         assert!(text.contains(key), "{key} missing from\n{text}");
     }
+    // A step longer than the run is allowed, with a warning.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("k");
+    let r = mote(&[
+        "run",
+        examples_dir().join("kepler.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.end_time=0.01",
+        "--set",
+        "run.dt=0.05",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("larger than run.end_time"));
 }
 
 #[test]

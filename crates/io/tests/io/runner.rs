@@ -171,3 +171,64 @@ fn every_kind_builds_the_particles_it_announces() {
         );
     }
 }
+
+/// Safety checkpoints by the wall clock (`output.checkpoint_wall_interval`): with a tiny
+/// interval one exists before the run ends; with `"off"` only the end writes one. Neither
+/// changes the steps.
+#[test]
+fn wall_clock_checkpoints_are_written_during_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (interval, expect_early) in [("\"1ns\"", true), ("\"off\"", false)] {
+        let dir = tmp.path().join(interval.trim_matches('"'));
+        let set = format!("output.checkpoint_wall_interval={interval}");
+        let c = config(PLUMMER, &[&set, "output.diagnostics_every=1"]);
+        let mut early = false;
+        let report = run_gravity(&c, &dir, false, "test", &mut |p| {
+            if p.step + 2 < p.total_steps && dir.join("checkpoint.mote").exists() {
+                early = true;
+            }
+        })
+        .unwrap();
+        assert_eq!(early, expect_early, "{interval}");
+        assert_eq!(
+            report.steps, 32,
+            "{interval}: 0.5 / (1/64) steps either way"
+        );
+    }
+}
+
+/// A checkpoint resumed away from its run directory lists only the snapshots that exist there
+/// (the `.pvd` must not point at missing files).
+#[test]
+fn a_lone_checkpoint_resumes_without_listing_missing_snapshots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    run_gravity(
+        &config(PLUMMER, &["run.end_time=0.25", "output.snapshots=5"]),
+        &run,
+        false,
+        "test",
+        &mut |_| {},
+    )
+    .unwrap();
+    let lone = tmp.path().join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    std::fs::copy(run.join("checkpoint.mote"), lone.join("checkpoint.mote")).unwrap();
+    resume_gravity(
+        &lone.join("checkpoint.mote"),
+        &["run.end_time=0.5".to_string()],
+        "test",
+        &mut |_| {},
+    )
+    .unwrap();
+    let pvd = std::fs::read_to_string(lone.join("snapshots.pvd")).unwrap();
+    let files: Vec<&str> = pvd
+        .split("file=\"")
+        .skip(1)
+        .map(|s| &s[..s.find('"').unwrap()])
+        .collect();
+    assert!(!files.is_empty());
+    for f in files {
+        assert!(lone.join(f).is_file(), "{f} listed but missing");
+    }
+}
