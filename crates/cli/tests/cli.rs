@@ -114,6 +114,22 @@ fn examples_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// `mote run examples/EXAMPLE --out OUT --quiet`, with `--set` for each of `sets`.
+fn run_example(example: &str, out: &std::path::Path, sets: &[&str]) -> std::process::Output {
+    let config = examples_dir().join(example);
+    let mut args = vec![
+        "run",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    mote(&args)
+}
+
 /// Runs `examples/kepler.toml` into `out` until `end_time`, quietly, and checks it succeeded.
 fn run_kepler(out: &std::path::Path, end_time: &str) {
     let cfg = examples_dir().join("kepler.toml");
@@ -334,17 +350,7 @@ fn show_prints_every_resolved_setting() {
     // A step longer than the run is allowed, with a warning.
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("k");
-    let r = mote(&[
-        "run",
-        examples_dir().join("kepler.toml").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--set",
-        "run.end_time=0.01",
-        "--set",
-        "run.dt=0.05",
-    ]);
+    let r = run_example("kepler.toml", &out, &["run.end_time=0.01", "run.dt=0.05"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(String::from_utf8_lossy(&r.stderr).contains("larger than run.end_time"));
 }
@@ -1227,15 +1233,7 @@ fn an_impossible_particle_count_is_refused_before_allocating() {
         "{err}"
     );
     assert!(!out.exists(), "nothing written");
-    let r = mote(&[
-        "run",
-        examples_dir().join("vortex.toml").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--set",
-        "problem.resolution=1000000",
-    ]);
+    let r = run_example("vortex.toml", &out, &["problem.resolution=1000000"]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{err}");
     assert!(err.contains("memory") && !err.contains("panicked"), "{err}");
@@ -1246,21 +1244,16 @@ fn an_impossible_particle_count_is_refused_before_allocating() {
 fn a_collapsing_time_step_stops_the_run_naming_the_particle() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sod");
-    let r = mote(&[
-        "run",
-        examples_dir().join("sod.toml").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--set",
-        "scheme.mood=none",
-        "--set",
-        "scheme.stepper=euler",
-        "--set",
-        "run.cfl=1.0",
-        "--set",
-        "scheme.order=3",
-    ]);
+    let r = run_example(
+        "sod.toml",
+        &out,
+        &[
+            "scheme.mood=none",
+            "scheme.stepper=euler",
+            "run.cfl=1.0",
+            "scheme.order=3",
+        ],
+    );
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{err}");
     assert!(
@@ -1322,23 +1315,16 @@ fn initial_condition_mistakes_name_file_line_and_key() {
         err.contains("1e-300") && !err.contains("0.00000000"),
         "{err}"
     );
-    let r = mote(&[
-        "run",
-        examples_dir().join("sod.toml").to_str().unwrap(),
-        "--set",
-        "scheme.radius=0.5",
-    ]);
-    assert_eq!(r.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&r.stderr).contains("`scheme.radius`"));
-    // The conservative form with boundary particles is refused until it is fixed.
-    let r = mote(&[
-        "run",
-        examples_dir().join("sod.toml").to_str().unwrap(),
-        "--set",
-        "scheme.formulation=conservative",
-    ]);
-    assert_eq!(r.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&r.stderr).contains("`scheme.formulation`"));
+    // Scheme settings (the conservative form with boundary particles is refused until it is
+    // fixed).
+    for (set, key) in [
+        ("scheme.radius=0.5", "`scheme.radius`"),
+        ("scheme.formulation=conservative", "`scheme.formulation`"),
+    ] {
+        let r = run_example("sod.toml", &tmp.path().join("o"), &[set]);
+        assert_eq!(r.status.code(), Some(2), "{set}");
+        assert!(String::from_utf8_lossy(&r.stderr).contains(key), "{set}");
+    }
 }
 
 /// The particle arrays of a gravity checkpoint, as raw bits.
@@ -1357,22 +1343,13 @@ fn checkpoint_bits(path: &std::path::Path) -> (u64, Vec<u64>) {
 #[test]
 fn the_readmes_resume_is_bitwise_equal_to_the_longer_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let plummer = examples_dir().join("plummer.toml");
-    let small = ["--set", "initial_conditions.particles=128", "--quiet"];
     let short = tmp.path().join("short");
     let long = tmp.path().join("long");
     let run = |out: &std::path::Path, end: &str, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            plummer.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        args.extend(small);
         let set = format!("run.end_time={end}");
-        args.extend(["--set", &set]);
-        args.extend(extra);
-        let r = mote(&args);
+        let mut sets = vec!["initial_conditions.particles=128", set.as_str()];
+        sets.extend(extra);
+        let r = run_example("plummer.toml", out, &sets);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     };
     run(&short, "0.5", &[]);
@@ -1395,15 +1372,10 @@ fn the_readmes_resume_is_bitwise_equal_to_the_longer_run() {
     run(
         &with,
         "1",
-        &[
-            "--set",
-            "output.checkpoint_interval=0.3",
-            "--set",
-            "run.dt=0.007",
-        ],
+        &["output.checkpoint_interval=0.3", "run.dt=0.007"],
     );
     let without = tmp.path().join("without");
-    run(&without, "1", &["--set", "run.dt=0.007"]);
+    run(&without, "1", &["run.dt=0.007"]);
     assert_eq!(
         checkpoint_bits(&with.join("checkpoint.mote")),
         checkpoint_bits(&without.join("checkpoint.mote"))
@@ -1414,31 +1386,13 @@ fn the_readmes_resume_is_bitwise_equal_to_the_longer_run() {
 fn a_meshless_run_with_checkpoints_takes_the_steps_of_one_without() {
     let tmp = tempfile::tempdir().unwrap();
     let run = |out: &std::path::Path, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            examples_dir()
-                .join("quadrant.toml")
-                .to_str()
-                .unwrap()
-                .to_string()
-                .leak() as &str,
-            "--out",
-            out.to_str().unwrap().to_string().leak(),
-            "--quiet",
-            "--set",
-            "problem.resolution=24",
-            "--set",
-            "run.end_time=0.05",
-        ];
-        args.extend(extra);
-        let r = mote(&args);
+        let mut sets = vec!["problem.resolution=24", "run.end_time=0.05"];
+        sets.extend(extra);
+        let r = run_example("quadrant.toml", out, &sets);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         std::fs::read(out.join("checkpoint.mote")).unwrap()
     };
-    let with = run(
-        &tmp.path().join("a"),
-        &["--set", "output.checkpoint_interval=0.013"],
-    );
+    let with = run(&tmp.path().join("a"), &["output.checkpoint_interval=0.013"]);
     let without = run(&tmp.path().join("b"), &[]);
     // Same steps, state and clock: the checkpoints differ only in the configuration text.
     let (a, b) = (
