@@ -353,6 +353,16 @@ fn show_prints_every_resolved_setting() {
     let r = run_example("kepler.toml", &out, &["run.end_time=0.01", "run.dt=0.05"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(String::from_utf8_lossy(&r.stderr).contains("larger than run.end_time"));
+    // More threads than cores: a warning (1000 threads ran 2900 times slower).
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let many = (cores + 1).to_string();
+    let r = mote(&["show", "--threads", &many]);
+    assert!(r.status.success());
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains(&format!("more than the {cores} cores")),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
 }
 
 #[test]
