@@ -164,6 +164,12 @@ pub(crate) struct CloudReport {
 
 /// Runs the benchmark.
 pub fn run(args: &CloudArgs, threads: usize) -> Result<(), Box<dyn Error>> {
+    // A lower bound: the positions, and the neighbour indices and MLS coefficients of about
+    // ten slots per particle (4 bytes each at least).
+    crate::check_fits(
+        &format!("{} particles", args.particles),
+        args.particles as u128 * (args.dim as u128 * 4 + 10 * 8),
+    )?;
     if args.backend == crate::gravity::BackendKind::Gpu {
         let report = crate::cloud_gpu::measure(args, threads)?;
         return print(args, &report);

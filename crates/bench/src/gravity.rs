@@ -94,6 +94,16 @@ pub fn run(args: &GravityArgs, threads: usize) -> Result<(), Box<dyn Error>> {
     if args.repeats == 0 {
         return Err("--repeats must be at least 1".into());
     }
+    // Eleven arrays per particle (positions, velocities, accelerations, masses, ids).
+    let size = if args.precision == mote_core::Precision::F32 {
+        4
+    } else {
+        8
+    };
+    crate::check_fits(
+        &format!("{} particles", args.particles),
+        args.particles as u128 * (10 * size + 8),
+    )?;
     let softening = Softening::new(args.softening)?;
     let cpu = DirectSolver::new(softening, args.kernel, CpuBackend::threads(threads))?;
     let result = match args.backend {

@@ -15,3 +15,19 @@ pub mod cloud_gpu;
 pub mod gravity;
 pub mod layouts;
 pub mod placement;
+
+/// Refuses, before anything is allocated, a benchmark whose arrays (`bytes`, a lower bound)
+/// cannot fit the installed memory: an allocation that fails aborts the process instead of
+/// reporting an error.
+pub(crate) fn check_fits(what: &str, bytes: u128) -> Result<(), Box<dyn std::error::Error>> {
+    let Some(memory) = mote_core::MachineInfo::detect().memory_bytes else {
+        return Ok(());
+    };
+    if bytes > u128::from(memory) {
+        return Err(format!(
+            "{what} need at least {bytes} bytes; this machine has {memory} bytes of memory"
+        )
+        .into());
+    }
+    Ok(())
+}

@@ -103,6 +103,16 @@ fn bench_gravity_refuses_bad_input_with_a_message() {
     let out = mote(&["bench", "gravity", "--softening=-1"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("softening"));
+    // More particles than the machine holds: an error, not an allocation abort (exit 134).
+    for family in ["gravity", "cloud"] {
+        let out = mote(&["bench", family, "--particles", "4000000000000"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{family}: {err}");
+        assert!(
+            err.contains("bytes") && !err.contains("panicked"),
+            "{family}: {err}"
+        );
+    }
     if !mote_core::SimdLevel::Avx512.is_available() {
         let out = mote(&["bench", "gravity", "--kernel", "avx512"]);
         assert!(!out.status.success());
