@@ -17,17 +17,12 @@ pub mod layouts;
 pub mod placement;
 
 /// Refuses, before anything is allocated, a benchmark whose arrays (`bytes`, a lower bound)
-/// cannot fit the installed memory: an allocation that fails aborts the process instead of
-/// reporting an error.
+/// cannot fit the default memory budget (the memory available now, as runs are priced): an
+/// allocation that fails aborts the process instead of reporting an error.
 pub(crate) fn check_fits(what: &str, bytes: u128) -> Result<(), Box<dyn std::error::Error>> {
-    let Some(memory) = mote_core::MachineInfo::detect().memory_bytes else {
-        return Ok(());
-    };
-    if bytes > u128::from(memory) {
-        return Err(format!(
-            "{what} need at least {bytes} bytes; this machine has {memory} bytes of memory"
-        )
-        .into());
+    if let Some(budget) = mote_core::memory::default_budget() {
+        let needed = u64::try_from(bytes).unwrap_or(u64::MAX);
+        mote_core::memory::price(|| format!("memory for {what}"), needed, budget, 0.0)?;
     }
     Ok(())
 }

@@ -335,6 +335,26 @@ fn an_impossible_memory_limit_fails_before_allocating() {
         "{err}"
     );
     assert!(!out.exists());
+    // Without a limit, the default budget (the memory available now) refuses an impossible
+    // size the same way: a gravity run and a meshless one whose cloud is never built.
+    let r = mote(&[
+        "run",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "initial_conditions.particles=100000000000",
+    ]);
+    let vortex = run_example("vortex.toml", &out, &["problem.resolution=1000000"]);
+    for (r, count) in [
+        (r, "100000000000 particles"),
+        (vortex, "1000000000000 particles"),
+    ] {
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "{err}");
+        assert!(err.contains(count) && err.contains("bytes"), "{err}");
+        assert!(!err.contains("panicked") && !out.exists(), "{err}");
+    }
 }
 
 #[test]
@@ -1235,32 +1255,6 @@ fn a_closed_standard_output_ends_the_program_quietly() {
 }
 
 #[test]
-fn an_impossible_particle_count_is_refused_before_allocating() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("huge");
-    let r = mote(&[
-        "run",
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--set",
-        "initial_conditions.particles=100000000000",
-    ]);
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert_eq!(r.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("memory") && err.contains("bytes") && !err.contains("panicked"),
-        "{err}"
-    );
-    assert!(!out.exists(), "nothing written");
-    let r = run_example("vortex.toml", &out, &["problem.resolution=1000000"]);
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert_eq!(r.status.code(), Some(1), "{err}");
-    assert!(err.contains("memory") && !err.contains("panicked"), "{err}");
-    assert!(!out.exists(), "nothing written");
-}
-
-#[test]
 fn a_collapsing_time_step_stops_the_run_naming_the_particle() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sod");
@@ -1490,10 +1484,18 @@ fn signals_stop_a_run_with_a_checkpoint_it_resumes_from() {
         assert_eq!(last, header.step);
         let r = mote(&["plot", out.to_str().unwrap()]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-        // It continues from there.
-        let end = format!("run.end_time={}", header.time + 0.05);
+        // It continues from there to the new end, its diagnostics after the checkpoint's step.
+        let t_end = header.time + 0.05;
+        let end = format!("run.end_time={t_end}");
         let r = mote(&["resume", ckpt.to_str().unwrap(), "--quiet", "--set", &end]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let (h2, _) = mote_io::checkpoint::read_header(&ckpt).unwrap();
+        assert_eq!(h2.time, t_end);
+        assert!(h2.step > header.step);
+        let (_, rows) = read_csv(&out.join("diagnostics.csv"));
+        let steps: Vec<f64> = rows.iter().map(|r| r[0]).collect();
+        assert!(steps.windows(2).all(|w| w[0] < w[1]), "no repeated rows");
+        assert_eq!(*steps.last().unwrap(), h2.step as f64);
     }
 }
 

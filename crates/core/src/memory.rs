@@ -169,24 +169,19 @@ pub fn reserve(
         spp.is_finite() && spp >= 0.0,
         "slots per particle must be finite and non-negative, got {spp}"
     );
-    let usable = (limit as f64 * (1.0 - tolerance)).floor() as u64;
     let slots_for = |particles: usize| ((particles as f64 * spp).ceil() as usize).max(model.slots);
-
-    let needed = model.bytes(model.particles, slots_for(model.particles));
-    if needed > usable {
-        return Err(CapacityError {
-            what: format!(
-                "memory reservation for {} particles and {} neighbour slots (limit {limit} bytes \
-                 less {:.1} % tolerance)",
+    let usable = price(
+        || {
+            format!(
+                "memory reservation for {} particles and {} neighbour slots",
                 model.particles,
                 slots_for(model.particles),
-                tolerance * 100.0
-            ),
-            requested: needed,
-            available: usable,
-            unit: CapacityUnit::Bytes,
-        });
-    }
+            )
+        },
+        model.bytes(model.particles, slots_for(model.particles)),
+        limit,
+        tolerance,
+    )?;
 
     let particles = if model.per_particle == 0 && model.per_slot == 0 {
         model.particles
@@ -225,6 +220,45 @@ pub fn reserve(
         bytes: model.bytes(particles, slots),
         limit,
     })
+}
+
+/// Prices a run: fails, before anything is allocated, unless `needed` bytes fit `limit` less
+/// `tolerance` (a fraction in `[0, 1)`). `what` names what was priced in the error, which adds
+/// the limit and the tolerance. Returns the usable bytes. [`reserve`] makes this check first.
+pub fn price(
+    what: impl FnOnce() -> String,
+    needed: u64,
+    limit: u64,
+    tolerance: f64,
+) -> Result<u64, CapacityError> {
+    let usable = (limit as f64 * (1.0 - tolerance)).floor() as u64;
+    if needed > usable {
+        return Err(CapacityError {
+            what: format!(
+                "{} (limit {limit} bytes less {:.1} % tolerance)",
+                what(),
+                tolerance * 100.0
+            ),
+            requested: needed,
+            available: usable,
+            unit: CapacityUnit::Bytes,
+        });
+    }
+    Ok(usable)
+}
+
+/// The default memory budget of a run without a limit: the memory available now
+/// ([`available_memory_bytes`](crate::platform::available_memory_bytes)) less 10 % and
+/// 256 MiB for everything that is not a particle buffer. Runs are priced against it before they
+/// allocate; it reserves nothing (reserving against it would size every buffer to fill the
+/// machine). `None` where the system does not say.
+pub fn default_budget() -> Option<u64> {
+    let available = crate::platform::available_memory_bytes()?;
+    Some(
+        ((available as f64 * 0.9) as u64)
+            .saturating_sub(256 << 20)
+            .max(1),
+    )
 }
 
 /// Process-wide memory limit in bytes; 0 means none.

@@ -232,12 +232,34 @@ pub fn cpu_model() -> String {
     format!("unknown {} processor", std::env::consts::ARCH)
 }
 
+/// The value of `key` (e.g. `MemTotal:`) in `/proc/meminfo`, in bytes (Linux); `None`
+/// elsewhere.
+fn meminfo_bytes(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
 /// Installed memory from `/proc/meminfo` (Linux); `None` elsewhere.
 fn memory_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    meminfo_bytes("MemTotal:")
+}
+
+/// Memory this process can have now: the kernel's `MemAvailable` (else `MemFree`), or less
+/// where a cgroup v2 limit (a container) leaves less. `None` where the system does not say.
+pub fn available_memory_bytes() -> Option<u64> {
+    let mut available = meminfo_bytes("MemAvailable:").or_else(|| meminfo_bytes("MemFree:"))?;
+    if let Ok(text) = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        && let Ok(max) = text.trim().parse::<u64>()
+    {
+        let used = std::fs::read_to_string("/sys/fs/cgroup/memory.current")
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        available = available.min(max.saturating_sub(used));
+    }
+    Some(available)
 }
 
 #[cfg(test)]

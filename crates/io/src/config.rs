@@ -504,7 +504,11 @@ fn ic_error(ic: &InitialConditions, e: mote_gravity::GravityError) -> (String, S
     };
     (
         format!("initial_conditions.{key}"),
-        format!("{} is not allowed: {allowed}", readable_number(value)),
+        // The value as the gravity crate printed it: re-read so that 1e290 is not 291 digits.
+        format!(
+            "{} is not allowed: {allowed}",
+            value.parse::<f64>().map_or_else(|_| value.clone(), num)
+        ),
     )
 }
 
@@ -516,15 +520,6 @@ pub(crate) fn num(v: f64) -> String {
         format!("{v}")
     } else {
         format!("{v:e}")
-    }
-}
-
-/// A number printed by `Display` (which writes every digit of 1e290) in scientific notation
-/// when that is shorter; other text as it is.
-pub(crate) fn readable_number(text: &str) -> String {
-    match text.parse::<f64>() {
-        Ok(v) if text.len() > 12 => format!("{v:e}"),
-        _ => text.to_string(),
     }
 }
 

@@ -14,10 +14,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use mote_core::memory::{MemoryModel, ReserveOptions, memory_limit, reserve};
+use mote_core::memory::{self, MemoryModel, ReserveOptions, reserve};
 use mote_core::{
-    Budgeted, CapacityError, CapacityUnit, CpuBackend, DeviceSpec, MachineInfo, ParticleData,
-    PrecisionJob, Real,
+    Budgeted, CapacityError, CpuBackend, DeviceSpec, MachineInfo, ParticleData, PrecisionJob, Real,
 };
 use mote_gpu::{Gpu, GpuDirectSolver, GpuError};
 use mote_gravity::initial_conditions as ic;
@@ -33,7 +32,7 @@ use crate::config::{
     parse_memory_limit,
 };
 use crate::files::{CsvWriter, FileError, create_run_dir, write_atomic, write_json};
-use crate::schedule::{Targets, WallClock, parse_wall_interval};
+use crate::schedule::{Outputs, parse_wall_interval};
 use crate::vtk::{self, Field};
 
 /// Why a run stopped early.
@@ -116,9 +115,10 @@ pub fn signal_name(signal: usize) -> String {
 }
 
 /// The memory limit a run is priced against: the configured one, else the process-wide one,
-/// else the default budget ([`default_memory_budget`]).
+/// else the default budget ([`memory::default_budget`]: the memory available now less a
+/// margin).
 pub fn effective_memory_limit(configured: Option<&str>) -> Option<u64> {
-    explicit_memory_limit(configured).or_else(default_memory_budget)
+    explicit_memory_limit(configured).or_else(memory::default_budget)
 }
 
 /// The memory limit a run's buffers are reserved against (sized once and frozen): one the user
@@ -127,33 +127,7 @@ pub fn effective_memory_limit(configured: Option<&str>) -> Option<u64> {
 pub fn explicit_memory_limit(configured: Option<&str>) -> Option<u64> {
     configured
         .map(|text| parse_memory_limit(text).expect("validated with the config"))
-        .or_else(memory_limit)
-}
-
-/// The default memory budget of a run: the memory available to this process now (the
-/// kernel's `MemAvailable`, or a smaller cgroup limit), less a margin of 10 % and 256 MiB for
-/// everything that is not a particle buffer. `None` where the system does not say.
-pub fn default_memory_budget() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib = |key: &str| -> Option<u64> {
-        let line = meminfo.lines().find(|l| l.starts_with(key))?;
-        line.split_whitespace().nth(1)?.parse::<u64>().ok()
-    };
-    let mut available = kib("MemAvailable:")
-        .or_else(|| kib("MemFree:"))?
-        .saturating_mul(1024);
-    // A container's limit (cgroup v2) may be below the machine's free memory.
-    if let Ok(text) = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
-        && let Ok(max) = text.trim().parse::<u64>()
-    {
-        let used = std::fs::read_to_string("/sys/fs/cgroup/memory.current")
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        available = available.min(max.saturating_sub(used));
-    }
-    let budget = (available as f64 * 0.9) as u64;
-    Some(budget.saturating_sub(256 << 20).max(1))
+        .or_else(memory::memory_limit)
 }
 
 /// Where a run stands, for progress display.
@@ -437,24 +411,20 @@ fn price<R: Real>(
 ) -> Result<Option<u64>, RunError> {
     let limit = effective_memory_limit(c.run.memory_limit.as_deref());
     if let Some(limit) = limit {
-        let options = ReserveOptions::default();
         let prototype = ParticleData::<R>::new();
         let model = MemoryModel::of(&[&prototype, integrator as &dyn Budgeted]);
         let needed = model.bytes(n, 0);
-        let usable = (limit as f64 * (1.0 - options.tolerance)) as u64;
-        if needed > usable {
-            return Err(CapacityError {
-                what: format!(
-                    "memory limit for {n} particles in {} (estimate {needed} bytes; limit {limit} bytes less {:.0} % tolerance)",
-                    R::PRECISION,
-                    options.tolerance * 100.0
-                ),
-                requested: needed,
-                available: usable,
-                unit: CapacityUnit::Bytes,
-            }
-            .into());
-        }
+        memory::price(
+            || {
+                format!(
+                    "memory limit for {n} particles in {} (estimate {needed} bytes)",
+                    R::PRECISION
+                )
+            },
+            needed,
+            limit,
+            ReserveOptions::default().tolerance,
+        )?;
     }
     Ok(limit)
 }
@@ -683,10 +653,13 @@ fn drive<R: Real>(
     };
     let end = c.run.end_time;
     let dt = c.run.dt;
-    let mut snapshot_due = Targets::evenly(end, c.output.snapshots, sim.time());
-    let mut checkpoint_due = Targets::every(c.output.checkpoint_interval, sim.time());
-    let mut wall_clock = WallClock::new(
+    let mut outputs = Outputs::new(
+        end,
+        c.output.snapshots,
+        c.output.checkpoint_interval,
         parse_wall_interval(&c.output.checkpoint_wall_interval).expect("validated with the config"),
+        c.output.diagnostics_every,
+        sim.time(),
     );
     let estimate = |t: f64| ((end - t) / dt).ceil().max(0.0) as u64;
     let total_steps = sim.steps() + estimate(sim.time());
@@ -737,12 +710,8 @@ fn drive<R: Real>(
         time = t_next;
         sim.set_time(time);
         let k = sim.steps();
-        let at_end = time >= end;
-        let snapshot = snapshot_due.due(time);
-        let checkpoint = checkpoint_due.due(time) || wall_clock.due();
-        let stop = crate::interrupt::requested();
-        if k % c.output.diagnostics_every == 0 || at_end || snapshot || checkpoint || stop.is_some()
-        {
+        let due = outputs.after_step(k, time);
+        if due.row {
             check_finite(
                 &sim.particles,
                 k,
@@ -758,16 +727,16 @@ fn drive<R: Real>(
                 status: format!("|dE/E| = {:.2e}", last.relative_energy_error(e0)),
             });
         }
-        if snapshot {
+        if due.snapshot {
             write_snapshot(dir, &sim.particles, time, &mut snapshots)?;
         }
-        if at_end || checkpoint || stop.is_some() {
+        if due.checkpoint {
             save(&sim, &snapshots)?;
-            wall_clock.reset();
+            outputs.saved();
         }
-        if let Some(signal) = stop
-            && !at_end
-        {
+        if let Some(signal) = due.stop {
+            provenance.steps = Some(k);
+            write_provenance(&provenance)?;
             return Err(RunError::Interrupted {
                 signal,
                 step: k,

@@ -71,14 +71,14 @@ impl Targets {
 }
 
 /// Safety checkpoints by the wall clock: due when `interval` has passed since the last one.
-pub struct WallClock {
+struct WallClock {
     interval: Option<Duration>,
     last: Instant,
 }
 
 impl WallClock {
     /// A clock that starts now; `None`: never due.
-    pub fn new(interval: Option<Duration>) -> Self {
+    fn new(interval: Option<Duration>) -> Self {
         WallClock {
             interval,
             last: Instant::now(),
@@ -86,13 +86,80 @@ impl WallClock {
     }
 
     /// Whether a checkpoint is due.
-    pub fn due(&self) -> bool {
+    fn due(&self) -> bool {
         self.interval.is_some_and(|i| self.last.elapsed() >= i)
     }
 
     /// A checkpoint was written now.
-    pub fn reset(&mut self) {
+    fn reset(&mut self) {
         self.last = Instant::now();
+    }
+}
+
+/// What a run writes after each step, decided in one place for both families: diagnostics rows
+/// every `diagnostics_every` steps, snapshots and checkpoints at their targets (and
+/// checkpoints by the wall clock), everything at the end, and a stop when one was requested
+/// ([`crate::interrupt`]).
+pub struct Outputs {
+    end: f64,
+    diagnostics_every: u64,
+    snapshots: Targets,
+    checkpoints: Targets,
+    wall: WallClock,
+}
+
+/// What is due after one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Due {
+    /// A diagnostics row.
+    pub row: bool,
+    /// A snapshot.
+    pub snapshot: bool,
+    /// A checkpoint.
+    pub checkpoint: bool,
+    /// A requested stop (the signal number), before the end: checkpoint, then stop.
+    pub stop: Option<usize>,
+}
+
+impl Outputs {
+    /// The schedule of a run to `end` with `snapshots` evenly spaced snapshots, checkpoints
+    /// every `checkpoint_interval` of simulated time and every `wall` of wall-clock time, and a
+    /// diagnostics row every `diagnostics_every` steps; targets up to `after` (a resumed run's
+    /// start) are passed.
+    pub fn new(
+        end: f64,
+        snapshots: u64,
+        checkpoint_interval: Option<f64>,
+        wall: Option<Duration>,
+        diagnostics_every: u64,
+        after: f64,
+    ) -> Self {
+        Outputs {
+            end,
+            diagnostics_every,
+            snapshots: Targets::evenly(end, snapshots, after),
+            checkpoints: Targets::every(checkpoint_interval, after),
+            wall: WallClock::new(wall),
+        }
+    }
+
+    /// What is due after the step that reached step count `step` at `time`.
+    pub fn after_step(&mut self, step: u64, time: f64) -> Due {
+        let at_end = time >= self.end;
+        let snapshot = self.snapshots.due(time);
+        let stop = crate::interrupt::requested().filter(|_| !at_end);
+        let checkpoint = self.checkpoints.due(time) || self.wall.due() || at_end || stop.is_some();
+        Due {
+            row: step.is_multiple_of(self.diagnostics_every) || snapshot || checkpoint,
+            snapshot,
+            checkpoint,
+            stop,
+        }
+    }
+
+    /// A checkpoint was written now (the wall clock starts again).
+    pub fn saved(&mut self) {
+        self.wall.reset();
     }
 }
 

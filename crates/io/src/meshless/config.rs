@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{
     ConfigError, Physics, Source, deserialize_and_validate, expect_physics, num, read_table,
-    readable_number, validate_output, validate_resources,
+    validate_output, validate_resources,
 };
 
 /// A meshless run.
@@ -414,7 +414,7 @@ impl MeshlessConfig {
                 format!(
                     "{} is not allowed: between 1 and 20 particle spacings (the nearest \
                      neighbours lie one spacing away)",
-                    readable_number(&radius.to_string())
+                    num(radius)
                 ),
             );
         }

@@ -12,8 +12,8 @@ use mote_cloud::problems::Problem;
 use mote_cloud::scheme::Limiter;
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, Weight};
-use mote_core::memory::{MemoryModel, Reservation, ReserveOptions, reserve};
-use mote_core::{Budgeted, CapacityError, CapacityUnit, CpuBackend, Real};
+use mote_core::memory::{self, MemoryModel, Reservation, ReserveOptions, reserve};
+use mote_core::{Budgeted, CpuBackend, Real};
 use mote_gpu::{
     DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuError, GpuFloat,
 };
@@ -335,17 +335,12 @@ impl<F: GpuFloat, const D: usize, E: Equation<F, D> + OnDevice<D>> Engine<F, D>
             // buffers of many gigabytes and failed (H200, 2026-12-04).
             if let Some(total) = self.gpu.memory_limit(None)? {
                 let parts: [&dyn Budgeted; 1] = [&self.sim];
-                let needed = MemoryModel::of(&parts).current_bytes();
-                let usable = (total as f64 * (1.0 - ReserveOptions::default().tolerance)) as u64;
-                if needed > usable {
-                    return Err(CapacityError {
-                        what: format!("device memory of {}", self.gpu.name()),
-                        requested: needed,
-                        available: usable,
-                        unit: CapacityUnit::Bytes,
-                    }
-                    .into());
-                }
+                memory::price(
+                    || format!("device memory of {}", self.gpu.name()),
+                    MemoryModel::of(&parts).current_bytes(),
+                    total,
+                    ReserveOptions::default().tolerance,
+                )?;
             }
             return Ok(None);
         }

@@ -28,11 +28,8 @@ use mote_cloud::mood::MoodStats;
 use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::{CloudError, Weight};
-use mote_core::memory::{MemoryModel, ReserveOptions};
-use mote_core::{
-    Budgeted, CapacityError, CapacityUnit, CpuBackend, DeviceSpec, MachineInfo, Precision,
-    PrecisionJob, Real,
-};
+use mote_core::memory::{self, MemoryModel, ReserveOptions};
+use mote_core::{Budgeted, CpuBackend, DeviceSpec, MachineInfo, Precision, PrecisionJob, Real};
 use mote_gpu::{Gpu, GpuFloat};
 use serde::Serialize;
 
@@ -47,7 +44,7 @@ use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_ato
 use crate::runner::{
     Progress, ResumeError, RunError, check_resume, effective_memory_limit, explicit_memory_limit,
 };
-use crate::schedule::{Targets, WallClock, parse_wall_interval};
+use crate::schedule::{Outputs, parse_wall_interval};
 use crate::vtk::{self, Field};
 use engine::{CpuEngine, DeviceEngine, Engine};
 
@@ -396,17 +393,6 @@ impl MeshlessRun<'_> {
             // corners), which the boundary conditions refuse.
             boundary_layers: (factor.floor() as usize).max(1),
         };
-        // An impossible size is refused before the cloud is built: its interior particles alone
-        // (resolution^D per unit volume, a lower bound) must fit the limit.
-        if price && let Some(limit) = effective_memory_limit(c.run.memory_limit.as_deref()) {
-            let interior = (options.resolution as f64).powi(D as i32);
-            self.price(&build, &options, interior.min(1e18) as usize, limit)?;
-        }
-        let mut problem = build(&options)?;
-        if let Some(r) = self.resume {
-            load_state(&mut problem.cloud, r)?;
-        }
-        let radius = factor * max_spacing(&problem.cloud);
         let given = c
             .run
             .memory_limit
@@ -420,6 +406,17 @@ impl MeshlessRun<'_> {
         } else {
             given
         };
+        // An impossible size is refused before the cloud is built: its interior particles alone
+        // (resolution^D per unit volume, a lower bound) must fit the limit.
+        if price && let Some(limit) = limit {
+            let interior = (options.resolution as f64).powi(D as i32);
+            self.price(&build, &options, interior.min(1e18) as usize, limit)?;
+        }
+        let mut problem = build(&options)?;
+        if let Some(r) = self.resume {
+            load_state(&mut problem.cloud, r)?;
+        }
+        let radius = factor * max_spacing(&problem.cloud);
         if price && let Some(limit) = limit {
             self.price(&build, &options, problem.cloud.len(), limit)?;
         }
@@ -499,11 +496,14 @@ impl MeshlessRun<'_> {
         let end = c.run.end_time.expect("filled by with_defaults");
         let cfl = c.run.cfl;
         let start_time = self.resume.map_or(0.0, |r| r.header.time);
-        let mut snapshot_due = Targets::evenly(end, c.output.snapshots, start_time);
-        let mut checkpoint_due = Targets::every(c.output.checkpoint_interval, start_time);
-        let mut wall_clock = WallClock::new(
+        let mut outputs = Outputs::new(
+            end,
+            c.output.snapshots,
+            c.output.checkpoint_interval,
             parse_wall_interval(&c.output.checkpoint_wall_interval)
                 .expect("validated with the config"),
+            c.output.diagnostics_every,
+            start_time,
         );
         let mut snapshots = self.resume.map_or_else(Vec::new, |r| {
             vtk::existing_snapshots(self.dir, &r.header.snapshots)
@@ -606,7 +606,6 @@ impl MeshlessRun<'_> {
             }
             let reference = *first_dt.get_or_insert(stable);
             if stable < c.run.min_dt_ratio * reference {
-                sim.sync()?;
                 save(&mut sim, time, &totals, &snapshots, reference)?;
                 return Err(RunError::Meshless {
                     step: sim.steps() + 1,
@@ -640,16 +639,8 @@ impl MeshlessRun<'_> {
             })?;
             let dt = t_next - time;
             time = t_next;
-            let at_end = time >= end;
-            let snapshot = snapshot_due.due(time);
-            let checkpoint = checkpoint_due.due(time) || wall_clock.due();
-            let stop = crate::interrupt::requested();
-            if sim.steps() % c.output.diagnostics_every == 0
-                || at_end
-                || snapshot
-                || checkpoint
-                || stop.is_some()
-            {
+            let due = outputs.after_step(sim.steps(), time);
+            if due.row {
                 row(&mut sim, time, dt, &mut totals, &mut csv)?;
                 let remaining = ((end - time) / stable).ceil() as u64;
                 (self.progress)(Progress {
@@ -659,16 +650,14 @@ impl MeshlessRun<'_> {
                     status: format!("dt = {dt:.3e}"),
                 });
             }
-            if snapshot {
+            if due.snapshot {
                 write_snapshot(self.dir, &mut sim, &rest, time, &mut snapshots)?;
             }
-            if at_end || checkpoint || stop.is_some() {
+            if due.checkpoint {
                 save(&mut sim, time, &totals, &snapshots, reference)?;
-                wall_clock.reset();
+                outputs.saved();
             }
-            if let Some(signal) = stop
-                && !at_end
-            {
+            if let Some(signal) = due.stop {
                 provenance.steps = Some(sim.steps());
                 write_provenance(&provenance)?;
                 return Err(RunError::Interrupted {
@@ -732,22 +721,18 @@ impl MeshlessRun<'_> {
         let model = MemoryModel::of(&refs);
         let slots = (particles as f64 * model.slots_per_particle()).ceil() as usize;
         let needed = model.bytes(particles, slots);
-        let options = ReserveOptions::default();
-        let usable = (limit as f64 * (1.0 - options.tolerance)) as u64;
-        if needed > usable {
-            return Err(CapacityError {
-                what: format!(
-                    "memory limit for {particles} particles and about {slots} neighbour slots in {} \
-                     (estimate {needed} bytes; limit {limit} bytes less {:.0} % tolerance)",
-                    R::PRECISION,
-                    options.tolerance * 100.0
-                ),
-                requested: needed,
-                available: usable,
-                unit: CapacityUnit::Bytes,
-            }
-            .into());
-        }
+        memory::price(
+            || {
+                format!(
+                    "memory limit for {particles} particles and about {slots} neighbour slots in \
+                     {} (estimate {needed} bytes)",
+                    R::PRECISION
+                )
+            },
+            needed,
+            limit,
+            ReserveOptions::default().tolerance,
+        )?;
         Ok(())
     }
 }
