@@ -205,177 +205,26 @@ pub fn upwind_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize, 
     }
 }
 
-/// [`hllc`] for `W` pairs in the lane layout of [`rusanov_lanes`]: every branch's flux is formed
-/// in all lanes and each lane selects its own, so the lanes vectorise; per lane the operations
-/// of the scalar function on its branch, so the same bits (a zero normal gives zero, and its
-/// lane's floors are not counted, as the scalar function returns before converting).
-#[inline(always)]
-pub fn hllc_lanes<R: Real, const D: usize, const M: usize, const W: usize>(
-    eq: &Euler<D>,
-    ul: &[[R; W]; M],
-    ur: &[[R; W]; M],
-    n: &[[R; W]; D],
-    out: &mut [[R; W]; M],
-) {
-    let zero = R::zero();
-    let len: [R; W] = std::array::from_fn(|l| {
-        let mut nn = zero;
-        for d in 0..D {
-            nn += n[d][l] * n[d][l];
-        }
-        nn.sqrt()
-    });
-    let live: [bool; W] = std::array::from_fn(|l| len[l] != zero);
-    let e: [[R; W]; D] = std::array::from_fn(|d| std::array::from_fn(|l| n[d][l] / len[l]));
-    // Each side's primitive variables (the floors of `Euler::primitive`, counted for the lanes
-    // the scalar function converts), normal velocity and sound speed.
-    let side = |u: &[[R; W]; M]| {
-        let (rho, v, p, inv) = eq.primitive_lanes_counting(u, &live);
-        let mut un = [zero; W];
-        let mut c = [zero; W];
-        for l in 0..W {
-            let mut x = zero;
-            for d in 0..D {
-                x += v[d][l] * e[d][l];
-            }
-            un[l] = x;
-            c[l] = eq.sound_speed_inverse(p[l], inv[l]);
-        }
-        (rho, v, p, un, c)
-    };
-    let (rho_l, v_l, p_l, un_l, c_l) = side(ul);
-    let (rho_r, v_r, p_r, un_r, c_r) = side(ur);
-    // Per lane: the wave speeds, the contact speed, and the scalar function's branch as two
-    // choices (which side; whether the star correction is added). `s_l >= 0` is kept as a
-    // value: its negation is also true for a NaN, as the scalar's `else`.
-    let mut s_star = [zero; W];
-    let mut s = [zero; W];
-    let mut left = [false; W];
-    let mut corrected = [false; W];
-    for l in 0..W {
-        let s_l = (un_l[l] - c_l[l]).min(un_r[l] - c_r[l]);
-        let s_r = (un_l[l] + c_l[l]).max(un_r[l] + c_r[l]);
-        let m_l = rho_l[l] * (s_l - un_l[l]);
-        let m_r = rho_r[l] * (s_r - un_r[l]);
-        s_star[l] = (p_r[l] - p_l[l] + m_l * un_l[l] - m_r * un_r[l]) / (m_l - m_r);
-        let supersonic = s_l >= zero;
-        left[l] = supersonic || s_star[l] >= zero;
-        corrected[l] = !supersonic && (s_star[l] >= zero || s_r > zero);
-        s[l] = if left[l] { s_l } else { s_r };
-    }
-    // The chosen side's quantities, then its physical flux along the unit normal and star
-    // state, quantity by quantity over the lanes.
-    let pick = |a: &[R; W], b: &[R; W]| -> [R; W] {
-        std::array::from_fn(|l| if left[l] { a[l] } else { b[l] })
-    };
-    let (rho, p, un) = (pick(&rho_l, &rho_r), pick(&p_l, &p_r), pick(&un_l, &un_r));
-    let k: [R; W] = std::array::from_fn(|l| rho[l] * (s[l] - un[l]) / (s[l] - s_star[l]));
-    let energy: [R; W] = std::array::from_fn(|l| {
-        (s_star[l] - un[l]) * (s_star[l] + p[l] / (rho[l] * (s[l] - un[l])))
-    });
-    let finish = |q: usize, f: [R; W], us: [R; W], u: [R; W], out: &mut [[R; W]; M]| {
-        for l in 0..W {
-            let g = if corrected[l] {
-                f[l] + s[l] * (us[l] - u[l])
-            } else {
-                f[l]
-            };
-            out[q][l] = if live[l] { g * len[l] } else { zero };
-        }
-    };
-    let f: [R; W] = std::array::from_fn(|l| rho[l] * un[l]);
-    finish(0, f, k, side_value(&left, ul, ur, 0), out);
-    for d in 0..D {
-        let u = side_value(&left, ul, ur, 1 + d);
-        let v = pick(&v_l[d], &v_r[d]);
-        let f: [R; W] = std::array::from_fn(|l| u[l] * un[l] + p[l] * e[d][l]);
-        let us: [R; W] = std::array::from_fn(|l| k[l] * (v[l] + (s_star[l] - un[l]) * e[d][l]));
-        finish(1 + d, f, us, u, out);
-    }
-    let u = side_value(&left, ul, ur, D + 1);
-    let f: [R; W] = std::array::from_fn(|l| (u[l] + p[l]) * un[l]);
-    let us: [R; W] = std::array::from_fn(|l| k[l] * (u[l] / rho[l] + energy[l]));
-    finish(D + 1, f, us, u, out);
-}
-
-/// Conserved variable `q` of the side each lane chose (`left`: the left state).
-#[inline(always)]
-fn side_value<R: Real, const M: usize, const W: usize>(
-    left: &[bool; W],
-    ul: &[[R; W]; M],
-    ur: &[[R; W]; M],
-    q: usize,
-) -> [R; W] {
-    std::array::from_fn(|l| if left[l] { ul[q][l] } else { ur[q][l] })
-}
-
 /// HLLC (Toro, Spence and Speares) for the Euler equations through a face with (non-unit)
 /// normal `n`: the flux of the Riemann problem in the normal direction, with the contact
 /// restored, times `|n|`. Wave-speed estimates `S_L = min(u_L - c_L, u_R - c_R)`,
 /// `S_R = max(u_L + c_L, u_R + c_R)` (Davis). Consistent (`hllc(u, u, n) = F(u) . n`) and
-/// antisymmetric like [`rusanov`]; a zero normal gives a zero flux.
+/// antisymmetric like [`rusanov`]; a zero normal gives a zero flux. The formula is
+/// [`crate::formula::euler::hllc`], the device's too; the floors it applies are counted.
 pub fn hllc<R: Real, const D: usize>(eq: &Euler<D>, ul: &[R], ur: &[R], n: [R; D], out: &mut [R]) {
-    let mut nn = R::zero();
-    for d in 0..D {
-        nn += n[d] * n[d];
-    }
-    let len = nn.sqrt();
-    if len == R::zero() {
-        out[..D + 2].fill(R::zero());
-        return;
-    }
-    let e: [R; D] = std::array::from_fn(|d| n[d] / len);
-    let side = |u: &[R]| {
-        let (rho, v, p, inv) = eq.primitive_inverse(u);
-        let mut un = R::zero();
-        for d in 0..D {
-            un += v[d] * e[d];
-        }
-        (rho, v, p, un, eq.sound_speed_inverse(p, inv))
-    };
-    let (rho_l, v_l, p_l, un_l, c_l) = side(ul);
-    let (rho_r, v_r, p_r, un_r, c_r) = side(ur);
-    let s_l = (un_l - c_l).min(un_r - c_r);
-    let s_r = (un_l + c_l).max(un_r + c_r);
-    let m_l = rho_l * (s_l - un_l);
-    let m_r = rho_r * (s_r - un_r);
-    let s_star = (p_r - p_l + m_l * un_l - m_r * un_r) / (m_l - m_r);
-    // The physical flux along the unit normal, and the star state, of one side.
-    let physical = |u: &[R], rho: R, p: R, un: R, f: &mut [R]| {
-        f[0] = rho * un;
-        for d in 0..D {
-            f[1 + d] = u[1 + d] * un + p * e[d];
-        }
-        f[D + 1] = (u[D + 1] + p) * un;
-    };
-    let star = |u: &[R], rho: R, v: [R; D], p: R, un: R, s: R, f: &mut [R]| {
-        let k = rho * (s - un) / (s - s_star);
-        // D + 2 <= 5 conserved variables.
-        let mut us = [R::zero(); 5];
-        us[0] = k;
-        for d in 0..D {
-            us[1 + d] = k * (v[d] + (s_star - un) * e[d]);
-        }
-        us[D + 1] = k * (u[D + 1] / rho + (s_star - un) * (s_star + p / (rho * (s - un))));
-        for q in 0..D + 2 {
-            f[q] += s * (us[q] - u[q]);
-        }
-    };
-    let f = &mut out[..D + 2];
-    if s_l >= R::zero() {
-        physical(ul, rho_l, p_l, un_l, f);
-    } else if s_star >= R::zero() {
-        physical(ul, rho_l, p_l, un_l, f);
-        star(ul, rho_l, v_l, p_l, un_l, s_l, f);
-    } else if s_r > R::zero() {
-        physical(ur, rho_r, p_r, un_r, f);
-        star(ur, rho_r, v_r, p_r, un_r, s_r, f);
-    } else {
-        physical(ur, rho_r, p_r, un_r, f);
-    }
-    for x in f.iter_mut() {
-        *x *= len;
-    }
+    let (mut e, mut vl, mut vr) = ([R::zero(); D], [R::zero(); D], [R::zero(); D]);
+    let floors = crate::formula::euler::hllc(
+        ul,
+        ur,
+        &n,
+        &eq.params(),
+        &mut e,
+        &mut vl,
+        &mut vr,
+        &mut out[..D + 2],
+        D,
+    );
+    eq.count_floors(floors);
 }
 
 #[cfg(test)]
@@ -457,7 +306,7 @@ mod tests {
                 std::array::from_fn(|d| std::array::from_fn(|l| normals[(l + shift) % 6][d]));
             let before = eq.floor_events();
             let mut out = [[0.0; 8]; 4];
-            hllc_lanes::<f64, 2, 4, 8>(&eq, &ul, &ur, &n, &mut out);
+            eq.numerical_flux_lanes::<4, 8>(FluxKind::Hllc, 4, &ul, &ur, &n, &mut out);
             let lane_events = eq.floor_events() - before;
             let before = eq.floor_events();
             for l in 0..8 {

@@ -31,6 +31,7 @@ pub mod equations;
 pub mod error;
 pub mod exact;
 pub mod flux;
+pub mod formula;
 pub mod mls;
 pub mod mood;
 pub mod motion;

@@ -28,6 +28,7 @@ pub mod boundary;
 mod device;
 pub mod diagnostics;
 mod error;
+mod formula;
 pub mod gravity;
 pub mod limiter;
 mod memory;

@@ -20,6 +20,7 @@
 use cubecl::prelude::*;
 use mote_cloud::scheme::{Limiter, LimiterKind, LimiterMode};
 
+use crate::formula::limiter::{bounded_factor, limited_slope};
 use crate::primitives::slot_base;
 
 /// The limiter kinds as the kernel's compile-time code.
@@ -43,30 +44,6 @@ pub(crate) fn code(limiter: &Limiter, terms: usize, dim: usize) -> (u32, usize) 
         LimiterMode::Hard => terms,
     };
     (kind, scaled)
-}
-
-/// minmod: the smaller in magnitude when the signs agree, else 0.
-#[cube]
-fn minmod<F: Float>(a: F, b: F) -> F {
-    let mut r = b;
-    if a * b <= F::new(0.0) {
-        r = F::new(0.0);
-    } else if F::abs(a) < F::abs(b) {
-        r = a;
-    }
-    r
-}
-
-/// maxmod: the larger in magnitude when the signs agree, else 0.
-#[cube]
-fn maxmod<F: Float>(a: F, b: F) -> F {
-    let mut r = b;
-    if a * b <= F::new(0.0) {
-        r = F::new(0.0);
-    } else if F::abs(a) > F::abs(b) {
-        r = a;
-    }
-    r
 }
 
 /// The minimum-image offset `x_j - x_i` along axis `d`.
@@ -165,14 +142,7 @@ pub(crate) fn limiter_kernel<F: Float>(
                 }
                 let mut slope = F::new(0.0);
                 if has_left && has_right {
-                    let a = ul / dl;
-                    let b = ur / dr;
-                    if comptime![kind == MINMOD] {
-                        slope = minmod::<F>(a, b);
-                    } else {
-                        let two = F::new(2.0);
-                        slope = maxmod::<F>(minmod::<F>(two * a, b), minmod::<F>(a, two * b));
-                    }
+                    slope = limited_slope::<F>(ul / dl, ur / dr, comptime![kind == SUPERBEE]);
                 }
                 derivs[rec] = slope;
                 #[unroll]
@@ -210,21 +180,14 @@ pub(crate) fn limiter_kernel<F: Float>(
                             phi[a] = from * delta[axis] * recursion_inv[a];
                             change += derivs[rec + a] * phi[a];
                         }
-                        let positive = change > F::new(0.0);
-                        let negative = change < F::new(0.0);
-                        if positive || negative {
-                            let room = select(positive, hi - ui, lo - ui);
-                            let f = if comptime![kind == BARTH_JESPERSEN] {
-                                F::min(room / change, F::new(1.0))
-                            } else {
-                                let two = F::new(2.0);
-                                let num = room * room + eps2[0] + two * change * room;
-                                let den =
-                                    room * room + two * change * change + change * room + eps2[0];
-                                F::min(num / den, F::new(1.0))
-                            };
-                            factor = F::min(factor, f);
-                        }
+                        let f = bounded_factor::<F>(
+                            change,
+                            hi - ui,
+                            lo - ui,
+                            eps2[0],
+                            comptime![kind == BARTH_JESPERSEN],
+                        );
+                        factor = F::min(factor, f);
                     }
                 }
                 #[unroll]

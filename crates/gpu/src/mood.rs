@@ -70,7 +70,6 @@ fn detect_kernel<F: Float>(
     #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
-    #[comptime] wide: bool,
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
@@ -84,7 +83,7 @@ fn detect_kernel<F: Float>(
             for v in 0..vars {
                 c[v] = candidate[v * nu + i];
             }
-            if !admissible::<F>(&c, kind, vars, dim, wide) {
+            if !admissible::<F>(&c, kind, vars, dim) {
                 fail[i] = INADMISSIBLE;
             } else if comptime![criterion == ALWAYS] {
                 fail[i] = FAIL;
@@ -592,7 +591,6 @@ impl<F: GpuFloat> DeviceMood<F> {
                         c.1,
                         c.2,
                         c.3,
-                        F::PRECISION == mote_core::Precision::F64,
                     )
                 }
             }

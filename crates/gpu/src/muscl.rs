@@ -50,6 +50,7 @@ use mote_cloud::scheme::{Formulation, Limiter, PassSeconds};
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
+use crate::formula::{euler, finite};
 use crate::gravity::GpuFloat;
 use crate::limiter::{limiter_kernel, offset};
 use crate::mls::DeviceMls;
@@ -169,38 +170,6 @@ impl DeviceEquation {
     }
 }
 
-/// Euler's primitive density, velocity (into `vel`) and pressure, with the floors (a NaN is
-/// floored too, found by its bits: see [`finite`]), and the density's reciprocal, as the CPU
-/// computes them (the velocity is the momentum times the reciprocal).
-#[cube]
-fn primitive<F: Float>(
-    u: &Array<F>,
-    params: &Array<F>,
-    vel: &mut Array<F>,
-    #[comptime] dim: usize,
-    #[comptime] wide: bool,
-) -> (F, F, F) {
-    let mut rho = u[0];
-    if !(rho >= params[2]) || is_nan::<F>(rho, wide) {
-        rho = params[2];
-    }
-    let inv = F::new(1.0) / rho;
-    #[unroll]
-    for d in 0..dim {
-        vel[d] = u[1 + d] * inv;
-    }
-    let mut kinetic = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        kinetic += u[1 + d] * vel[d];
-    }
-    let mut p = params[1] * (u[dim + 1] - F::new(0.5) * kinetic);
-    if !(p >= params[3]) || is_nan::<F>(p, wide) {
-        p = params[3];
-    }
-    (rho, p, inv)
-}
-
 /// `lambda_v . n` of kinetic variable `v` of `vars` (the CPU's `normal_velocity`).
 #[cube]
 fn kinetic_velocity<F: Float>(
@@ -227,7 +196,6 @@ pub(crate) fn normal_flux<F: Float>(
     #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
-    #[comptime] wide: bool,
 ) {
     if comptime![kind == KINETIC] {
         #[unroll]
@@ -240,18 +208,7 @@ pub(crate) fn normal_flux<F: Float>(
         // The CPU's operations: (1/2 u) u times the normal's components summed in axis order.
         out[0] = F::new(0.5) * u[0] * u[0] * component_sum::<F>(nrm, dim);
     } else {
-        let (rho, p, _) = primitive::<F>(u, params, vel, dim, wide);
-        let mut vn = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            vn += vel[d] * nrm[d];
-        }
-        out[0] = rho * vn;
-        #[unroll]
-        for d in 0..dim {
-            out[1 + d] = u[1 + d] * vn + p * nrm[d];
-        }
-        out[dim + 1] = (u[dim + 1] + p) * vn;
+        let _floors = euler::euler_flux::<F>(u, nrm, params, vel, out, dim);
     }
 }
 
@@ -275,7 +232,6 @@ fn max_speed<F: Float>(
     vel: &mut Array<F>,
     #[comptime] kind: u32,
     #[comptime] dim: usize,
-    #[comptime] wide: bool,
 ) -> F {
     if comptime![kind == KINETIC] {
         // lambda max_d |n_d|, the maximum from zero in axis order as on the CPU.
@@ -290,7 +246,7 @@ fn max_speed<F: Float>(
     } else if comptime![kind == 2] {
         F::abs(u[0] * component_sum::<F>(nrm, dim))
     } else {
-        let (vn, c) = euler_speeds::<F>(u, nrm, params, vel, dim, wide);
+        let (vn, c, _floors) = euler::euler_speeds::<F>(u, nrm, params, vel, dim);
         F::abs(vn) + c
     }
 }
@@ -306,28 +262,6 @@ fn advection_speed<F: Float>(nrm: &Array<F>, params: &Array<F>, #[comptime] dim:
     s
 }
 
-/// Euler's normal velocity `v . n` and sound speed times `|n|` of `u` (one square root of
-/// `gamma p nn / rho`), as the CPU forms them.
-#[cube]
-fn euler_speeds<F: Float>(
-    u: &Array<F>,
-    nrm: &Array<F>,
-    params: &Array<F>,
-    vel: &mut Array<F>,
-    #[comptime] dim: usize,
-    #[comptime] wide: bool,
-) -> (F, F) {
-    let (_, p, inv) = primitive::<F>(u, params, vel, dim, wide);
-    let mut vn = F::new(0.0);
-    let mut nn = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        vn += vel[d] * nrm[d];
-        nn += nrm[d] * nrm[d];
-    }
-    (vn, F::sqrt(params[0] * p * inv * nn))
-}
-
 /// The smallest and largest wave speeds of `u` along `nrm` (the CPU's `wave_speed_bounds`):
 /// `(s, s)` for advection and Burgers, `v.n -+ c |n|` for Euler, `-+ max` otherwise.
 #[cube]
@@ -338,7 +272,6 @@ fn speed_bounds<F: Float>(
     vel: &mut Array<F>,
     #[comptime] kind: u32,
     #[comptime] dim: usize,
-    #[comptime] wide: bool,
 ) -> (F, F) {
     if comptime![kind == 0] {
         let s = advection_speed::<F>(nrm, params, dim);
@@ -347,10 +280,10 @@ fn speed_bounds<F: Float>(
         let s = u[0] * component_sum::<F>(nrm, dim);
         (s, s)
     } else if comptime![kind == 1] {
-        let (vn, c) = euler_speeds::<F>(u, nrm, params, vel, dim, wide);
+        let (vn, c, _floors) = euler::euler_speeds::<F>(u, nrm, params, vel, dim);
         (vn - c, vn + c)
     } else {
-        let s = max_speed::<F>(u, nrm, params, vel, kind, dim, wide);
+        let s = max_speed::<F>(u, nrm, params, vel, kind, dim);
         (-s, s)
     }
 }
@@ -360,9 +293,6 @@ const RUSANOV: u32 = 0;
 const CENTRAL: u32 = 1;
 const UPWIND: u32 = 2;
 const HLLC: u32 = 3;
-/// HLLC's scratch entries: the unit normal, then the upwind side's state.
-const SCRATCH: usize = 3 + 5;
-
 /// The kernel code of a numerical flux.
 fn flux_code(kind: FluxKind) -> u32 {
     match kind {
@@ -373,146 +303,25 @@ fn flux_code(kind: FluxKind) -> u32 {
     }
 }
 
-/// HLLC for Euler through the face with (non-unit) normal `nrm` into `out`: the CPU's
-/// [`mote_cloud::flux::hllc`] operation for operation (Davis wave speeds, the contact restored,
-/// times `|n|`; a zero normal gives a zero flux).
-#[cube]
-fn hllc<F: Float>(
-    ul: &Array<F>,
-    ur: &Array<F>,
-    nrm: &Array<F>,
-    params: &Array<F>,
-    scratch: &mut Array<F>,
-    out: &mut Array<F>,
-    #[comptime] dim: usize,
-    #[comptime] wide: bool,
-) {
-    // scratch: [0, 3) the unit normal, [3, 8) the state of the side whose flux is taken.
-    let mut nn = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        nn += nrm[d] * nrm[d];
-    }
-    let len = F::sqrt(nn);
-    if len == F::new(0.0) {
-        #[unroll]
-        for q in 0..dim + 2 {
-            out[q] = F::new(0.0);
-        }
-    } else {
-        #[unroll]
-        for d in 0..dim {
-            scratch[d] = nrm[d] / len;
-        }
-        let mut vl = Array::<F>::new(3usize);
-        let mut vr = Array::<F>::new(3usize);
-        let (rho_l, p_l, inv_l) = primitive::<F>(ul, params, &mut vl, dim, wide);
-        let (rho_r, p_r, inv_r) = primitive::<F>(ur, params, &mut vr, dim, wide);
-        let mut un_l = F::new(0.0);
-        let mut un_r = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            un_l += vl[d] * scratch[d];
-            un_r += vr[d] * scratch[d];
-        }
-        let c_l = F::sqrt(params[0] * p_l * inv_l);
-        let c_r = F::sqrt(params[0] * p_r * inv_r);
-        let s_l = F::min(un_l - c_l, un_r - c_r);
-        let s_r = F::max(un_l + c_l, un_r + c_r);
-        let m_l = rho_l * (s_l - un_l);
-        let m_r = rho_r * (s_r - un_r);
-        let s_star = (p_r - p_l + m_l * un_l - m_r * un_r) / (m_l - m_r);
-        // Which side's physical flux, and whether (and with which wave speed) its star state.
-        let left = s_l >= F::new(0.0) || s_star >= F::new(0.0);
-        let with_star = !(s_l >= F::new(0.0)) && (s_star >= F::new(0.0) || s_r > F::new(0.0));
-        let rho = select(left, rho_l, rho_r);
-        let p = select(left, p_l, p_r);
-        let un = select(left, un_l, un_r);
-        let s = select(left, s_l, s_r);
-        #[unroll]
-        for v in 0..dim + 2 {
-            scratch[3 + v] = select(left, ul[v], ur[v]);
-        }
-        // Physical flux along the unit normal.
-        out[0] = rho * un;
-        #[unroll]
-        for d in 0..dim {
-            out[1 + d] = scratch[3 + 1 + d] * un + p * scratch[d];
-        }
-        out[dim + 1] = (scratch[3 + dim + 1] + p) * un;
-        if with_star {
-            let k = rho * (s - un) / (s - s_star);
-            out[0] += s * (k - scratch[3]);
-            #[unroll]
-            for d in 0..dim {
-                let v = select(left, vl[d], vr[d]);
-                let us = k * (v + (s_star - un) * scratch[d]);
-                out[1 + d] += s * (us - scratch[3 + 1 + d]);
-            }
-            let e = scratch[3 + dim + 1];
-            let us = k * (e / rho + (s_star - un) * (s_star + p / (rho * (s - un))));
-            out[dim + 1] += s * (us - e);
-        }
-        #[unroll]
-        for q in 0..dim + 2 {
-            out[q] *= len;
-        }
-    }
-}
-
-/// Whether `x` is a NaN, by its bits (see [`finite`]).
-#[cube]
-pub(crate) fn is_nan<F: Float>(x: F, #[comptime] wide: bool) -> bool {
-    if comptime![wide] {
-        (u64::reinterpret(x) & 0x7fff_ffff_ffff_ffffu64) > 0x7ff0_0000_0000_0000u64
-    } else {
-        (u32::reinterpret(x) & 0x7fff_ffffu32) > 0x7f80_0000u32
-    }
-}
-
-/// Whether `x` is finite (neither NaN nor infinite), by its exponent bits (`wide`: `F` is
-/// f64). Not by `x - x == 0`: the software driver compiles kernels assuming finite
-/// arithmetic and folds that to true (found by the tests).
-#[cube]
-pub(crate) fn finite<F: Float>(x: F, #[comptime] wide: bool) -> bool {
-    if comptime![wide] {
-        let bits = u64::reinterpret(x);
-        (bits & 0x7fff_ffff_ffff_ffffu64) < 0x7ff0_0000_0000_0000u64
-    } else {
-        let bits = u32::reinterpret(x);
-        (bits & 0x7fff_ffffu32) < 0x7f80_0000u32
-    }
-}
-
 /// Whether a state of `vars` variables is admissible: finite values; for Euler (`kind` 1) also
-/// a positive density and pressure (the CPU's `Equation::admissible`): the reconstruction
-/// fallback's and MOOD's test.
+/// a positive density and pressure (the CPU's `Equation::admissible`, the same formula): the
+/// reconstruction fallback's and MOOD's test.
 #[cube]
 pub(crate) fn admissible<F: Float>(
     c: &Array<F>,
     #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
-    #[comptime] wide: bool,
 ) -> bool {
     let mut ok = true;
-    #[unroll]
-    for v in 0..vars {
-        if !finite::<F>(c[v], wide) {
-            ok = false;
-        }
-    }
     if comptime![kind == 1] {
-        if !(c[0] > F::new(0.0)) {
-            ok = false;
-        }
-        let mut kinetic = F::new(0.0);
+        ok = euler::euler_admissible::<F>(c, dim);
+    } else {
         #[unroll]
-        for d in 0..dim {
-            kinetic += c[1 + d] * c[1 + d];
-        }
-        if !(c[0] * c[dim + 1] - F::new(0.5) * kinetic > F::new(0.0)) {
-            ok = false;
+        for v in 0..vars {
+            if !finite::<F>(c[v]) {
+                ok = false;
+            }
         }
     }
     ok
@@ -651,7 +460,6 @@ fn flux_kernel<F: Float>(
     #[comptime] dim: usize,
     #[comptime] order: u32,
     #[comptime] terms: usize,
-    #[comptime] wide: bool,
     #[comptime] flux: u32,
     #[comptime] conservative: bool,
     #[comptime] moving: bool,
@@ -678,7 +486,11 @@ fn flux_kernel<F: Float>(
         let mut delta = Array::<F>::new(3usize);
         let mut vel = Array::<F>::new(3usize);
         let mut phi = Array::<F>::new(comptime![if terms > 0 { terms } else { 1 }]);
-        let mut scratch = Array::<F>::new(SCRATCH);
+        // HLLC's unit normal and velocities; Euler Rusanov's velocities and fluxes.
+        let mut e = Array::<F>::new(3usize);
+        let mut vl = Array::<F>::new(3usize);
+        let mut vr = Array::<F>::new(3usize);
+        let mut fs = Array::<F>::new(vars);
         #[unroll]
         for v in 0..vars {
             ui[v] = u[v * nu + i];
@@ -692,7 +504,7 @@ fn flux_kernel<F: Float>(
                     nrm[e] = F::new(0.0);
                 }
                 nrm[d] = F::new(1.0);
-                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, vars, dim, wide);
+                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, vars, dim);
                 #[unroll]
                 for v in 0..vars {
                     fi[d * vars + v] = fl[v];
@@ -750,8 +562,8 @@ fn flux_kernel<F: Float>(
                         if comptime![kind == 1] {
                             // A reconstruction outside the admissible states falls back to
                             // first order for that pair.
-                            if !(admissible::<F>(&ul, kind, vars, dim, wide)
-                                && admissible::<F>(&ur, kind, vars, dim, wide))
+                            if !(admissible::<F>(&ul, kind, vars, dim)
+                                && admissible::<F>(&ur, kind, vars, dim))
                             {
                                 #[unroll]
                                 for v in 0..vars {
@@ -785,14 +597,12 @@ fn flux_kernel<F: Float>(
                 if comptime![moving && (flux == RUSANOV || flux == CENTRAL)] {
                     // ALE: the pair exchanges G = F - u w_n; Rusanov with the wave speeds
                     // relative to the interface, central the plain mean.
-                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim, wide);
-                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim, wide);
+                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim);
+                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim);
                     let mut speed = F::new(0.0);
                     if comptime![flux == RUSANOV] {
-                        let (a0, a1) =
-                            speed_bounds::<F>(&ul, &nrm, params, &mut vel, kind, dim, wide);
-                        let (b0, b1) =
-                            speed_bounds::<F>(&ur, &nrm, params, &mut vel, kind, dim, wide);
+                        let (a0, a1) = speed_bounds::<F>(&ul, &nrm, params, &mut vel, kind, dim);
+                        let (b0, b1) = speed_bounds::<F>(&ur, &nrm, params, &mut vel, kind, dim);
                         speed = F::max(
                             F::max(F::max(F::abs(a0 - wn), F::abs(a1 - wn)), F::abs(b0 - wn)),
                             F::abs(b1 - wn),
@@ -806,7 +616,14 @@ fn flux_kernel<F: Float>(
                     }
                 } else {
                     if comptime![flux == HLLC] {
-                        hllc::<F>(&ul, &ur, &nrm, params, &mut scratch, &mut fl, dim, wide);
+                        let _floors = euler::hllc::<F>(
+                            &ul, &ur, &nrm, params, &mut e, &mut vl, &mut vr, &mut fl, dim,
+                        );
+                    } else if comptime![kind == 1 && flux == RUSANOV] {
+                        let _floors = euler::euler_rusanov::<F>(
+                            &ul, &ur, &nrm, params, &mut vl, &mut vr, &mut fs, &mut fr, &mut fl,
+                            dim,
+                        );
                     } else if comptime![kind == KINETIC && flux != CENTRAL] {
                         // Rusanov and upwind are the same here, as on the CPU: each component is
                         // upwinded with its own velocity.
@@ -816,16 +633,12 @@ fn flux_kernel<F: Float>(
                             fl[v] = select(a > F::new(0.0), a * ul[v], a * ur[v]);
                         }
                     } else {
-                        normal_flux::<F>(
-                            &ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim, wide,
-                        );
-                        normal_flux::<F>(
-                            &ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim, wide,
-                        );
+                        normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim);
+                        normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim);
                         if comptime![flux == RUSANOV] {
                             let speed = F::max(
-                                max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim, wide),
-                                max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim, wide),
+                                max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim),
+                                max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim),
                             );
                             #[unroll]
                             for v in 0..vars {
@@ -908,7 +721,6 @@ fn rate_kernel<F: Float>(
     #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
-    #[comptime] wide: bool,
 ) {
     let i = ABSOLUTE_POS;
     if i < n as usize {
@@ -930,7 +742,7 @@ fn rate_kernel<F: Float>(
                 for d in 0..dim {
                     nrm[d] = coef[d * slots as usize + s];
                 }
-                sum += max_speed::<F>(&ui, &nrm, params, &mut vel, kind, dim, wide);
+                sum += max_speed::<F>(&ui, &nrm, params, &mut vel, kind, dim);
             }
         }
         if interior_only != 0 && tags[i] != 0 {
@@ -973,15 +785,10 @@ fn accumulate_kernel<F: Float + ScalarArgSettings>(
 
 /// `first[0] = min(first[0], i)` for every non-finite `x[i]`.
 #[cube(launch_unchecked)]
-fn non_finite_kernel<F: Float>(
-    x: &Array<F>,
-    len: u32,
-    first: &mut Array<Atomic<u32>>,
-    #[comptime] wide: bool,
-) {
+fn non_finite_kernel<F: Float>(x: &Array<F>, len: u32, first: &mut Array<Atomic<u32>>) {
     let i = ABSOLUTE_POS;
     if i < len as usize {
-        if !finite::<F>(x[i], wide) {
+        if !finite::<F>(x[i]) {
             first[0].fetch_min(i as u32);
         }
     }
@@ -1428,7 +1235,6 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     c.0,
                     c.1,
                     c.2,
-                    F::PRECISION == mote_core::Precision::F64,
                 )
             }
         }
@@ -1685,7 +1491,6 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let launch = Launch {
             n,
             masked: active.is_some() as u32,
-            wide: F::PRECISION == mote_core::Precision::F64,
             flux: flux_code(self.flux),
             conservative: self.formulation == Formulation::Conservative,
             moving: velocity.is_some(),
@@ -1819,7 +1624,6 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                     a.dim,
                     a.order,
                     a.terms,
-                    a.wide,
                     a.flux,
                     a.conservative,
                     a.moving,
@@ -1897,8 +1701,6 @@ struct Launch {
     n: usize,
     /// Whether the flux pass skips particles whose `active` entry is 0.
     masked: u32,
-    /// Whether the float type is f64 (the finiteness test by bits).
-    wide: bool,
     /// The numerical flux's code.
     flux: u32,
     /// The conservative formulation.
@@ -2028,7 +1830,6 @@ impl Gpu {
                     x.arg(),
                     x.len() as u32,
                     first.arg(),
-                    F::PRECISION == mote_core::Precision::F64,
                 )
             }
         }

@@ -21,8 +21,9 @@ use mote_cloud::source::KineticRelaxation;
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
+use crate::formula::finite;
 use crate::gravity::GpuFloat;
-use crate::muscl::{DeviceEquation, KINETIC, finite, normal_flux};
+use crate::muscl::{DeviceEquation, KINETIC, normal_flux};
 use crate::primitives::grid;
 
 /// Solves the implicit stage (`solve`: `f` in place with `r = h / epsilon`, `inv = 1 / (1 +
@@ -43,7 +44,6 @@ fn relaxation_kernel<F: Float + ScalarArgSettings>(
     #[comptime] kind: u32,
     #[comptime] m: usize,
     #[comptime] dim: usize,
-    #[comptime] wide: bool,
     #[comptime] solve: bool,
 ) {
     let i = ABSOLUTE_POS;
@@ -70,7 +70,7 @@ fn relaxation_kernel<F: Float + ScalarArgSettings>(
                 nrm[e] = F::new(0.0);
             }
             nrm[d] = F::new(1.0);
-            normal_flux::<F>(&u, &nrm, params, &mut vel, &mut flux, kind, m, dim, wide);
+            normal_flux::<F>(&u, &nrm, params, &mut vel, &mut flux, kind, m, dim);
             #[unroll]
             for v in 0..m {
                 let plus = share * u[v] + half_inv_speed * flux[v];
@@ -82,7 +82,7 @@ fn relaxation_kernel<F: Float + ScalarArgSettings>(
                     let y = (f[b] + r * minus) * inv;
                     f[a] = x;
                     f[b] = y;
-                    if !(finite::<F>(x, wide) && finite::<F>(y, wide)) {
+                    if !(finite::<F>(x) && finite::<F>(y)) {
                         failed[0].fetch_min(i as u32);
                     }
                 } else {
@@ -232,7 +232,6 @@ impl<F: GpuFloat> DeviceRelaxation<F> {
             (kind, m, dim, solve): (u32, usize, usize, bool),
         ) {
             let (f, slope, params, failed) = arrays;
-            let wide = F::PRECISION == mote_core::Precision::F64;
             // SAFETY: each unit reads and writes only its own particle's entries (below `n`
             // times the variables, checked above); `failed` takes an atomic minimum. A solve
             // does not touch `slope`.
@@ -253,7 +252,6 @@ impl<F: GpuFloat> DeviceRelaxation<F> {
                     kind,
                     m,
                     dim,
-                    wide,
                     solve,
                 )
             }

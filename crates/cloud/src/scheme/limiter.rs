@@ -21,6 +21,8 @@ use mote_core::{Chunks, CpuBackend, Real, SimdLevel, SplitOutputs};
 use super::flux_pass::{LANES, MAX_TERMS, basis_lanes, half_offsets, next_batch};
 use crate::cloud::{Geometry, MAX_VARIABLES};
 use crate::error::CloudError;
+use crate::formula::Lanes;
+use crate::formula::limiter::{bounded_factor, limited_slope};
 use crate::mls::Basis;
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -283,20 +285,16 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
                             change[l] += r[a] * phi[a][l];
                         }
                     }
+                    let f = bounded_factor::<Lanes<R, W>>(
+                        Lanes(change),
+                        Lanes::splat(hi_v - ui),
+                        Lanes::splat(lo_v - ui),
+                        Lanes::splat(eps2),
+                        bj,
+                    );
                     for l in 0..W {
-                        let c = change[l];
-                        let room = if c > zero { hi_v - ui } else { lo_v - ui };
-                        let f = if bj {
-                            let q = room / c;
-                            if q < one { q } else { one }
-                        } else {
-                            venkatakrishnan(room, c, eps2)
-                        };
-                        // Padding lanes and unchanged midpoints do not limit; nor does a NaN
-                        // change, as in the per-slot loop (hence not `c != zero`).
-                        #[allow(clippy::double_comparisons)]
-                        let counts = l < count && (c > zero || c < zero);
-                        let f = if counts { f } else { one };
+                        // Padding lanes do not limit.
+                        let f = if l < count { f.0[l] } else { one };
                         factor[v][l] = if f < factor[v][l] { f } else { factor[v][l] };
                     }
                 }
@@ -361,15 +359,11 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
                     }
                 }
                 let slope = match (left, right) {
-                    (Some((dl, ul)), Some((dr, ur))) => {
-                        let (a, b) = (ul / dl, ur / dr);
-                        if self.limiter.kind == LimiterKind::Minmod {
-                            minmod(a, b)
-                        } else {
-                            let two = R::cast(2.0);
-                            maxmod(minmod(two * a, b), minmod(a, two * b))
-                        }
-                    }
+                    (Some((dl, ul)), Some((dr, ur))) => limited_slope::<R>(
+                        ul / dl,
+                        ur / dr,
+                        self.limiter.kind == LimiterKind::Superbee,
+                    ),
                     // A one-sided particle (a boundary) gets no slope.
                     _ => R::zero(),
                 };
@@ -389,6 +383,7 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
                 };
                 let half = R::cast(0.5);
                 let eps2 = R::cast((self.limiter.venkatakrishnan_k * self.spacing).powi(3));
+                let bj = self.limiter.kind == LimiterKind::BarthJespersen;
                 let mut factor = R::one();
                 for s in list.slots(i) {
                     let j = self.idx[s] as usize;
@@ -398,18 +393,7 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
                     for a in 0..terms {
                         change += r[a] * phi[a];
                     }
-                    let room = if change > R::zero() {
-                        hi - ui
-                    } else if change < R::zero() {
-                        lo - ui
-                    } else {
-                        continue;
-                    };
-                    let f = if self.limiter.kind == LimiterKind::BarthJespersen {
-                        (room / change).min(R::one())
-                    } else {
-                        venkatakrishnan(room, change, eps2)
-                    };
+                    let f = bounded_factor::<R>(change, hi - ui, lo - ui, eps2, bj);
                     factor = factor.min(f);
                 }
                 for x in &mut r[..terms] {
@@ -418,41 +402,6 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
             }
         }
     }
-}
-
-/// minmod: the smaller in magnitude when the signs agree, else 0.
-#[inline]
-fn minmod<R: Real>(a: R, b: R) -> R {
-    if a * b <= R::zero() {
-        R::zero()
-    } else if a.abs() < b.abs() {
-        a
-    } else {
-        b
-    }
-}
-
-/// maxmod: the larger in magnitude when the signs agree, else 0.
-#[inline]
-fn maxmod<R: Real>(a: R, b: R) -> R {
-    if a * b <= R::zero() {
-        R::zero()
-    } else if a.abs() > b.abs() {
-        a
-    } else {
-        b
-    }
-}
-
-/// Venkatakrishnan's smooth limiter function of `room = u_max|min - u_i` and `change` (same
-/// sign), with `eps2 = (K dx)^3`; at most 1.
-#[inline]
-fn venkatakrishnan<R: Real>(room: R, change: R, eps2: R) -> R {
-    let two = R::cast(2.0);
-    let (p, d) = (room, change);
-    let num = p * p + eps2 + two * d * p;
-    let den = p * p + two * d * d + d * p + eps2;
-    (num / den).min(R::one())
 }
 
 #[cfg(test)]
@@ -532,10 +481,24 @@ mod tests {
 
     #[test]
     fn limiter_functions() {
+        use crate::formula::limiter::{maxmod, minmod, venkatakrishnan};
         assert_eq!(minmod(1.0, 2.0), 1.0);
         assert_eq!(minmod(-3.0, -2.0), -2.0);
         assert_eq!(minmod(1.0, -2.0), 0.0);
         assert_eq!(maxmod(1.0, 2.0), 2.0);
+        assert_eq!(maxmod(-1.0, 2.0), 0.0);
+        // superbee: the steeper slope where the two are within a factor 2, twice the
+        // shallower beyond.
+        assert_eq!(limited_slope(1.0, 1.5, true), 1.5);
+        assert_eq!(limited_slope(1.0, 3.0, true), 2.0);
+        assert_eq!(limited_slope(1.0, 3.0, false), 1.0);
+        // Barth-Jespersen: room / change capped at 1; no change, or a NaN change, limits
+        // nothing.
+        assert_eq!(bounded_factor(2.0, 1.0, -4.0, 0.0, true), 0.5);
+        assert_eq!(bounded_factor(-2.0, 1.0, -4.0, 0.0, true), 1.0);
+        assert_eq!(bounded_factor(-8.0, 1.0, -4.0, 0.0, true), 0.5);
+        assert_eq!(bounded_factor(0.0, 0.0, 0.0, 0.0, true), 1.0);
+        assert_eq!(bounded_factor(f64::NAN, 0.0, 0.0, 0.0, false), 1.0);
         // Venkatakrishnan: 1 for a change well inside the room, towards room / change beyond.
         assert!((venkatakrishnan(1.0f64, 1e-3, 0.0) - 1.0).abs() < 1e-2);
         assert!(venkatakrishnan(1.0, 10.0, 0.0) < 0.2);

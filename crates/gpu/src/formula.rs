@@ -1,0 +1,94 @@
+//! The device side of the single-source formulas: the formula files under
+//! `crates/cloud/formulas/` compiled as CubeCL `#[cube]` functions ([`mote_formula::device!`]);
+//! the CPU compiles the same files ([`mote_cloud::formula`]). This module supplies the names of
+//! the formula dialect that CubeCL's prelude does not have: the comparisons and mask
+//! combinators as functions, and NaN and finiteness tests by the bits.
+
+// Negated comparisons are the NaN tests (a kernel has no `partial_cmp`).
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use cubecl::prelude::*;
+
+/// Whether `x` is a NaN, by its bits: not `x != x`, which the software driver's compiler folds
+/// to false (it assumes finite arithmetic; found by the tests).
+#[cube]
+pub fn is_nan<F: Float>(x: F) -> bool {
+    // The registered element type's size (inside a kernel `F` is a placeholder type: not
+    // `size_of::<F>()`).
+    let size = F::type_size();
+    if comptime![size == 8] {
+        (u64::reinterpret(x) & 0x7fff_ffff_ffff_ffffu64) > 0x7ff0_0000_0000_0000u64
+    } else {
+        (u32::reinterpret(x) & 0x7fff_ffffu32) > 0x7f80_0000u32
+    }
+}
+
+/// Whether `x` is finite (neither NaN nor infinite), by its exponent bits: not by
+/// `x - x == 0`, which the software driver folds to true.
+#[cube]
+pub fn finite<F: Float>(x: F) -> bool {
+    let size = F::type_size();
+    if comptime![size == 8] {
+        (u64::reinterpret(x) & 0x7fff_ffff_ffff_ffffu64) < 0x7ff0_0000_0000_0000u64
+    } else {
+        (u32::reinterpret(x) & 0x7fff_ffffu32) < 0x7f80_0000u32
+    }
+}
+
+/// `a < b`.
+#[cube]
+pub fn lt<F: Float>(a: F, b: F) -> bool {
+    a < b
+}
+
+/// `a <= b`.
+#[cube]
+pub fn le<F: Float>(a: F, b: F) -> bool {
+    a <= b
+}
+
+/// `a > b`.
+#[cube]
+pub fn gt<F: Float>(a: F, b: F) -> bool {
+    a > b
+}
+
+/// `a >= b`.
+#[cube]
+pub fn ge<F: Float>(a: F, b: F) -> bool {
+    a >= b
+}
+
+/// `a != b`.
+#[cube]
+pub fn ne<F: Float>(a: F, b: F) -> bool {
+    a != b
+}
+
+/// Both.
+#[cube]
+pub fn and(a: bool, b: bool) -> bool {
+    a && b
+}
+
+/// Either.
+#[cube]
+pub fn or(a: bool, b: bool) -> bool {
+    a || b
+}
+
+/// The Euler equations' formulas (source: `crates/cloud/formulas/euler.rs`).
+pub mod euler {
+    use super::{and, finite, ge, gt, is_nan, lt, ne, or};
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/euler.rs");
+}
+
+/// The slope limiters' formulas (source: `crates/cloud/formulas/limiter.rs`).
+pub mod limiter {
+    use super::{gt, le, lt, or};
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/limiter.rs");
+}
