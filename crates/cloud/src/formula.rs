@@ -366,6 +366,13 @@ pub mod euler {
     mote_formula::host!("formulas/euler.rs");
 }
 
+/// The Euler formulas' parameter array, `[gamma, gamma - 1, density floor, pressure floor]`:
+/// the one place its layout is written (the CPU's `Euler::params` and the device's parameter
+/// array both come from here).
+pub fn euler_params(gamma: f64, density_floor: f64, pressure_floor: f64) -> [f64; 4] {
+    [gamma, gamma - 1.0, density_floor, pressure_floor]
+}
+
 /// The slope limiters' formulas: minmod, superbee, the Barth-Jespersen and Venkatakrishnan
 /// factors (source: `crates/cloud/formulas/limiter.rs`).
 pub mod limiter {

@@ -154,7 +154,8 @@ impl DeviceEquation {
         }
     }
 
-    /// The kernels' parameter array: advection `a[0..3]`; Euler `gamma, gamma - 1, floors`;
+    /// The kernels' parameter array: advection `a[0..3]`; Euler the formulas' array
+    /// ([`mote_cloud::formula::euler_params`]);
     /// Burgers none; kinetic transport `lambda`.
     pub(crate) fn params(&self) -> [f64; 4] {
         match *self {
@@ -165,7 +166,7 @@ impl DeviceEquation {
                 gamma,
                 density_floor,
                 pressure_floor,
-            } => [gamma, gamma - 1.0, density_floor, pressure_floor],
+            } => mote_cloud::formula::euler_params(gamma, density_floor, pressure_floor),
         }
     }
 }

@@ -92,12 +92,8 @@ impl<const D: usize> Euler<D> {
     /// precision `R` (the device's parameter array holds the same values).
     #[inline(always)]
     pub fn params<R: Real>(&self) -> [R; 4] {
-        [
-            R::cast(self.gamma),
-            R::cast(self.gamma - 1.0),
-            R::cast(self.density_floor),
-            R::cast(self.pressure_floor),
-        ]
+        crate::formula::euler_params(self.gamma, self.density_floor, self.pressure_floor)
+            .map(R::cast)
     }
 
     /// Density, velocity and pressure of a conservative state, with the floors applied.
