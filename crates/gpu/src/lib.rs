@@ -27,8 +27,9 @@ mod array;
 pub mod boundary;
 mod device;
 pub mod diagnostics;
+pub mod equation;
 mod error;
-mod formula;
+pub mod formula;
 pub mod gravity;
 pub mod limiter;
 mod memory;
@@ -44,14 +45,19 @@ pub mod weno;
 
 pub use gravity::{GpuFloat, TransferSeconds};
 
+/// CubeCL, as this crate pins it: a user's [`DeviceFormulas`] implementation is written with
+/// its `#[cube]` attribute and prelude.
+pub use cubecl;
+
 pub use array::DeviceArray;
 pub use boundary::DeviceBoundaries;
 pub use device::{AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, require_gpu};
+pub use equation::{DeviceEquation, DeviceFormulas, GpuEquation};
 pub use error::GpuError;
 pub use gravity::GpuDirectSolver;
 pub use mls::DeviceMls;
 pub use mood::DeviceMood;
-pub use muscl::{DeviceEquation, DeviceMuscl};
+pub use muscl::DeviceMuscl;
 pub use primitives::host_fingerprint;
 pub use relaxation::DeviceRelaxation;
 pub use search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};

@@ -20,9 +20,10 @@ use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
 
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
+use crate::equation::DeviceFormulas;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::muscl::{DeviceMuscl, admissible};
+use crate::muscl::{DeviceMuscl, ListLaunch};
 use crate::primitives::{grid, slot_base};
 use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 
@@ -53,7 +54,7 @@ fn reset_kernel(max_orders: &Array<u32>, n: u32, cap: u32, orders: &mut Array<u3
 /// `delta^3`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-fn detect_kernel<F: Float>(
+fn detect_kernel<F: Float, Q: DeviceFormulas>(
     input: &Array<F>,
     candidate: &Array<F>,
     n: u32,
@@ -67,7 +68,6 @@ fn detect_kernel<F: Float>(
     consts: &Array<F>,
     fail: &mut Array<u32>,
     #[comptime] criterion: u32,
-    #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
@@ -83,7 +83,7 @@ fn detect_kernel<F: Float>(
             for v in 0..vars {
                 c[v] = candidate[v * nu + i];
             }
-            if !admissible::<F>(&c, kind, vars, dim) {
+            if !Q::admissible::<F>(&c, vars, dim) {
                 fail[i] = INADMISSIBLE;
             } else if comptime![criterion == ALWAYS] {
                 fail[i] = FAIL;
@@ -552,63 +552,23 @@ impl<F: GpuFloat> DeviceMood<F> {
             Criterion::U1 => U1,
             Criterion::U2 => U2,
         };
-        let kind = scheme.equation_code();
         // 1. Detection.
-        {
-            #[allow(clippy::too_many_arguments)]
-            fn go<Rt: Runtime, F: GpuFloat>(
-                client: &ComputeClient<Rt>,
-                count: CubeCount,
-                cube: CubeDim,
-                io: [&DeviceArray<F>; 3],
-                tags: &DeviceArray<u32>,
-                active: &DeviceArray<u32>,
-                list: &DeviceNeighbours,
-                l: &ListArgs,
-                fail: &DeviceArray<u32>,
-                c: (u32, u32, usize, usize),
-            ) {
-                // SAFETY: each unit reads its own and its neighbours' entries (indices below
-                // n) and writes its own fail code.
-                unsafe {
-                    detect_kernel::launch_unchecked::<F, Rt>(
-                        client,
-                        count,
-                        cube,
-                        io[0].arg(),
-                        io[1].arg(),
-                        l.n,
-                        tags.arg(),
-                        active.arg(),
-                        list.counts().arg(),
-                        list.starts().arg(),
-                        list.indices().arg(),
-                        l.slot_major,
-                        l.max_count,
-                        io[2].arg(),
-                        fail.arg(),
-                        c.0,
-                        c.1,
-                        c.2,
-                        c.3,
-                    )
-                }
-            }
-            let io = [input, candidate, &self.consts];
-            let (tags, active, fail) = (cloud.tags(), &self.active, &self.fail);
-            with_client!(&gpu.client, |cl| go(
-                cl,
-                count.clone(),
-                cube,
-                io,
-                tags,
-                active,
-                list,
-                &l,
-                fail,
-                (criterion, kind, m, D)
-            ));
-        }
+        let detect = DetectLaunch {
+            count: count.clone(),
+            cube,
+            n: l.n,
+            input,
+            candidate,
+            tags: cloud.tags(),
+            active: &self.active,
+            list: ListLaunch::of(list),
+            consts: &self.consts,
+            fail: &self.fail,
+            criterion,
+            vars: m,
+            dim: D,
+        };
+        scheme.equation_ref().kernels::<F>().detect(gpu, &detect);
         // 2. u2: accept smooth extrema (the curvatures once per stage).
         if criterion == U2
             && let Some(second) = &self.second
@@ -890,4 +850,57 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceMood<F> {
         }
         v
     }
+}
+
+/// One launch of MOOD's detection.
+pub(crate) struct DetectLaunch<'a, F: GpuFloat> {
+    count: CubeCount,
+    cube: CubeDim,
+    n: u32,
+    /// The stage's input and its candidate result.
+    input: &'a DeviceArray<F>,
+    candidate: &'a DeviceArray<F>,
+    tags: &'a DeviceArray<u32>,
+    active: &'a DeviceArray<u32>,
+    list: ListLaunch<'a>,
+    /// `delta`, `delta^3`.
+    consts: &'a DeviceArray<F>,
+    fail: &'a DeviceArray<u32>,
+    criterion: u32,
+    vars: usize,
+    dim: usize,
+}
+
+/// Launches MOOD's detection for the equation formulas `Q`.
+pub(crate) fn launch_detect<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &DetectLaunch<'_, F>) {
+    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
+        client: &ComputeClient<Rt>,
+        l: &DetectLaunch<'_, F>,
+    ) {
+        // SAFETY: each unit reads its own and its neighbours' entries (indices below n) and
+        // writes its own fail code.
+        unsafe {
+            detect_kernel::launch_unchecked::<F, Q, Rt>(
+                client,
+                l.count.clone(),
+                l.cube,
+                l.input.arg(),
+                l.candidate.arg(),
+                l.n,
+                l.tags.arg(),
+                l.active.arg(),
+                l.list.counts.arg(),
+                l.list.starts.arg(),
+                l.list.indices.arg(),
+                l.list.slot_major,
+                l.list.max_count,
+                l.consts.arg(),
+                l.fail.arg(),
+                l.criterion,
+                l.vars,
+                l.dim,
+            )
+        }
+    }
+    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
 }

@@ -1,6 +1,7 @@
 //! The MUSCL stage passes on the device: MLS derivatives, then reconstruction and numerical fluxes
-//! with the MLS-divergence formulation, for scalar linear advection and the Euler equations,
-//! MUSCL orders 1 to 5, either slot layout; and the Runge-Kutta stage update.
+//! with the MLS-divergence formulation, for any equation with device formulas
+//! ([`crate::equation`]: the kernels are generic over them), MUSCL orders 1 to 5, either slot
+//! layout; and the Runge-Kutta stage update.
 //!
 //! Device state layout: the `M` conserved variables are the host's `M` component arrays laid end
 //! to end in one buffer (variable `v` of particle `i` at `v * n + i`), so a kernel has a fixed
@@ -31,9 +32,9 @@
 //! The WENO-type reconstruction runs between the derivative and the limiter pass
 //! ([`DeviceMuscl::with_weno`], see [`crate::weno`]).
 //!
-//! The kinetic transport of a relaxation system ([`DeviceEquation::Kinetic`], `2 D M` variables
-//! each advected with its own velocity) is the system the device passes know besides Euler; its
-//! source is [`crate::relaxation`].
+//! The kinetic transport of a relaxation system ([`DeviceEquation::kinetic`], `2 D M` variables
+//! each advected with its own velocity) is one such equation; its source is
+//! [`crate::relaxation`].
 //!
 //! Not on the device yet (refused with "not supported on the GPU backend"): systems of
 //! advection equations with matrices.
@@ -43,14 +44,16 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
 
 use cubecl::prelude::*;
-use mote_cloud::equations::{Burgers, Euler, KineticTransport, LinearAdvection};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::scheme::{Formulation, Limiter, PassSeconds};
 
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
+pub use crate::equation::DeviceEquation;
+use crate::equation::flux_code::{CENTRAL, RUSANOV};
+use crate::equation::{DeviceFormulas, code_of};
 use crate::error::GpuError;
-use crate::formula::{euler, finite};
+use crate::formula::finite;
 use crate::gravity::GpuFloat;
 use crate::limiter::{limiter_kernel, offset};
 use crate::mls::DeviceMls;
@@ -62,271 +65,6 @@ use crate::weno::DeviceWeno;
 pub(crate) const LANES: usize = 8;
 /// The recursion's parent of a first-degree basis function: the constant 1.
 const RECURSION_ROOT: u32 = u32::MAX;
-
-/// The kernel code of the kinetic transport (advection 0, Euler 1, Burgers 2).
-pub(crate) const KINETIC: u32 = 3;
-
-/// An equation the device passes know, with its parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum DeviceEquation {
-    /// Scalar linear advection with a constant velocity.
-    Advection {
-        /// The velocity (unused components 0).
-        velocity: [f64; 3],
-    },
-    /// Inviscid Burgers, `F(u) . n = u^2 / 2 sum_d n_d` (one variable).
-    Burgers,
-    /// The Euler equations of gas dynamics.
-    Euler {
-        /// Ratio of specific heats.
-        gamma: f64,
-        /// Density floor.
-        density_floor: f64,
-        /// Pressure floor.
-        pressure_floor: f64,
-    },
-    /// The transport part of a kinetic relaxation system
-    /// ([`mote_cloud::equations::KineticTransport`]): `2 D M` variables, variable `k M + v`
-    /// advected with `+lambda e_d` (`k = 2 d`) or `-lambda e_d` (`k = 2 d + 1`).
-    Kinetic {
-        /// The kinetic speed `lambda`.
-        speed: f64,
-        /// Macroscopic variables `M`.
-        macroscopic: usize,
-    },
-}
-
-impl DeviceEquation {
-    /// The device version of a CPU linear advection equation (scalar only).
-    pub fn advection<const D: usize>(eq: &LinearAdvection<D>) -> Result<Self, GpuError> {
-        let a = eq.velocity().ok_or_else(|| {
-            GpuError::Unsupported("linear advection systems (matrices); scalar only".into())
-        })?;
-        if <LinearAdvection<D> as mote_cloud::equations::Equation<f64, D>>::variables(eq) != 1 {
-            return Err(GpuError::Unsupported(
-                "linear advection of several variables".into(),
-            ));
-        }
-        let mut velocity = [0.0; 3];
-        velocity[..D].copy_from_slice(&a);
-        Ok(Self::Advection { velocity })
-    }
-
-    /// The device version of the CPU's Burgers equation.
-    pub fn burgers<const D: usize>(_eq: &Burgers<D>) -> Self {
-        Self::Burgers
-    }
-
-    /// The device version of a CPU Euler equation.
-    pub fn euler<const D: usize>(eq: &Euler<D>) -> Self {
-        let (density_floor, pressure_floor) = eq.floors();
-        Self::Euler {
-            gamma: eq.gamma(),
-            density_floor,
-            pressure_floor,
-        }
-    }
-
-    /// The device version of the CPU's kinetic transport (the explicit part of a relaxation
-    /// system stepped by [`crate::DeviceSimulation::with_relaxation`]).
-    pub fn kinetic<const D: usize>(eq: &KineticTransport<D>) -> Self {
-        Self::Kinetic {
-            speed: eq.speed(),
-            macroscopic: eq.macroscopic(),
-        }
-    }
-
-    /// Number of conserved variables in `dim` dimensions.
-    pub fn variables(&self, dim: usize) -> usize {
-        match self {
-            Self::Advection { .. } | Self::Burgers => 1,
-            Self::Euler { .. } => dim + 2,
-            Self::Kinetic { macroscopic, .. } => 2 * dim * macroscopic,
-        }
-    }
-
-    pub(crate) fn kind(&self) -> u32 {
-        match self {
-            Self::Advection { .. } => 0,
-            Self::Euler { .. } => 1,
-            Self::Burgers => 2,
-            Self::Kinetic { .. } => KINETIC,
-        }
-    }
-
-    /// The kernels' parameter array: advection `a[0..3]`; Euler the formulas' array
-    /// ([`mote_cloud::formula::euler_params`]);
-    /// Burgers none; kinetic transport `lambda`.
-    pub(crate) fn params(&self) -> [f64; 4] {
-        match *self {
-            Self::Advection { velocity } => [velocity[0], velocity[1], velocity[2], 0.0],
-            Self::Burgers => [0.0; 4],
-            Self::Kinetic { speed, .. } => [speed, 0.0, 0.0, 0.0],
-            Self::Euler {
-                gamma,
-                density_floor,
-                pressure_floor,
-            } => mote_cloud::formula::euler_params(gamma, density_floor, pressure_floor),
-        }
-    }
-}
-
-/// `lambda_v . n` of kinetic variable `v` of `vars` (the CPU's `normal_velocity`).
-#[cube]
-fn kinetic_velocity<F: Float>(
-    nrm: &Array<F>,
-    params: &Array<F>,
-    #[comptime] v: usize,
-    #[comptime] vars: usize,
-    #[comptime] dim: usize,
-) -> F {
-    let k = comptime![v / (vars / (2 * dim))];
-    let s = params[0] * nrm[comptime![k / 2]];
-    if comptime![k % 2 == 0] { s } else { -s }
-}
-
-/// The flux of `u` (`vars` variables) along `nrm` into `out`.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn normal_flux<F: Float>(
-    u: &Array<F>,
-    nrm: &Array<F>,
-    params: &Array<F>,
-    vel: &mut Array<F>,
-    out: &mut Array<F>,
-    #[comptime] kind: u32,
-    #[comptime] vars: usize,
-    #[comptime] dim: usize,
-) {
-    if comptime![kind == KINETIC] {
-        #[unroll]
-        for v in 0..vars {
-            out[v] = kinetic_velocity::<F>(nrm, params, v, vars, dim) * u[v];
-        }
-    } else if comptime![kind == 0] {
-        out[0] = advection_speed::<F>(nrm, params, dim) * u[0];
-    } else if comptime![kind == 2] {
-        // The CPU's operations: (1/2 u) u times the normal's components summed in axis order.
-        out[0] = F::new(0.5) * u[0] * u[0] * component_sum::<F>(nrm, dim);
-    } else {
-        let _floors = euler::euler_flux::<F>(u, nrm, params, vel, out, dim);
-    }
-}
-
-/// `sum_d nrm[d]`, in axis order from zero (Burgers' flux and wave speed).
-#[cube]
-fn component_sum<F: Float>(nrm: &Array<F>, #[comptime] dim: usize) -> F {
-    let mut s = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        s += nrm[d];
-    }
-    s
-}
-
-/// The largest wave speed of `u` along `nrm`.
-#[cube]
-fn max_speed<F: Float>(
-    u: &Array<F>,
-    nrm: &Array<F>,
-    params: &Array<F>,
-    vel: &mut Array<F>,
-    #[comptime] kind: u32,
-    #[comptime] dim: usize,
-) -> F {
-    if comptime![kind == KINETIC] {
-        // lambda max_d |n_d|, the maximum from zero in axis order as on the CPU.
-        let mut best = F::new(0.0);
-        #[unroll]
-        for d in 0..dim {
-            best = F::max(best, F::abs(nrm[d]));
-        }
-        params[0] * best
-    } else if comptime![kind == 0] {
-        F::abs(advection_speed::<F>(nrm, params, dim))
-    } else if comptime![kind == 2] {
-        F::abs(u[0] * component_sum::<F>(nrm, dim))
-    } else {
-        let (vn, c, _floors) = euler::euler_speeds::<F>(u, nrm, params, vel, dim);
-        F::abs(vn) + c
-    }
-}
-
-/// Linear advection's speed along `nrm`, `a . n` summed in axis order from zero.
-#[cube]
-fn advection_speed<F: Float>(nrm: &Array<F>, params: &Array<F>, #[comptime] dim: usize) -> F {
-    let mut s = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        s += nrm[d] * params[d];
-    }
-    s
-}
-
-/// The smallest and largest wave speeds of `u` along `nrm` (the CPU's `wave_speed_bounds`):
-/// `(s, s)` for advection and Burgers, `v.n -+ c |n|` for Euler, `-+ max` otherwise.
-#[cube]
-fn speed_bounds<F: Float>(
-    u: &Array<F>,
-    nrm: &Array<F>,
-    params: &Array<F>,
-    vel: &mut Array<F>,
-    #[comptime] kind: u32,
-    #[comptime] dim: usize,
-) -> (F, F) {
-    if comptime![kind == 0] {
-        let s = advection_speed::<F>(nrm, params, dim);
-        (s, s)
-    } else if comptime![kind == 2] {
-        let s = u[0] * component_sum::<F>(nrm, dim);
-        (s, s)
-    } else if comptime![kind == 1] {
-        let (vn, c, _floors) = euler::euler_speeds::<F>(u, nrm, params, vel, dim);
-        (vn - c, vn + c)
-    } else {
-        let s = max_speed::<F>(u, nrm, params, vel, kind, dim);
-        (-s, s)
-    }
-}
-
-/// The numerical fluxes' kernel codes.
-const RUSANOV: u32 = 0;
-const CENTRAL: u32 = 1;
-const UPWIND: u32 = 2;
-const HLLC: u32 = 3;
-/// The kernel code of a numerical flux.
-fn flux_code(kind: FluxKind) -> u32 {
-    match kind {
-        FluxKind::Rusanov => RUSANOV,
-        FluxKind::Central => CENTRAL,
-        FluxKind::Upwind => UPWIND,
-        FluxKind::Hllc => HLLC,
-    }
-}
-
-/// Whether a state of `vars` variables is admissible: finite values; for Euler (`kind` 1) also
-/// a positive density and pressure (the CPU's `Equation::admissible`, the same formula): the
-/// reconstruction fallback's and MOOD's test.
-#[cube]
-pub(crate) fn admissible<F: Float>(
-    c: &Array<F>,
-    #[comptime] kind: u32,
-    #[comptime] vars: usize,
-    #[comptime] dim: usize,
-) -> bool {
-    let mut ok = true;
-    if comptime![kind == 1] {
-        ok = euler::euler_admissible::<F>(c, dim);
-    } else {
-        #[unroll]
-        for v in 0..vars {
-            if !finite::<F>(c[v]) {
-                ok = false;
-            }
-        }
-    }
-    ok
-}
 
 /// `out[first + a] = sum_s coef[a * slots + s] (u[offset + j(s)] - u[offset + i])` for the
 /// `terms` functions, over particle `i`'s slots (`base, stride, count`; every unit runs
@@ -427,7 +165,7 @@ fn derivatives_kernel<F: Float>(
 /// interface of order `k` using the first `terms_for_order[k]` of them.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-fn flux_kernel<F: Float>(
+fn flux_kernel<F: Float, Q: DeviceFormulas>(
     x: &Array<F>,
     y: &Array<F>,
     z: &Array<F>,
@@ -456,7 +194,6 @@ fn flux_kernel<F: Float>(
     w: &Array<F>,
     wgrad: &Array<F>,
     du: &mut Array<F>,
-    #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
     #[comptime] order: u32,
@@ -485,13 +222,7 @@ fn flux_kernel<F: Float>(
         let mut acc = Array::<F>::new(vars * LANES);
         let mut nrm = Array::<F>::new(3usize);
         let mut delta = Array::<F>::new(3usize);
-        let mut vel = Array::<F>::new(3usize);
         let mut phi = Array::<F>::new(comptime![if terms > 0 { terms } else { 1 }]);
-        // HLLC's unit normal and velocities; Euler Rusanov's velocities and fluxes.
-        let mut e = Array::<F>::new(3usize);
-        let mut vl = Array::<F>::new(3usize);
-        let mut vr = Array::<F>::new(3usize);
-        let mut fs = Array::<F>::new(vars);
         #[unroll]
         for v in 0..vars {
             ui[v] = u[v * nu + i];
@@ -505,7 +236,7 @@ fn flux_kernel<F: Float>(
                     nrm[e] = F::new(0.0);
                 }
                 nrm[d] = F::new(1.0);
-                normal_flux::<F>(&ui, &nrm, params, &mut vel, &mut fl, kind, vars, dim);
+                Q::flux::<F>(&ui, &nrm, params, &mut fl, vars, dim);
                 #[unroll]
                 for v in 0..vars {
                     fi[d * vars + v] = fl[v];
@@ -560,11 +291,11 @@ fn flux_kernel<F: Float>(
                                 }
                             }
                         }
-                        if comptime![kind == 1] {
+                        if comptime![Q::CHECKS_RECONSTRUCTION] {
                             // A reconstruction outside the admissible states falls back to
                             // first order for that pair.
-                            if !(admissible::<F>(&ul, kind, vars, dim)
-                                && admissible::<F>(&ur, kind, vars, dim))
+                            if !(Q::admissible::<F>(&ul, vars, dim)
+                                && Q::admissible::<F>(&ur, vars, dim))
                             {
                                 #[unroll]
                                 for v in 0..vars {
@@ -598,12 +329,12 @@ fn flux_kernel<F: Float>(
                 if comptime![moving && (flux == RUSANOV || flux == CENTRAL)] {
                     // ALE: the pair exchanges G = F - u w_n; Rusanov with the wave speeds
                     // relative to the interface, central the plain mean.
-                    normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim);
-                    normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim);
+                    Q::flux::<F>(&ul, &nrm, params, &mut fl, vars, dim);
+                    Q::flux::<F>(&ur, &nrm, params, &mut fr, vars, dim);
                     let mut speed = F::new(0.0);
                     if comptime![flux == RUSANOV] {
-                        let (a0, a1) = speed_bounds::<F>(&ul, &nrm, params, &mut vel, kind, dim);
-                        let (b0, b1) = speed_bounds::<F>(&ur, &nrm, params, &mut vel, kind, dim);
+                        let (a0, a1) = Q::speed_bounds::<F>(&ul, &nrm, params, vars, dim);
+                        let (b0, b1) = Q::speed_bounds::<F>(&ur, &nrm, params, vars, dim);
                         speed = F::max(
                             F::max(F::max(F::abs(a0 - wn), F::abs(a1 - wn)), F::abs(b0 - wn)),
                             F::abs(b1 - wn),
@@ -616,30 +347,17 @@ fn flux_kernel<F: Float>(
                         fl[v] = F::new(0.5) * (gl + gr) - F::new(0.5) * speed * (ur[v] - ul[v]);
                     }
                 } else {
-                    if comptime![flux == HLLC] {
-                        let _floors = euler::hllc::<F>(
-                            &ul, &ur, &nrm, params, &mut e, &mut vl, &mut vr, &mut fl, dim,
-                        );
-                    } else if comptime![kind == 1 && flux == RUSANOV] {
-                        let _floors = euler::euler_rusanov::<F>(
-                            &ul, &ur, &nrm, params, &mut vl, &mut vr, &mut fs, &mut fr, &mut fl,
-                            dim,
-                        );
-                    } else if comptime![kind == KINETIC && flux != CENTRAL] {
-                        // Rusanov and upwind are the same here, as on the CPU: each component is
-                        // upwinded with its own velocity.
-                        #[unroll]
-                        for v in 0..vars {
-                            let a = kinetic_velocity::<F>(&nrm, params, v, vars, dim);
-                            fl[v] = select(a > F::new(0.0), a * ul[v], a * ur[v]);
-                        }
+                    if comptime![Q::OWN_FLUXES & (1u32 << flux) != 0] {
+                        // The equation's own solver (Euler's HLLC and Rusanov, the kinetic
+                        // upwinding).
+                        Q::riemann::<F>(&ul, &ur, &nrm, params, &mut fl, flux, vars, dim);
                     } else {
-                        normal_flux::<F>(&ul, &nrm, params, &mut vel, &mut fl, kind, vars, dim);
-                        normal_flux::<F>(&ur, &nrm, params, &mut vel, &mut fr, kind, vars, dim);
+                        Q::flux::<F>(&ul, &nrm, params, &mut fl, vars, dim);
+                        Q::flux::<F>(&ur, &nrm, params, &mut fr, vars, dim);
                         if comptime![flux == RUSANOV] {
                             let speed = F::max(
-                                max_speed::<F>(&ul, &nrm, params, &mut vel, kind, dim),
-                                max_speed::<F>(&ur, &nrm, params, &mut vel, kind, dim),
+                                Q::max_speed::<F>(&ul, &nrm, params, vars, dim),
+                                Q::max_speed::<F>(&ur, &nrm, params, vars, dim),
                             );
                             #[unroll]
                             for v in 0..vars {
@@ -706,7 +424,7 @@ fn flux_kernel<F: Float>(
 /// particles (tag not 0) when `interior_only` is not 0.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-fn rate_kernel<F: Float>(
+fn rate_kernel<F: Float, Q: DeviceFormulas>(
     u: &Array<F>,
     n: u32,
     tags: &Array<u32>,
@@ -719,7 +437,6 @@ fn rate_kernel<F: Float>(
     max_count: u32,
     params: &Array<F>,
     rates: &mut Array<F>,
-    #[comptime] kind: u32,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
@@ -730,7 +447,6 @@ fn rate_kernel<F: Float>(
         let (base, stride) = slot_base(i, n, starts, slot_major);
         let mut ui = Array::<F>::new(vars);
         let mut nrm = Array::<F>::new(3usize);
-        let mut vel = Array::<F>::new(3usize);
         #[unroll]
         for v in 0..vars {
             ui[v] = u[v * nu + i];
@@ -743,7 +459,7 @@ fn rate_kernel<F: Float>(
                 for d in 0..dim {
                     nrm[d] = coef[d * slots as usize + s];
                 }
-                sum += max_speed::<F>(&ui, &nrm, params, &mut vel, kind, dim);
+                sum += Q::max_speed::<F>(&ui, &nrm, params, vars, dim);
             }
         }
         if interior_only != 0 && tags[i] != 0 {
@@ -837,6 +553,8 @@ fn reverse_kernel(
 /// The MUSCL right-hand side on a device: MLS fits, derivatives and the flux pass.
 pub struct DeviceMuscl<F> {
     equation: DeviceEquation,
+    /// The dimension it was built for.
+    dim: usize,
     order: usize,
     /// Reconstruction terms (basis functions up to degree `order - 1`; 0 at order 1).
     terms: usize,
@@ -922,8 +640,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             })
             .collect();
         let fixed = mote_core::Scaling::Fixed;
+        let params = equation.params().map(F::cast);
         Ok(Self {
             equation,
+            dim: D,
             order,
             terms,
             mls: DeviceMls::new::<D>(gpu, order, weight)?,
@@ -940,9 +660,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             terms_for_order: gpu
                 .upload("muscl_terms_for_order", &terms_for_order)
                 .with_scaling(fixed),
-            params: gpu
-                .upload("muscl_parameters", &equation.params().map(F::cast))
-                .with_scaling(fixed),
+            params: gpu.upload("muscl_parameters", &params).with_scaling(fixed),
             geometry: gpu
                 .upload("muscl_geometry", &[F::cast(0.0); 6])
                 .with_scaling(fixed),
@@ -1010,22 +728,15 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     }
 
     /// Uses the numerical flux `kind`, as the CPU scheme's `with_flux`: Rusanov and central for
-    /// every equation, upwind for the scalar ones (advection, Burgers), HLLC for Euler.
+    /// every equation, upwind for the scalar ones (advection, Burgers), HLLC for Euler (see
+    /// [`DeviceEquation::supports_flux`]).
     pub fn with_flux(mut self, kind: FluxKind) -> Result<Self, GpuError> {
-        let ok = match kind {
-            FluxKind::Rusanov | FluxKind::Central => true,
-            FluxKind::Upwind => {
-                self.equation.variables(1) == 1
-                    || matches!(self.equation, DeviceEquation::Kinetic { .. })
-            }
-            FluxKind::Hllc => matches!(self.equation, DeviceEquation::Euler { .. }),
-        };
-        if !ok {
+        if !self.equation.supports_flux(kind, self.dim) {
             return Err(mote_cloud::CloudError::invalid(
                 "flux",
                 kind,
                 "one the equation provides (rusanov and central always, upwind for scalar \
-                 advection, hllc for euler)",
+                 equations, hllc for euler)",
             )
             .into());
         }
@@ -1066,7 +777,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
 
     /// The equation.
     pub fn equation(&self) -> DeviceEquation {
-        self.equation
+        self.equation.clone()
+    }
+
+    /// The equation, borrowed (its kernels' launchers).
+    pub(crate) fn equation_ref(&self) -> &DeviceEquation {
+        &self.equation
     }
 
     /// The MUSCL order.
@@ -1198,60 +914,23 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         if n == 0 {
             return Ok(f64::INFINITY);
         }
-        let params = &self.params;
         let rates = gpu.output::<F>("stable_dt_rates", n);
         let (count, cube) = grid(n, gpu.workgroup());
-        #[allow(clippy::too_many_arguments)]
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            u: &DeviceArray<F>,
-            tags: &DeviceArray<u32>,
-            list: &DeviceNeighbours,
-            coef: &DeviceArray<F>,
-            params: &DeviceArray<F>,
-            rates: &DeviceArray<F>,
-            a: [u32; 5],
-            c: (u32, usize, usize),
-        ) {
-            // SAFETY: each unit reads its own slots, state and tag and writes its own rate.
-            unsafe {
-                rate_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    u.arg(),
-                    a[0],
-                    tags.arg(),
-                    a[4],
-                    list.counts().arg(),
-                    list.starts().arg(),
-                    a[1],
-                    coef.arg(),
-                    a[2],
-                    a[3],
-                    params.arg(),
-                    rates.arg(),
-                    c.0,
-                    c.1,
-                    c.2,
-                )
-            }
-        }
-        let a = [
-            n as u32,
-            (list.layout() == DeviceLayout::SlotMajor) as u32,
-            slots as u32,
-            list.max() as u32,
-            interior_only as u32,
-        ];
-        let c = (self.equation.kind(), m, D);
-        let coef = self.mls.coefficients();
-        let tags = cloud.tags();
-        with_client!(&gpu.client, |cl| go(
-            cl, count, cube, u, tags, list, coef, params, &rates, a, c
-        ));
+        let launch = RateLaunch {
+            count,
+            cube,
+            n: n as u32,
+            u,
+            tags: cloud.tags(),
+            interior_only: interior_only as u32,
+            list: ListLaunch::of(list),
+            coef: self.mls.coefficients(),
+            params: &self.params,
+            rates: &rates,
+            vars: m,
+            dim: D,
+        };
+        self.equation.kernels::<F>().rate(gpu, &launch);
         let (_, worst) = gpu.min_max(&rates)?;
         let worst = worst.as_f64();
         Ok(if worst > 0.0 {
@@ -1442,11 +1121,6 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         Ok(())
     }
 
-    /// The kernel code of the equation.
-    pub(crate) fn equation_code(&self) -> u32 {
-        self.equation.kind()
-    }
-
     /// Launches the derivative (and limiter) passes and/or the flux pass (which needs the
     /// `orders`).
     #[allow(clippy::too_many_arguments)]
@@ -1488,11 +1162,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         if n == 0 {
             return Ok(());
         }
-        let tables = (&self.geometry, &self.periodic, &self.params);
         let launch = Launch {
             n,
             masked: active.is_some() as u32,
-            flux: flux_code(self.flux),
+            flux: code_of(self.flux),
             conservative: self.formulation == Formulation::Conservative,
             moving: velocity.is_some(),
             slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
@@ -1500,7 +1173,6 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             max_count: list.max() as u32,
             vars: m,
             dim: D,
-            kind: self.equation.kind(),
             order: self.order as u32,
             terms: self.terms,
             limiter: self.limiter_code.0,
@@ -1515,29 +1187,20 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             count: CubeCount,
             cube: CubeDim,
             xyz: [&DeviceArray<F>; 3],
-            tables: (&DeviceArray<F>, &DeviceArray<u32>, &DeviceArray<F>),
-            basis: (
-                &DeviceArray<u32>,
-                &DeviceArray<F>,
-                &DeviceArray<F>,
-                &DeviceArray<u32>,
-            ),
+            geometry: (&DeviceArray<F>, &DeviceArray<u32>),
+            basis: (&DeviceArray<u32>, &DeviceArray<F>),
             list: &DeviceNeighbours,
             coef: &DeviceArray<F>,
             derivs: &DeviceArray<F>,
             eps2: &DeviceArray<F>,
-            orders: (&DeviceArray<u32>, &DeviceArray<u32>),
-            extra: (&DeviceArray<F>, &DeviceArray<u32>),
-            velocity: (&DeviceArray<F>, &DeviceArray<F>),
             u: &DeviceArray<F>,
-            du: &DeviceArray<F>,
             a: &Launch,
             pass: Pass,
         ) {
             // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
             // entries (indices below n) and writes only its own particle's entries of
-            // `derivs` (i * m * terms + ..) and `du` (v * n + i); private arrays are sized by the
-            // same compile-time constants that bound their loops.
+            // `derivs` (i * m * terms + ..); private arrays are sized by the same compile-time
+            // constants that bound their loops.
             unsafe {
                 if pass == Pass::Derivatives {
                     derivatives_kernel::launch_unchecked::<F, Rt>(
@@ -1568,8 +1231,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                         xyz[1].arg(),
                         xyz[2].arg(),
                         a.n as u32,
-                        tables.0.arg(),
-                        tables.1.arg(),
+                        geometry.0.arg(),
+                        geometry.1.arg(),
                         u.arg(),
                         list.counts().arg(),
                         list.starts().arg(),
@@ -1586,49 +1249,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                         a.terms,
                         a.scaled,
                     );
-                    return;
                 }
-                flux_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    xyz[0].arg(),
-                    xyz[1].arg(),
-                    xyz[2].arg(),
-                    a.n as u32,
-                    tables.0.arg(),
-                    tables.1.arg(),
-                    u.arg(),
-                    derivs.arg(),
-                    orders.0.arg(),
-                    orders.1.arg(),
-                    a.masked,
-                    list.counts().arg(),
-                    list.starts().arg(),
-                    list.indices().arg(),
-                    a.slot_major,
-                    coef.arg(),
-                    a.slots,
-                    a.max_count,
-                    tables.2.arg(),
-                    basis.0.arg(),
-                    basis.1.arg(),
-                    basis.2.arg(),
-                    basis.3.arg(),
-                    extra.0.arg(),
-                    extra.1.arg(),
-                    velocity.0.arg(),
-                    velocity.1.arg(),
-                    du.arg(),
-                    a.kind,
-                    a.vars,
-                    a.dim,
-                    a.order,
-                    a.terms,
-                    a.flux,
-                    a.conservative,
-                    a.moving,
-                );
             }
         }
         let coef = self.mls.coefficients();
@@ -1661,23 +1282,43 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             if pass == Pass::Weno {
                 let weno = self.weno.as_ref().expect("listed with WENO on");
                 weno.apply(gpu, list, n, u, &self.derivatives, m, self.terms)?;
+            } else if pass == Pass::Fluxes {
+                let (velocity, gradient) =
+                    velocity.unwrap_or((&self.no_velocity, &self.no_gradient));
+                let flux = FluxLaunch {
+                    count: count.clone(),
+                    cube,
+                    xyz,
+                    geometry: (&self.geometry, &self.periodic),
+                    u,
+                    derivs: &self.derivatives,
+                    orders: orders.0,
+                    active: orders.1,
+                    list: ListLaunch::of(list),
+                    coef,
+                    params: &self.params,
+                    basis,
+                    volumes: cloud.volumes(),
+                    reverse: &self.reverse,
+                    velocity,
+                    gradient,
+                    du,
+                    a: &launch,
+                };
+                self.equation.kernels::<F>().flux(gpu, &flux);
             } else {
                 with_client!(&gpu.client, |c| go(
                     c,
                     count.clone(),
                     cube,
                     xyz,
-                    tables,
-                    basis,
+                    (&self.geometry, &self.periodic),
+                    (basis.0, basis.1),
                     list,
                     coef,
                     &self.derivatives,
                     &self.limiter_eps2,
-                    orders,
-                    (cloud.volumes(), &self.reverse),
-                    velocity.unwrap_or((&self.no_velocity, &self.no_gradient)),
                     u,
-                    du,
                     &launch,
                     pass,
                 ));
@@ -1698,7 +1339,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
 }
 
 /// Scalar and compile-time arguments of the MUSCL kernels.
-struct Launch {
+pub(crate) struct Launch {
     n: usize,
     /// Whether the flux pass skips particles whose `active` entry is 0.
     masked: u32,
@@ -1713,11 +1354,172 @@ struct Launch {
     max_count: u32,
     vars: usize,
     dim: usize,
-    kind: u32,
     order: u32,
     terms: usize,
     limiter: u32,
     scaled: usize,
+}
+
+/// A neighbour list as kernels take it: counts, starts and indices, the layout flag, the slot
+/// total and the longest list.
+#[derive(Clone, Copy)]
+pub(crate) struct ListLaunch<'a> {
+    pub(crate) counts: &'a DeviceArray<u32>,
+    pub(crate) starts: &'a DeviceArray<u32>,
+    pub(crate) indices: &'a DeviceArray<u32>,
+    /// 1 for the slot-major layout.
+    pub(crate) slot_major: u32,
+    pub(crate) slots: u32,
+    pub(crate) max_count: u32,
+}
+
+impl<'a> ListLaunch<'a> {
+    /// The launch arguments of `list`.
+    pub(crate) fn of(list: &'a DeviceNeighbours) -> Self {
+        Self {
+            counts: list.counts(),
+            starts: list.starts(),
+            indices: list.indices(),
+            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
+            slots: list.indices().len() as u32,
+            max_count: list.max() as u32,
+        }
+    }
+}
+
+/// One launch of the flux pass (the arrays' residency is checked by [`DeviceMuscl::passes`]).
+pub(crate) struct FluxLaunch<'a, F: GpuFloat> {
+    count: CubeCount,
+    cube: CubeDim,
+    xyz: [&'a DeviceArray<F>; 3],
+    /// The domain's lengths and half lengths, and its periodic axes.
+    geometry: (&'a DeviceArray<F>, &'a DeviceArray<u32>),
+    u: &'a DeviceArray<F>,
+    derivs: &'a DeviceArray<F>,
+    orders: &'a DeviceArray<u32>,
+    active: &'a DeviceArray<u32>,
+    list: ListLaunch<'a>,
+    coef: &'a DeviceArray<F>,
+    params: &'a DeviceArray<F>,
+    /// The reconstruction basis: recursion, its factors, parities, terms per order.
+    basis: (
+        &'a DeviceArray<u32>,
+        &'a DeviceArray<F>,
+        &'a DeviceArray<F>,
+        &'a DeviceArray<u32>,
+    ),
+    volumes: &'a DeviceArray<F>,
+    reverse: &'a DeviceArray<u32>,
+    velocity: &'a DeviceArray<F>,
+    gradient: &'a DeviceArray<F>,
+    du: &'a DeviceArray<F>,
+    a: &'a Launch,
+}
+
+/// Launches the flux pass for the equation formulas `Q`.
+pub(crate) fn launch_flux<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &FluxLaunch<'_, F>) {
+    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
+        client: &ComputeClient<Rt>,
+        l: &FluxLaunch<'_, F>,
+    ) {
+        let a = l.a;
+        // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
+        // entries (indices below n) and writes only its own particle's entries of `du`
+        // (v * n + i); private arrays are sized by the same compile-time constants that bound
+        // their loops.
+        unsafe {
+            flux_kernel::launch_unchecked::<F, Q, Rt>(
+                client,
+                l.count.clone(),
+                l.cube,
+                l.xyz[0].arg(),
+                l.xyz[1].arg(),
+                l.xyz[2].arg(),
+                a.n as u32,
+                l.geometry.0.arg(),
+                l.geometry.1.arg(),
+                l.u.arg(),
+                l.derivs.arg(),
+                l.orders.arg(),
+                l.active.arg(),
+                a.masked,
+                l.list.counts.arg(),
+                l.list.starts.arg(),
+                l.list.indices.arg(),
+                a.slot_major,
+                l.coef.arg(),
+                a.slots,
+                a.max_count,
+                l.params.arg(),
+                l.basis.0.arg(),
+                l.basis.1.arg(),
+                l.basis.2.arg(),
+                l.basis.3.arg(),
+                l.volumes.arg(),
+                l.reverse.arg(),
+                l.velocity.arg(),
+                l.gradient.arg(),
+                l.du.arg(),
+                a.vars,
+                a.dim,
+                a.order,
+                a.terms,
+                a.flux,
+                a.conservative,
+                a.moving,
+            );
+        }
+    }
+    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
+}
+
+/// One launch of the stable-step rates.
+pub(crate) struct RateLaunch<'a, F: GpuFloat> {
+    count: CubeCount,
+    cube: CubeDim,
+    n: u32,
+    u: &'a DeviceArray<F>,
+    tags: &'a DeviceArray<u32>,
+    /// 1: boundary particles (tag not 0) do not count.
+    interior_only: u32,
+    list: ListLaunch<'a>,
+    coef: &'a DeviceArray<F>,
+    params: &'a DeviceArray<F>,
+    rates: &'a DeviceArray<F>,
+    vars: usize,
+    dim: usize,
+}
+
+/// Launches the stable-step rates for the equation formulas `Q`.
+pub(crate) fn launch_rate<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &RateLaunch<'_, F>) {
+    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
+        client: &ComputeClient<Rt>,
+        l: &RateLaunch<'_, F>,
+    ) {
+        // SAFETY: each unit reads its own slots, state and tag and writes its own rate.
+        unsafe {
+            rate_kernel::launch_unchecked::<F, Q, Rt>(
+                client,
+                l.count.clone(),
+                l.cube,
+                l.u.arg(),
+                l.n,
+                l.tags.arg(),
+                l.interior_only,
+                l.list.counts.arg(),
+                l.list.starts.arg(),
+                l.list.slot_major,
+                l.coef.arg(),
+                l.list.slots,
+                l.list.max_count,
+                l.params.arg(),
+                l.rates.arg(),
+                l.vars,
+                l.dim,
+            )
+        }
+    }
+    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
 }
 
 /// The passes of one right-hand side, in order.

@@ -20,18 +20,18 @@ use mote_cloud::source::KineticRelaxation;
 
 use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
+use crate::equation::{DeviceEquation, DeviceFormulas};
 use crate::error::GpuError;
 use crate::formula::finite;
 use crate::gravity::GpuFloat;
-use crate::muscl::{DeviceEquation, KINETIC, normal_flux};
 use crate::primitives::grid;
 
 /// Solves the implicit stage (`solve`: `f` in place with `r = h / epsilon`, `inv = 1 / (1 +
 /// r)`) or evaluates the source into `slope` (`r = 1 / epsilon`) for every particle; `m`
-/// macroscopic variables of equation `kind` with parameters `params`.
+/// macroscopic variables of the equation formulas `Q` with parameters `params`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-fn relaxation_kernel<F: Float + ScalarArgSettings>(
+fn relaxation_kernel<F: Float + ScalarArgSettings, Q: DeviceFormulas>(
     f: &mut Array<F>,
     slope: &mut Array<F>,
     n: u32,
@@ -41,7 +41,6 @@ fn relaxation_kernel<F: Float + ScalarArgSettings>(
     r: F,
     inv: F,
     failed: &mut Array<Atomic<u32>>,
-    #[comptime] kind: u32,
     #[comptime] m: usize,
     #[comptime] dim: usize,
     #[comptime] solve: bool,
@@ -52,7 +51,6 @@ fn relaxation_kernel<F: Float + ScalarArgSettings>(
         let mut u = Array::<F>::new(m);
         let mut flux = Array::<F>::new(m);
         let mut nrm = Array::<F>::new(3usize);
-        let mut vel = Array::<F>::new(3usize);
         // The macroscopic state, summed over the kinetic components in order.
         #[unroll]
         for v in 0..m {
@@ -70,7 +68,7 @@ fn relaxation_kernel<F: Float + ScalarArgSettings>(
                 nrm[e] = F::new(0.0);
             }
             nrm[d] = F::new(1.0);
-            normal_flux::<F>(&u, &nrm, params, &mut vel, &mut flux, kind, m, dim);
+            Q::flux::<F>(&u, &nrm, params, &mut flux, m, dim);
             #[unroll]
             for v in 0..m {
                 let plus = share * u[v] + half_inv_speed * flux[v];
@@ -131,7 +129,7 @@ impl<F: GpuFloat> DeviceRelaxation<F> {
         equation: DeviceEquation,
     ) -> Result<Self, GpuError> {
         let m = relax.macroscopic_variables();
-        if matches!(equation, DeviceEquation::Kinetic { .. }) || equation.variables(D) != m {
+        if equation.is_kinetic() || equation.variables(D) != m {
             return Err(mote_cloud::CloudError::invalid(
                 "relaxation's macroscopic equation",
                 format!("{equation:?}"),
@@ -139,13 +137,14 @@ impl<F: GpuFloat> DeviceRelaxation<F> {
             )
             .into());
         }
+        let params = equation.params().map(F::cast);
         Ok(Self {
             equation,
             dim: D,
             speed: relax.transport().speed(),
             epsilon: relax.epsilon(),
             params: gpu
-                .upload("relaxation_parameters", &equation.params().map(F::cast))
+                .upload("relaxation_parameters", &params)
                 .with_scaling(mote_core::Scaling::Fixed),
             unused: gpu
                 .upload("relaxation_unused", &[F::cast(0.0)])
@@ -210,62 +209,20 @@ impl<F: GpuFloat> DeviceRelaxation<F> {
         let half_inv_speed = F::one() / F::cast(2.0 * self.speed);
         let (count, cube) = grid(n, gpu.workgroup());
         let constants = [share, half_inv_speed, r, inv];
-        let (kind, m, dim) = (
-            self.equation.kind(),
-            self.equation.variables(self.dim),
-            self.dim,
-        );
-        debug_assert_ne!(kind, KINETIC);
-        #[allow(clippy::too_many_arguments)]
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            arrays: (
-                &DeviceArray<F>,
-                &DeviceArray<F>,
-                &DeviceArray<F>,
-                &DeviceArray<u32>,
-            ),
-            n: usize,
-            c: [F; 4],
-            (kind, m, dim, solve): (u32, usize, usize, bool),
-        ) {
-            let (f, slope, params, failed) = arrays;
-            // SAFETY: each unit reads and writes only its own particle's entries (below `n`
-            // times the variables, checked above); `failed` takes an atomic minimum. A solve
-            // does not touch `slope`.
-            unsafe {
-                relaxation_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    f.arg(),
-                    slope.arg(),
-                    n as u32,
-                    params.arg(),
-                    c[0],
-                    c[1],
-                    c[2],
-                    c[3],
-                    failed.arg(),
-                    kind,
-                    m,
-                    dim,
-                    solve,
-                )
-            }
-        }
-        let arrays = (f, slope, &self.params, failed);
-        with_client!(&gpu.client, |c| go(
-            c,
+        let launch = RelaxLaunch {
             count,
             cube,
-            arrays,
-            n,
+            n: n as u32,
+            f,
+            slope,
+            params: &self.params,
             constants,
-            (kind, m, dim, solve)
-        ));
+            failed,
+            vars: self.equation.variables(self.dim),
+            dim: self.dim,
+            solve,
+        };
+        self.equation.kernels::<F>().relax(gpu, &launch);
         Ok(())
     }
 
@@ -315,4 +272,55 @@ impl Gpu {
         with_client!(&self.client, |c| go(c, count, cube, stage, out, inv));
         Ok(())
     }
+}
+
+/// One launch of the relaxation kernel (the arrays' sizes checked by its caller).
+pub(crate) struct RelaxLaunch<'a, F: GpuFloat> {
+    count: CubeCount,
+    cube: CubeDim,
+    n: u32,
+    f: &'a DeviceArray<F>,
+    slope: &'a DeviceArray<F>,
+    params: &'a DeviceArray<F>,
+    /// `1 / (2 D)`, `1 / (2 lambda)`, `r`, `1 / (1 + r)`.
+    constants: [F; 4],
+    failed: &'a DeviceArray<u32>,
+    /// Macroscopic variables.
+    vars: usize,
+    dim: usize,
+    /// Solve the implicit stage (else evaluate the source).
+    solve: bool,
+}
+
+/// Launches the relaxation kernel for the macroscopic equation formulas `Q`.
+pub(crate) fn launch_relax<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &RelaxLaunch<'_, F>) {
+    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
+        client: &ComputeClient<Rt>,
+        l: &RelaxLaunch<'_, F>,
+    ) {
+        let c = l.constants;
+        // SAFETY: each unit reads and writes only its own particle's entries (below `n` times
+        // the variables, checked by the caller); `failed` takes an atomic minimum. A solve
+        // does not touch `slope`.
+        unsafe {
+            relaxation_kernel::launch_unchecked::<F, Q, Rt>(
+                client,
+                l.count.clone(),
+                l.cube,
+                l.f.arg(),
+                l.slope.arg(),
+                l.n,
+                l.params.arg(),
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                l.failed.arg(),
+                l.vars,
+                l.dim,
+                l.solve,
+            )
+        }
+    }
+    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
 }

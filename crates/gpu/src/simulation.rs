@@ -247,7 +247,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
 
     /// Adds the kinetic relaxation `source` and replaces the explicit stepper by the IMEX pair
     /// `tableau`, as the CPU's `MeshlessSimulation::with_source`: the scheme's transport (a
-    /// [`DeviceEquation::Kinetic`](crate::DeviceEquation::Kinetic)) explicit, the relaxation
+    /// [`DeviceEquation::kinetic`](crate::DeviceEquation::kinetic)) explicit, the relaxation
     /// implicit, solved per particle on the device. Refused with MOOD and when the source's
     /// variables are not the scheme's.
     pub fn with_relaxation(

@@ -3,9 +3,6 @@
 //! profile's opt-level again, a few minutes of CI build each. One module per subject; the file
 //! names are the ones `docs/validation.md` cites.
 
-#[path = "../../../../examples/traffic_flow.rs"]
-mod traffic_flow;
-
 mod adapt;
 mod advection;
 mod boundaries;
@@ -19,4 +16,3 @@ mod riemann2d;
 mod search;
 mod shocks;
 mod systems;
-mod user_equation;

@@ -3,6 +3,9 @@
 //! `MOTE_TEST_DEVICE` names, e.g. `cuda:0`); without one each test prints a skip line, unless
 //! `MOTE_REQUIRE_GPU=1` makes that a failure.
 
+#[path = "../../../../examples/traffic_flow.rs"]
+mod traffic_flow;
+
 mod gravity;
 mod memory;
 mod mls;
@@ -11,6 +14,7 @@ mod muscl;
 mod relaxation;
 mod search;
 mod simulation;
+mod user_equation;
 
 use mote_core::DeviceSpec;
 use mote_gpu::require_gpu;

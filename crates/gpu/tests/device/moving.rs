@@ -154,7 +154,13 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
             };
             check(
                 case.what,
-                passes::<R, 1, _, RowMajor>(g, &case, eq1.clone(), de, DeviceLayout::RowMajor),
+                passes::<R, 1, _, RowMajor>(
+                    g,
+                    &case,
+                    eq1.clone(),
+                    de.clone(),
+                    DeviceLayout::RowMajor,
+                ),
             );
         }
         // 2-D advection and Burgers on a mixed-order cloud, slot-major; central for advection.
@@ -205,9 +211,21 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                 flux,
             };
             let result = if slot_major {
-                passes::<R, 2, _, SlotMajor>(g, &case, eq.clone(), de, DeviceLayout::SlotMajor)
+                passes::<R, 2, _, SlotMajor>(
+                    g,
+                    &case,
+                    eq.clone(),
+                    de.clone(),
+                    DeviceLayout::SlotMajor,
+                )
             } else {
-                passes::<R, 2, _, RowMajor>(g, &case, eq.clone(), de, DeviceLayout::RowMajor)
+                passes::<R, 2, _, RowMajor>(
+                    g,
+                    &case,
+                    eq.clone(),
+                    de.clone(),
+                    DeviceLayout::RowMajor,
+                )
             };
             check(
                 &format!("2-D Euler, {flux}, slot-major {slot_major}"),
@@ -463,7 +481,7 @@ fn what_moving_device_runs_lack_is_refused() {
     let de = DeviceEquation::advection(&eq).unwrap();
     let motion = || builtin::<2>("rotation", 0.3, [0.0; 2], [1.0; 2]).unwrap();
     let sim = |cloud: &Cloud<f32, 2>, formulation| {
-        let scheme = DeviceMuscl::<f32>::new::<2>(&g, de, 2, Weight::default())
+        let scheme = DeviceMuscl::<f32>::new::<2>(&g, de.clone(), 2, Weight::default())
             .unwrap()
             .with_formulation(formulation);
         mote_gpu::DeviceSimulation::<f32, 2>::new(

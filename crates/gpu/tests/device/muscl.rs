@@ -368,7 +368,15 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) {
         let de = DeviceEquation::euler(&eq);
         checks.check(
             "2-D Euler, row-major",
-            run::<R, 2, _, RowMajor>(g, &ce, eq.clone(), de, order, DeviceLayout::RowMajor, 5),
+            run::<R, 2, _, RowMajor>(
+                g,
+                &ce,
+                eq.clone(),
+                de.clone(),
+                order,
+                DeviceLayout::RowMajor,
+                5,
+            ),
         );
         checks.check(
             "2-D Euler, slot-major",
@@ -483,7 +491,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                     g,
                     &ce,
                     eq.clone(),
-                    de,
+                    de.clone(),
                     order,
                     DeviceLayout::RowMajor,
                     3,
@@ -497,7 +505,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                     g,
                     &ce,
                     eq.clone(),
-                    de,
+                    de.clone(),
                     order,
                     DeviceLayout::SlotMajor,
                     3,
@@ -569,7 +577,7 @@ fn limited_and_bounded_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                 g,
                 &ce,
                 eq.clone(),
-                de,
+                de.clone(),
                 order,
                 DeviceLayout::RowMajor,
                 5,
@@ -646,7 +654,7 @@ fn weno_cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                 g,
                 &ce,
                 eq.clone(),
-                de,
+                de.clone(),
                 order,
                 DeviceLayout::RowMajor,
                 3,

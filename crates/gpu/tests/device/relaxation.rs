@@ -165,7 +165,16 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                 let name = tableau.name;
                 check(
                     format!("1-D Burgers, epsilon {epsilon:e}, MUSCL{order}, {name}"),
-                    compare(g, &cloud, &relax, macro_eq, order, tableau, rusanov, 8),
+                    compare(
+                        g,
+                        &cloud,
+                        &relax,
+                        macro_eq.clone(),
+                        order,
+                        tableau,
+                        rusanov,
+                        8,
+                    ),
                 );
             }
         }
@@ -178,7 +187,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
                     g,
                     &cloud,
                     &relax,
-                    macro_eq,
+                    macro_eq.clone(),
                     2,
                     ImexTableau::ars222(),
                     flux,
@@ -247,7 +256,7 @@ fn imex_refusals_and_failed_solves_match_the_cpu() {
         &g,
         &cloud,
         &relax,
-        burgers,
+        burgers.clone(),
         2,
         ImexTableau::ars222(),
         FluxKind::Rusanov,
@@ -261,7 +270,8 @@ fn imex_refusals_and_failed_solves_match_the_cpu() {
     let radius = default_radius_factor::<1>(2) / 40.0;
     let transport = DeviceEquation::kinetic(&relax.transport());
     let plain = || {
-        let scheme = DeviceMuscl::<f64>::new::<1>(&g, transport, 2, Weight::default()).unwrap();
+        let scheme =
+            DeviceMuscl::<f64>::new::<1>(&g, transport.clone(), 2, Weight::default()).unwrap();
         DeviceSimulation::new(
             &g,
             &cloud,
@@ -272,7 +282,7 @@ fn imex_refusals_and_failed_solves_match_the_cpu() {
         )
         .unwrap()
     };
-    let source = || DeviceRelaxation::new(&g, &relax, burgers).unwrap();
+    let source = || DeviceRelaxation::new(&g, &relax, burgers.clone()).unwrap();
     let err = plain()
         .with_mood(&g, MoodSettings::by_name("u1", "epd1").unwrap())
         .unwrap()
@@ -283,7 +293,7 @@ fn imex_refusals_and_failed_solves_match_the_cpu() {
     assert!(err.contains("IMEX"), "{err}");
     // A macroscopic equation that is not the relaxed one's size, or a kinetic one.
     let euler = DeviceEquation::euler(&Euler::<1>::new(1.4).unwrap());
-    for wrong in [euler, transport] {
+    for wrong in [euler.clone(), transport.clone()] {
         let err = DeviceRelaxation::<f64>::new(&g, &relax, wrong)
             .err()
             .expect("wrong macroscopic equation refused")

@@ -139,7 +139,13 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
         };
         check(
             &case.what,
-            compare::<R, 1, _, RowMajor>(g, &case, advection.clone(), dadv, DeviceLayout::RowMajor),
+            compare::<R, 1, _, RowMajor>(
+                g,
+                &case,
+                advection.clone(),
+                dadv.clone(),
+                DeviceLayout::RowMajor,
+            ),
             true,
         );
     }
@@ -163,12 +169,18 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     };
     check(
         &format!("{}, row-major", case.what),
-        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu, DeviceLayout::RowMajor),
+        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu.clone(), DeviceLayout::RowMajor),
         true,
     );
     check(
         &format!("{}, slot-major", case.what),
-        compare::<R, 2, _, SlotMajor>(g, &case, euler.clone(), deu, DeviceLayout::SlotMajor),
+        compare::<R, 2, _, SlotMajor>(
+            g,
+            &case,
+            euler.clone(),
+            deu.clone(),
+            DeviceLayout::SlotMajor,
+        ),
         true,
     );
     // 2-D Euler in a walled box (slip walls along x, outflow and Dirichlet faces along y),
@@ -197,7 +209,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     };
     check(
         &case.what,
-        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu, DeviceLayout::RowMajor),
+        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu.clone(), DeviceLayout::RowMajor),
         false,
     );
     case.what = "2-D Euler in a walled box, order 2, rk3, MOOD u1 strict".into();
@@ -205,7 +217,13 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     case.mood = mood("u1", "strict");
     check(
         &case.what,
-        compare::<R, 2, _, SlotMajor>(g, &case, euler.clone(), deu, DeviceLayout::SlotMajor),
+        compare::<R, 2, _, SlotMajor>(
+            g,
+            &case,
+            euler.clone(),
+            deu.clone(),
+            DeviceLayout::SlotMajor,
+        ),
         true,
     );
     // The other numerical fluxes: HLLC in the walled box with MOOD and with a limiter, then
@@ -215,7 +233,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     case.mood = mood("u1", "epd1");
     check(
         &case.what,
-        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu, DeviceLayout::RowMajor),
+        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu.clone(), DeviceLayout::RowMajor),
         true,
     );
     case.what = "2-D Euler in a walled box, order 2, rk3, HLLC, Venkatakrishnan".into();
@@ -223,7 +241,13 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     case.limiter = Limiter::by_name("vk", "soft").unwrap();
     check(
         &case.what,
-        compare::<R, 2, _, SlotMajor>(g, &case, euler.clone(), deu, DeviceLayout::SlotMajor),
+        compare::<R, 2, _, SlotMajor>(
+            g,
+            &case,
+            euler.clone(),
+            deu.clone(),
+            DeviceLayout::SlotMajor,
+        ),
         false,
     );
     // The conservative formulation (antisymmetric face weights from the reverse slots).
@@ -233,7 +257,7 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     case.mood = mood("u1", "epd1");
     check(
         &case.what,
-        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu, DeviceLayout::RowMajor),
+        compare::<R, 2, _, RowMajor>(g, &case, euler.clone(), deu.clone(), DeviceLayout::RowMajor),
         true,
     );
     case.what = "2-D Euler in a walled box, order 2, rk3, Rusanov, conservative, BJ".into();
@@ -242,7 +266,13 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
     case.mood = MoodSettings::default();
     check(
         &case.what,
-        compare::<R, 2, _, SlotMajor>(g, &case, euler.clone(), deu, DeviceLayout::SlotMajor),
+        compare::<R, 2, _, SlotMajor>(
+            g,
+            &case,
+            euler.clone(),
+            deu.clone(),
+            DeviceLayout::SlotMajor,
+        ),
         false,
     );
     let mut cloud = box_cloud::<R, 2>(1.0 / 20.0, None, 47, 4);
@@ -284,7 +314,13 @@ fn cases<R: GpuFloat>(g: &Gpu, bound: f64) -> f64 {
         };
         check(
             &case.what,
-            compare::<R, 1, _, RowMajor>(g, &case, advection.clone(), dadv, DeviceLayout::RowMajor),
+            compare::<R, 1, _, RowMajor>(
+                g,
+                &case,
+                advection.clone(),
+                dadv.clone(),
+                DeviceLayout::RowMajor,
+            ),
             false,
         );
     }
