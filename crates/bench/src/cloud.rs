@@ -315,6 +315,7 @@ pub(crate) fn measure(args: &CloudArgs, threads: usize) -> Result<CloudReport, B
     if args.layout != "row" && args.layout != "slot" {
         return Err(format!("--layout `{}`: expected row or slot", args.layout).into());
     }
+    compiled(args)?;
     Tableau::by_name(&args.stepper)?;
     FluxKind::by_name(&args.flux)?;
     Limiter::by_name(&args.limiter, &args.limiter_mode)?;
@@ -336,15 +337,40 @@ impl PrecisionJob for CloudBench<'_> {
     type Output = Result<CloudReport, Box<dyn Error>>;
 
     fn run<R: Real>(self) -> Self::Output {
+        compiled(self.args)?;
         match (self.args.dim, self.args.layout.as_str()) {
-            (1, "row") => bench::<R, 1, RowMajor>(self.args, self.backend),
-            (1, _) => bench::<R, 1, SlotMajor>(self.args, self.backend),
             (2, "row") => bench::<R, 2, RowMajor>(self.args, self.backend),
             (2, _) => bench::<R, 2, SlotMajor>(self.args, self.backend),
+            #[cfg(feature = "exhaustive")]
+            (1, "row") => bench::<R, 1, RowMajor>(self.args, self.backend),
+            #[cfg(feature = "exhaustive")]
+            (1, _) => bench::<R, 1, SlotMajor>(self.args, self.backend),
+            #[cfg(feature = "exhaustive")]
             (3, "row") => bench::<R, 3, RowMajor>(self.args, self.backend),
+            #[cfg(feature = "exhaustive")]
             _ => bench::<R, 3, SlotMajor>(self.args, self.backend),
+            #[cfg(not(feature = "exhaustive"))]
+            _ => unreachable!("refused by `compiled`"),
         }
     }
+}
+
+/// Whether this build has the meshless benchmark for `args.dim`: every meshless pass is
+/// instantiated per precision, dimension, slot layout and equation, and the 36 combinations
+/// took most of a clean release build (decision 0014), so the default build benchmarks 2-D
+/// clouds (both layouts, every equation, both precisions) and the `exhaustive` feature
+/// (`cargo build --release -p mote --features exhaustive-bench`) adds 1-D and 3-D.
+pub(crate) fn compiled(args: &CloudArgs) -> Result<(), Box<dyn Error>> {
+    if cfg!(feature = "exhaustive") || args.dim == 2 {
+        return Ok(());
+    }
+    Err(format!(
+        "--dim {}: this program benchmarks 2-D clouds; 1-D and 3-D need a build with \
+         `--features exhaustive-bench` (cargo build --release -p mote --features \
+         exhaustive-bench)",
+        args.dim
+    )
+    .into())
 }
 
 /// The median of `v` (sorted in place; the mean of the middle two for an even count).

@@ -54,6 +54,7 @@ pub(crate) fn measure(args: &CloudArgs, threads: usize) -> Result<CloudReport, B
     if args.layout != "row" && args.layout != "slot" {
         return Err(format!("--layout `{}`: expected row or slot", args.layout).into());
     }
+    crate::cloud::compiled(args)?;
     Tableau::by_name(&args.stepper)?;
     let mut gpu = Gpu::open(args.device)?;
     gpu.set_workgroup(args.workgroup)?;
@@ -94,10 +95,15 @@ impl PrecisionJob for GpuCloudBench<'_> {
 }
 
 fn by_dim<R: GpuFloat>(args: &CloudArgs, gpu: &Gpu) -> Result<CloudReport, Box<dyn Error>> {
+    crate::cloud::compiled(args)?;
     match args.dim {
-        1 => bench::<R, 1>(args, gpu),
         2 => bench::<R, 2>(args, gpu),
+        #[cfg(feature = "exhaustive")]
+        1 => bench::<R, 1>(args, gpu),
+        #[cfg(feature = "exhaustive")]
         _ => bench::<R, 3>(args, gpu),
+        #[cfg(not(feature = "exhaustive"))]
+        _ => unreachable!("refused by `compiled`"),
     }
 }
 

@@ -471,6 +471,42 @@ fn bench_cloud_json_has_every_pass() {
     let out = mote(&["bench", "cloud", "--dim", "4"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dim"));
+    // 1-D and 3-D clouds are in the exhaustive build only (decision 0014): the default build
+    // says how to get them instead of running something else.
+    let out = mote(&[
+        "bench",
+        "cloud",
+        "--dim",
+        "3",
+        "--particles",
+        "512",
+        "--repeats",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        let v: serde_json::Value = serde_json::from_slice(
+            &mote(&[
+                "bench",
+                "cloud",
+                "--dim",
+                "3",
+                "--particles",
+                "512",
+                "--repeats",
+                "1",
+                "--json",
+            ])
+            .stdout,
+        )
+        .expect("one JSON object");
+        assert_eq!(v["dim"], 3);
+    } else {
+        assert!(
+            err.contains("--dim 3") && err.contains("exhaustive-bench"),
+            "{err}"
+        );
+    }
     // Euler: D + 2 variables, and the equation named; an unknown equation is refused.
     let out = mote(&[
         "bench",
