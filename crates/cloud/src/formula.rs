@@ -126,12 +126,38 @@ pub mod prelude {
     #[repr(transparent)]
     pub struct Lanes<R, const W: usize>(pub [R; W]);
 
-    /// `W` comparison results.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    /// `W` comparison results, each all ones (true) or all zeros (false) in an integer of the
+    /// float's width: what a vector compare yields, so that masks, their combinations and
+    /// `select` (bit operations) stay in vector registers. (Masks of `bool` went through byte
+    /// lanes and measured slower in the Euler Rusanov flux, decision 0019.)
+    #[derive(Debug, PartialEq)]
     #[repr(transparent)]
-    pub struct LaneMask<const W: usize>(pub [bool; W]);
+    pub struct LaneMask<R: Real, const W: usize>(pub [R::Bits; W]);
 
-    impl<const W: usize> Not for LaneMask<W> {
+    impl<R: Real, const W: usize> Clone for LaneMask<R, W> {
+        #[inline(always)]
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+
+    impl<R: Real, const W: usize> Copy for LaneMask<R, W> {}
+
+    impl<R: Real, const W: usize> LaneMask<R, W> {
+        /// Each lane's truth.
+        #[inline(always)]
+        pub fn lanes(self) -> [bool; W] {
+            each(|l| self.0[l] != R::Bits::default())
+        }
+    }
+
+    /// The mask lane of `b`.
+    #[inline(always)]
+    fn mask_of<R: Real>(b: bool) -> R::Bits {
+        if b { R::ONES } else { R::Bits::default() }
+    }
+
+    impl<R: Real, const W: usize> Not for LaneMask<R, W> {
         type Output = Self;
         #[inline(always)]
         fn not(self) -> Self {
@@ -208,7 +234,7 @@ pub mod prelude {
     }
 
     impl<R: Real, const W: usize> Float for Lanes<R, W> {
-        type Mask = LaneMask<W>;
+        type Mask = LaneMask<R, W>;
         #[inline(always)]
         fn new(x: f32) -> Self {
             Self::splat(R::cast(f64::from(x)))
@@ -230,28 +256,30 @@ pub mod prelude {
             Self(each(|l| x.0[l].abs()))
         }
         #[inline(always)]
-        fn select(m: LaneMask<W>, a: Self, b: Self) -> Self {
-            Self(each(|l| if m.0[l] { a.0[l] } else { b.0[l] }))
+        fn select(m: LaneMask<R, W>, a: Self, b: Self) -> Self {
+            Self(each(|l| {
+                R::of_bits((a.0[l].bits() & m.0[l]) | (b.0[l].bits() & !m.0[l]))
+            }))
         }
         #[inline(always)]
-        fn lt(a: Self, b: Self) -> LaneMask<W> {
-            LaneMask(each(|l| a.0[l] < b.0[l]))
+        fn lt(a: Self, b: Self) -> LaneMask<R, W> {
+            LaneMask(each(|l| mask_of::<R>(a.0[l] < b.0[l])))
         }
         #[inline(always)]
-        fn le(a: Self, b: Self) -> LaneMask<W> {
-            LaneMask(each(|l| a.0[l] <= b.0[l]))
+        fn le(a: Self, b: Self) -> LaneMask<R, W> {
+            LaneMask(each(|l| mask_of::<R>(a.0[l] <= b.0[l])))
         }
         #[inline(always)]
-        fn ne(a: Self, b: Self) -> LaneMask<W> {
-            LaneMask(each(|l| a.0[l] != b.0[l]))
+        fn ne(a: Self, b: Self) -> LaneMask<R, W> {
+            LaneMask(each(|l| mask_of::<R>(a.0[l] != b.0[l])))
         }
         #[inline(always)]
-        fn is_nan(x: Self) -> LaneMask<W> {
-            LaneMask(each(|l| x.0[l].is_nan()))
+        fn is_nan(x: Self) -> LaneMask<R, W> {
+            LaneMask(each(|l| mask_of::<R>(x.0[l].is_nan())))
         }
         #[inline(always)]
-        fn finite(x: Self) -> LaneMask<W> {
-            LaneMask(each(|l| x.0[l].is_finite()))
+        fn finite(x: Self) -> LaneMask<R, W> {
+            LaneMask(each(|l| mask_of::<R>(x.0[l].is_finite())))
         }
         #[inline(always)]
         fn total(x: Self) -> f64 {
@@ -322,7 +350,7 @@ pub mod prelude {
         }
     }
 
-    impl<const W: usize> MaskOps for LaneMask<W> {
+    impl<R: Real, const W: usize> MaskOps for LaneMask<R, W> {
         #[inline(always)]
         fn and(a: Self, b: Self) -> Self {
             Self(each(|l| a.0[l] & b.0[l]))

@@ -44,10 +44,46 @@ pub trait Real:
 
     /// Converts a count or index to `Self` (rounded to nearest for counts beyond 2^24 in `f32`).
     fn from_usize(n: usize) -> Self;
+
+    /// An unsigned integer of the float's width: per-lane masks of all ones or all zeros, which
+    /// select by bit operations as vector code does (`mote_cloud::formula::Lanes`).
+    type Bits: Copy
+        + Default
+        + PartialEq
+        + Debug
+        + Send
+        + Sync
+        + 'static
+        + std::ops::BitAnd<Output = Self::Bits>
+        + std::ops::BitOr<Output = Self::Bits>
+        + std::ops::Not<Output = Self::Bits>;
+
+    /// Every bit set.
+    const ONES: Self::Bits;
+
+    /// The float's bits.
+    fn bits(self) -> Self::Bits;
+
+    /// The float with these bits.
+    fn of_bits(bits: Self::Bits) -> Self;
 }
 
 impl Real for f32 {
     const PRECISION: Precision = Precision::F32;
+
+    type Bits = u32;
+
+    const ONES: u32 = u32::MAX;
+
+    #[inline(always)]
+    fn bits(self) -> u32 {
+        self.to_bits()
+    }
+
+    #[inline(always)]
+    fn of_bits(bits: u32) -> Self {
+        f32::from_bits(bits)
+    }
 
     #[inline(always)]
     fn cast(x: f64) -> Self {
@@ -67,6 +103,20 @@ impl Real for f32 {
 
 impl Real for f64 {
     const PRECISION: Precision = Precision::F64;
+
+    type Bits = u64;
+
+    const ONES: u64 = u64::MAX;
+
+    #[inline(always)]
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+
+    #[inline(always)]
+    fn of_bits(bits: u64) -> Self {
+        f64::from_bits(bits)
+    }
 
     #[inline(always)]
     fn cast(x: f64) -> Self {

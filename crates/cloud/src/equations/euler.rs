@@ -311,7 +311,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
         _m: usize,
         u: &[[R; W]; M],
     ) -> [bool; W] {
-        formula::euler_admissible(Lanes::wrap(&u[..D + 2]), D).0
+        formula::euler_admissible(Lanes::wrap(&u[..D + 2]), D).lanes()
     }
 
     /// `(rho, u_1 .. u_D, p)`.
