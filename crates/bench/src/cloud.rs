@@ -96,7 +96,8 @@ pub struct CloudArgs {
     #[arg(long, default_value_t = 256)]
     pub(crate) workgroup: u32,
     /// SIMD level of the CPU passes: auto (AVX2 where available: faster than AVX-512 for
-    /// these gather-bound passes), scalar, avx2 or avx512. Every level gives the same bits.
+    /// these gather-bound passes, which are compiled for scalar and AVX2 only), scalar or avx2.
+    /// Every level gives the same bits.
     #[arg(long, default_value = "auto")]
     pub(crate) simd: String,
 }
@@ -290,10 +291,11 @@ fn simd_level(name: &str) -> Result<Option<mote_core::SimdLevel>, Box<dyn Error>
     let level: mote_core::SimdLevel = name
         .parse()
         .map_err(|e| format!("--simd `{name}`: {e} (or auto)"))?;
-    if !level.is_available() {
+    if !mote_core::SimdLevel::gather_levels().contains(&level) {
         return Err(format!(
-            "--simd {name}: this CPU supports {}",
-            mote_core::SimdLevel::detect()
+            "--simd {name}: the meshless passes run at {} on this CPU (not avx512: slower for \
+             these gather-bound passes, and not compiled for them)",
+            mote_core::SimdLevel::gather_levels()
                 .iter()
                 .map(|l| l.name())
                 .collect::<Vec<_>>()

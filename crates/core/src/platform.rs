@@ -73,6 +73,66 @@ impl SimdLevel {
         }
     }
 
+    /// The levels the gather-bound passes (the meshless neighbour loops) are compiled for, of
+    /// those this CPU has: scalar and AVX2. [`Self::for_gathers`] never picks AVX-512 for them
+    /// (it is slower there), and a third copy of every meshless pass for every precision,
+    /// dimension, layout and equation lengthened the program's build for nothing (decision
+    /// 0014).
+    pub fn gather_levels() -> Vec<SimdLevel> {
+        Self::detect()
+            .into_iter()
+            .filter(|&l| l != SimdLevel::Avx512)
+            .collect()
+    }
+
+    /// [`run`](Self::run) for the gather-bound passes: `body` compiled for the scalar and the
+    /// AVX2 levels only ([`Self::gather_levels`]); at the AVX-512 level it runs the AVX2 body
+    /// (every AVX-512 CPU has AVX2), which is why the passes refuse to be set to that level.
+    ///
+    /// # Panics
+    /// If this CPU does not support the level.
+    #[inline(always)]
+    pub fn run_gathers<T>(self, body: impl FnOnce() -> T) -> T {
+        self.run_each_gathers(
+            body,
+            #[inline(always)]
+            |b| b(),
+            #[inline(always)]
+            |b| b(),
+        )
+    }
+
+    /// [`run_each`](Self::run_each) for the gather-bound passes (see [`Self::run_gathers`]).
+    ///
+    /// # Panics
+    /// If this CPU does not support the level.
+    #[inline(always)]
+    pub fn run_each_gathers<A, T>(
+        self,
+        arg: A,
+        scalar: impl FnOnce(A) -> T,
+        avx2: impl FnOnce(A) -> T,
+    ) -> T {
+        assert!(self.is_available(), "SIMD level {self} not available");
+        match self {
+            SimdLevel::Scalar => scalar(arg),
+            // SAFETY: the level's CPU features were checked just above (AVX-512 implies AVX2
+            // and FMA).
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe {
+                features::avx2(
+                    #[inline(always)]
+                    || avx2(arg),
+                )
+            },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => {
+                let _ = avx2;
+                scalar(arg)
+            }
+        }
+    }
+
     /// Runs `body` compiled for this level: `body` is instantiated inside a
     /// `#[target_feature]` function of the level, so that it, and every `#[inline(always)]`
     /// function it calls, is compiled with the level's instructions (the compiler vectorises

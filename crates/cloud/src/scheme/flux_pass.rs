@@ -17,7 +17,7 @@
 //! sides, the Riemann flux, the accumulation) is a loop over lanes that the compiler
 //! vectorises. The bodies are generic and `#[inline(always)]`, instantiated for the SIMD level
 //! picked once per pass through [`SimdLevel::run`] (AVX-512, AVX2, portable; the flux pass
-//! through [`SimdLevel::run_each`], which gives its AVX2 level extra copies). Products and sums
+//! through [`SimdLevel::run_each_gathers`], which gives its AVX2 level extra copies). Products and sums
 //! are written as separate multiplies and adds (no fused multiply-add), so every instantiation
 //! gives the same bits and the result depends neither on the machine nor on the thread count.
 
@@ -289,14 +289,12 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         // count, which gives the same bits. Compiling them at every level made the clean CI build
         // of the crates that instantiate the solver run past 26 minutes.
         backend.for_each_block(du, 256, |first, mut out| {
-            level.run_each(
+            level.run_each_gathers(
                 &mut out,
                 #[inline(always)]
                 |out| self.block::<L, M, false>(list, first, out),
                 #[inline(always)]
                 |out| self.block::<L, M, true>(list, first, out),
-                #[inline(always)]
-                |out| self.block::<L, M, false>(list, first, out),
             )
         });
     }
@@ -773,7 +771,7 @@ impl<'a, R: Real> DerivativePass<'a, R> {
         assert!(level.is_available(), "SIMD level {level} not available");
         let width = self.u.len() * self.coeffs.len();
         backend.for_each_block(Chunks::new(out, width), 256, |first, mut out| {
-            level.run(
+            level.run_gathers(
                 #[inline(always)]
                 || self.block(list, first, &mut out),
             )

@@ -175,7 +175,7 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
             let level = self.simd;
             assert!(level.is_available(), "SIMD level {level} not available");
             backend.for_each_block(Chunks::new(derivs, width), 256, |first, mut out| {
-                level.run(
+                level.run_gathers(
                     #[inline(always)]
                     || self.bounded_block(list, first, &mut out),
                 )
@@ -466,7 +466,7 @@ mod tests {
                     }
                     let limited = plain.iter().zip(&derivs).filter(|(a, b)| a != b).count();
                     assert!(limited > n / 20, "{kind:?} {mode:?}: {limited} changed");
-                    for level in SimdLevel::detect() {
+                    for level in SimdLevel::gather_levels() {
                         let mut batched = derivs.clone();
                         pass(level).run(&list, &mut batched, CpuBackend::threads(2));
                         assert!(

@@ -223,11 +223,15 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
     /// gather-bound passes). Results are bitwise the same at every level; this exists to test
     /// that and to benchmark.
     pub fn set_simd_level(&mut self, level: SimdLevel) -> Result<(), CloudError> {
-        if !level.is_available() {
+        if !SimdLevel::gather_levels().contains(&level) {
             return Err(CloudError::invalid(
                 "SIMD level",
                 level,
-                format!("one this CPU supports ({:?})", SimdLevel::detect()),
+                format!(
+                    "one this CPU supports that the meshless passes are compiled for ({:?}; \
+                     not avx512, slower for these gather-bound passes)",
+                    SimdLevel::gather_levels()
+                ),
             ));
         }
         self.simd = level;

@@ -202,7 +202,7 @@ fn compare_on<E: Equation<f64, 2>>(
     let u: Vec<&[f64]> = (0..m).map(|v| cloud.state(v)).collect();
     let mut first: Option<Vec<Vec<f64>>> = None;
     let mut worst = 0.0f64;
-    for level in SimdLevel::detect() {
+    for level in SimdLevel::gather_levels() {
         scheme.set_simd_level(level).unwrap();
         let mut du = vec![vec![0.0; cloud.len()]; m];
         let outs: Vec<&mut [f64]> = du.iter_mut().map(|x| x.as_mut_slice()).collect();
