@@ -482,24 +482,11 @@ fn bench_cloud_json_has_every_pass() {
         "512",
         "--repeats",
         "1",
+        "--json",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.success() {
-        let v: serde_json::Value = serde_json::from_slice(
-            &mote(&[
-                "bench",
-                "cloud",
-                "--dim",
-                "3",
-                "--particles",
-                "512",
-                "--repeats",
-                "1",
-                "--json",
-            ])
-            .stdout,
-        )
-        .expect("one JSON object");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
         assert_eq!(v["dim"], 3);
     } else {
         assert!(
