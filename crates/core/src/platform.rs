@@ -113,24 +113,15 @@ impl SimdLevel {
         scalar: impl FnOnce(A) -> T,
         avx2: impl FnOnce(A) -> T,
     ) -> T {
-        assert!(self.is_available(), "SIMD level {self} not available");
-        match self {
-            SimdLevel::Scalar => scalar(arg),
-            // SAFETY: the level's CPU features were checked just above (AVX-512 implies AVX2
-            // and FMA).
-            #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe {
-                features::avx2(
-                    #[inline(always)]
-                    || avx2(arg),
-                )
-            },
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => {
-                let _ = avx2;
-                scalar(arg)
-            }
-        }
+        let level = if self == SimdLevel::Avx512 && self.is_available() {
+            SimdLevel::Avx2
+        } else {
+            self
+        };
+        // No AVX-512 body is compiled: that level is mapped to AVX2 above.
+        level.run_each(arg, scalar, avx2, |_| {
+            unreachable!("AVX-512 runs the AVX2 body")
+        })
     }
 
     /// Runs `body` compiled for this level: `body` is instantiated inside a
