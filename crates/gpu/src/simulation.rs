@@ -7,7 +7,9 @@
 //! (the next stage's state, or the new state) formed as the CPU forms it (`u` copied, then each
 //! non-zero `a_sl dt k_l` added in order), boundary conditions imposed on it; with MOOD the
 //! candidate is checked and the slope recomputed for the particles whose interfaces changed
-//! until nothing fails. Without MOOD the last stage adds `b_l dt k_l` to the state in place. The
+//! until nothing fails. Without MOOD the last stage adds `b_l dt k_l` to the state in place.
+//! The stage loop itself is the CPU's, `mote_cloud::time::runge_kutta`, over this simulation's
+//! arrays and passes (`RkStages`). The
 //! state stays on the device from the upload to [`DeviceSimulation::state`]; each step checks
 //! it for non-finite values on the device (one word comes back).
 
@@ -16,7 +18,7 @@ use mote_cloud::exact::Errors;
 use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::motion::Motion;
 use mote_cloud::simulation::{imex_on_moving_cloud, imex_without_mood};
-use mote_cloud::time::{ImexTableau, Tableau};
+use mote_cloud::time::{ImexTableau, RkStages, StageState, Tableau, runge_kutta};
 use mote_cloud::{Cloud, CloudError, NeighbourList, NeighbourSearch, RowMajor};
 use mote_core::CpuBackend;
 
@@ -538,118 +540,9 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             self.steps += 1;
             return self.check_finite(gpu, "after");
         }
-        let n = self.cloud.len();
-        let revises = self.mood.is_some();
-        let stages = self.tableau.stages();
-        // Which stage buffer holds the current stage state (None: the state itself).
-        let mut input: Option<usize> = None;
-        for s in 0..stages {
-            {
-                let state = input.map_or(&self.state, |k| &self.stage[k]);
-                self.scheme
-                    .derivatives_pass(gpu, &self.cloud, &self.list, state)?;
-                let orders = match self.mood.as_mut() {
-                    Some(mood) => {
-                        if s == 0 {
-                            mood.reset(gpu, &self.max_orders, self.scheme.order())?;
-                        }
-                        mood.begin_stage(gpu);
-                        mood.orders()
-                    }
-                    None => &self.max_orders,
-                };
-                self.scheme.flux_pass(
-                    gpu,
-                    &self.cloud,
-                    &self.list,
-                    orders,
-                    None,
-                    state,
-                    &self.slopes[s],
-                )?;
-                if let Some(b) = &self.boundaries {
-                    b.zero_slopes(gpu, &self.slopes[s], n)?;
-                }
-            }
-            let last = s + 1 == stages;
-            if last && !revises {
-                break;
-            }
-            // The candidate's time, as the CPU's stepper computes it (time-dependent
-            // boundary conditions are imposed at it).
-            let (row, t_next) = if last {
-                (self.tableau.b.clone(), self.time + dt)
-            } else {
-                (
-                    self.tableau.a[s + 1].clone(),
-                    self.time + self.tableau.c[s + 1] * dt,
-                )
-            };
-            let target = input.map_or(0, |k| 1 - k);
-            loop {
-                let clock = std::time::Instant::now();
-                let candidate = &self.stage[target];
-                gpu.copy(&self.state, candidate)?;
-                for (l, &a) in row.iter().enumerate() {
-                    if a != 0.0 {
-                        gpu.accumulate(candidate, &self.slopes[l], F::cast(a * dt))?;
-                    }
-                }
-                if let Some(b) = &self.boundaries {
-                    b.apply(gpu, candidate, n, t_next)?;
-                }
-                self.seconds.stages += self.waited(gpu, clock)?;
-                let Some(mood) = self.mood.as_mut() else {
-                    break;
-                };
-                let clock = std::time::Instant::now();
-                let state = input.map_or(&self.state, |k| &self.stage[k]);
-                let changed = mood.detect_and_reduce(
-                    gpu,
-                    &self.scheme,
-                    &self.cloud,
-                    &self.list,
-                    state,
-                    candidate,
-                )?;
-                if self.timing {
-                    // (Detection ends with a download: nothing left to wait for.)
-                    self.seconds.mood += clock.elapsed().as_secs_f64();
-                }
-                if !changed {
-                    break;
-                }
-                self.scheme.flux_pass(
-                    gpu,
-                    &self.cloud,
-                    &self.list,
-                    mood.orders(),
-                    Some(mood.active()),
-                    state,
-                    &self.slopes[s],
-                )?;
-                if let Some(b) = &self.boundaries {
-                    b.zero_slopes(gpu, &self.slopes[s], n)?;
-                }
-            }
-            input = Some(target);
-        }
-        let clock = std::time::Instant::now();
-        if revises {
-            // The last candidate is the new state.
-            let k = input.expect("at least one stage");
-            std::mem::swap(&mut self.state, &mut self.stage[k]);
-        } else {
-            for (l, &b) in self.tableau.b.iter().enumerate() {
-                if b != 0.0 {
-                    gpu.accumulate(&self.state, &self.slopes[l], F::cast(b * dt))?;
-                }
-            }
-            if let Some(bc) = &self.boundaries {
-                bc.apply(gpu, &self.state, n, self.time + dt)?;
-            }
-        }
-        self.seconds.stages += self.waited(gpu, clock)?;
+        let tableau = self.tableau.clone();
+        let t = self.time;
+        runge_kutta(&tableau, t, dt, &mut DeviceStages { gpu, sim: self })?;
         self.time += dt;
         self.steps += 1;
         self.check_finite(gpu, "after")
@@ -1051,5 +944,152 @@ impl<F: GpuFloat, const D: usize> mote_core::Budgeted for DeviceSimulation<F, D>
             );
         }
         v
+    }
+}
+
+/// A device simulation's arrays and passes as the shared Runge-Kutta stage loop's
+/// [`RkStages`]: the CPU's operations on the device, in the CPU's order (the candidate is the
+/// state copied, then each non-zero `a_sl dt k_l` added in order).
+struct DeviceStages<'a, F: GpuFloat, const D: usize> {
+    gpu: &'a Gpu,
+    sim: &'a mut DeviceSimulation<F, D>,
+}
+
+impl<F: GpuFloat, const D: usize> DeviceStages<'_, F, D> {
+    /// The array of stage state `s`.
+    fn array(&self, s: StageState) -> &DeviceArray<F> {
+        match s {
+            StageState::State => &self.sim.state,
+            StageState::Buffer(k) => &self.sim.stage[k],
+        }
+    }
+}
+
+impl<F: GpuFloat, const D: usize> RkStages for DeviceStages<'_, F, D> {
+    type Error = GpuError;
+
+    fn rhs(&mut self, stage: usize, _t: f64, input: StageState) -> Result<(), GpuError> {
+        let gpu = self.gpu;
+        let sim = &mut *self.sim;
+        let state = match input {
+            StageState::State => &sim.state,
+            StageState::Buffer(k) => &sim.stage[k],
+        };
+        sim.scheme
+            .derivatives_pass(gpu, &sim.cloud, &sim.list, state)?;
+        let orders = match sim.mood.as_mut() {
+            Some(mood) => {
+                if stage == 0 {
+                    mood.reset(gpu, &sim.max_orders, sim.scheme.order())?;
+                }
+                mood.begin_stage(gpu);
+                mood.orders()
+            }
+            None => &sim.max_orders,
+        };
+        sim.scheme.flux_pass(
+            gpu,
+            &sim.cloud,
+            &sim.list,
+            orders,
+            None,
+            state,
+            &sim.slopes[stage],
+        )?;
+        if let Some(b) = &sim.boundaries {
+            b.zero_slopes(gpu, &sim.slopes[stage], sim.cloud.len())?;
+        }
+        Ok(())
+    }
+
+    fn combine(&mut self, target: usize, terms: &[(usize, f64)]) -> Result<(), GpuError> {
+        let (gpu, sim) = (self.gpu, &mut *self.sim);
+        let clock = std::time::Instant::now();
+        let candidate = &sim.stage[target];
+        gpu.copy(&sim.state, candidate)?;
+        for &(l, c) in terms {
+            gpu.accumulate(candidate, &sim.slopes[l], F::cast(c))?;
+        }
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
+    }
+
+    fn constrain(&mut self, t: f64, target: Option<usize>) -> Result<(), GpuError> {
+        let Some(b) = &self.sim.boundaries else {
+            return Ok(());
+        };
+        let clock = std::time::Instant::now();
+        let array = self.array(target.map_or(StageState::State, StageState::Buffer));
+        b.apply(self.gpu, array, self.sim.cloud.len(), t)?;
+        self.sim.seconds.stages += self.sim.waited(self.gpu, clock)?;
+        Ok(())
+    }
+
+    fn revises(&self) -> bool {
+        self.sim.mood.is_some()
+    }
+
+    fn revise(
+        &mut self,
+        stage: usize,
+        _t: f64,
+        input: StageState,
+        target: usize,
+    ) -> Result<bool, GpuError> {
+        let gpu = self.gpu;
+        let sim = &mut *self.sim;
+        let Some(mood) = sim.mood.as_mut() else {
+            return Ok(false);
+        };
+        let clock = std::time::Instant::now();
+        let state = match input {
+            StageState::State => &sim.state,
+            StageState::Buffer(k) => &sim.stage[k],
+        };
+        let changed = mood.detect_and_reduce(
+            gpu,
+            &sim.scheme,
+            &sim.cloud,
+            &sim.list,
+            state,
+            &sim.stage[target],
+        )?;
+        if sim.timing {
+            // (Detection ends with a download: nothing left to wait for.)
+            sim.seconds.mood += clock.elapsed().as_secs_f64();
+        }
+        if changed {
+            sim.scheme.flux_pass(
+                gpu,
+                &sim.cloud,
+                &sim.list,
+                mood.orders(),
+                Some(mood.active()),
+                state,
+                &sim.slopes[stage],
+            )?;
+            if let Some(b) = &sim.boundaries {
+                b.zero_slopes(gpu, &sim.slopes[stage], sim.cloud.len())?;
+            }
+        }
+        Ok(changed)
+    }
+
+    fn accept(&mut self, k: usize) -> Result<(), GpuError> {
+        let sim = &mut *self.sim;
+        std::mem::swap(&mut sim.state, &mut sim.stage[k]);
+        Ok(())
+    }
+
+    fn update(&mut self, weights: &[f64]) -> Result<(), GpuError> {
+        let (gpu, sim) = (self.gpu, &mut *self.sim);
+        let clock = std::time::Instant::now();
+        for (l, &w) in weights.iter().enumerate() {
+            if w != 0.0 {
+                gpu.accumulate(&sim.state, &sim.slopes[l], F::cast(w))?;
+            }
+        }
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
     }
 }

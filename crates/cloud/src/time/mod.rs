@@ -207,7 +207,8 @@ impl<R: Real> RungeKutta<R> {
         self.advance(u, 0.0, dt, backend, &mut Closure(rhs))
     }
 
-    /// Advances `u` from time `t` by `dt` with the stage operator `op`.
+    /// Advances `u` from time `t` by `dt` with the stage operator `op`: [`runge_kutta`] over
+    /// this stepper's buffers.
     pub fn advance(
         &mut self,
         u: &mut [&mut [R]],
@@ -217,126 +218,244 @@ impl<R: Real> RungeKutta<R> {
         op: &mut dyn StageOperator<R>,
     ) -> Result<(), CloudError> {
         let n = u.first().map_or(0, |x| x.len());
-        let revises = op.revises();
         for b in self
             .slopes
             .iter_mut()
+            .chain(self.stage.iter_mut())
             .flatten()
-            .chain(self.stage.iter_mut().flatten())
         {
             b.resize(n, R::zero())?;
         }
-        let stages = self.tableau.stages();
-        // `input`: which buffer holds the current stage state (None: `u` itself).
-        let mut input: Option<usize> = None;
-        for s in 0..stages {
-            let t_s = t + self.tableau.c[s] * dt;
-            {
-                let out: Vec<&mut [R]> = self.slopes[s]
-                    .iter_mut()
-                    .map(|b| b.as_mut_slice())
-                    .collect();
-                let state: Vec<&[R]> = match input {
-                    None => u.iter().map(|x| &**x).collect(),
-                    Some(k) => self.stage[k].iter().map(|b| b.as_slice()).collect(),
-                };
-                op.rhs(s, t_s, &state, out)?;
-            }
-            let last = s + 1 == stages;
-            if last && !revises {
+        let tableau = self.tableau.clone();
+        let mut stages = HostStages {
+            u,
+            slopes: &mut self.slopes,
+            stage: &mut self.stage,
+            seconds: &mut self.seconds,
+            backend,
+            op,
+        };
+        runge_kutta(&tableau, t, dt, &mut stages)
+    }
+}
+
+/// Where a stage's input is: the step's state, or one of the two stage buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageState {
+    /// The state the step started from.
+    State,
+    /// Stage buffer 0 or 1.
+    Buffer(usize),
+}
+
+/// The storage and passes of one explicit Runge-Kutta step, as a backend provides them: the
+/// state `u`, one slope per stage and two stage buffers (the state a slope is evaluated at and
+/// the candidate it leads to). [`runge_kutta`] is the one stage loop that drives them, on the
+/// CPU (`RungeKutta`) and on the device (`mote_gpu::DeviceSimulation`).
+pub trait RkStages {
+    /// What a pass can fail with.
+    type Error;
+    /// The slope of `stage` (at time `t`) from the state in `input`.
+    fn rhs(&mut self, stage: usize, t: f64, input: StageState) -> Result<(), Self::Error>;
+    /// Stage buffer `target` = `u + sum_l c_l slope_l`, the terms added in the order given
+    /// (`(l, c_l)`, `c_l` the tableau's coefficient times the step).
+    fn combine(&mut self, target: usize, terms: &[(usize, f64)]) -> Result<(), Self::Error>;
+    /// Imposes the constraints (boundary conditions) at time `t` on stage buffer `target`
+    /// (`None`: on the state).
+    fn constrain(&mut self, t: f64, target: Option<usize>) -> Result<(), Self::Error>;
+    /// Whether stages are revised (MOOD): the new state is then the last candidate, formed
+    /// and checked like a stage.
+    fn revises(&self) -> bool;
+    /// Checks candidate `target` (formed from the slope of `stage`, evaluated at `input` at
+    /// time `t`) and recomputes the slope where it must; `true`: the slope changed, and the
+    /// candidate is formed again.
+    fn revise(
+        &mut self,
+        stage: usize,
+        t: f64,
+        input: StageState,
+        target: usize,
+    ) -> Result<bool, Self::Error>;
+    /// The state takes stage buffer `k` (a revised step's last candidate).
+    fn accept(&mut self, k: usize) -> Result<(), Self::Error>;
+    /// `u += sum_s w_s slope_s` (the weights times the step, one per stage).
+    fn update(&mut self, weights: &[f64]) -> Result<(), Self::Error>;
+}
+
+/// One explicit Runge-Kutta step of `tableau` from time `t` by `dt`: the stage loop, written
+/// once for every backend. Each stage's slope is evaluated at the previous candidate; with a
+/// revising operator each candidate (and the new state, formed as a last candidate) is checked
+/// and re-formed until the operator accepts it; without, the new state is updated in place.
+pub fn runge_kutta<S: RkStages + ?Sized>(
+    tableau: &Tableau,
+    t: f64,
+    dt: f64,
+    b: &mut S,
+) -> Result<(), S::Error> {
+    let revises = b.revises();
+    let stages = tableau.stages();
+    // Which buffer holds the current stage state (None: the state itself).
+    let mut input: Option<usize> = None;
+    let at = |input: Option<usize>| input.map_or(StageState::State, StageState::Buffer);
+    for s in 0..stages {
+        let t_s = t + tableau.c[s] * dt;
+        b.rhs(s, t_s, at(input))?;
+        let last = s + 1 == stages;
+        if last && !revises {
+            break;
+        }
+        // The candidate: the next stage's state, or the new state.
+        let (row, t_next) = if last {
+            (&tableau.b, t + dt)
+        } else {
+            (&tableau.a[s + 1], t + tableau.c[s + 1] * dt)
+        };
+        let terms: Vec<(usize, f64)> = row
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| **a != 0.0)
+            .map(|(l, &a)| (l, a * dt))
+            .collect();
+        let target = input.map_or(0, |k| 1 - k);
+        loop {
+            b.combine(target, &terms)?;
+            b.constrain(t_next, Some(target))?;
+            if !revises || !b.revise(s, t_s, at(input), target)? {
                 break;
             }
-            // The candidate: the next stage's state, or the new state.
-            let (row, t_next) = if last {
-                (self.tableau.b.clone(), t + dt)
-            } else {
-                (
-                    self.tableau.a[s + 1].clone(),
-                    t + self.tableau.c[s + 1] * dt,
-                )
-            };
-            let coeffs: Vec<(usize, R)> = row
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| **a != 0.0)
-                .map(|(l, &a)| (l, R::cast(a * dt)))
-                .collect();
-            let target = input.map_or(0, |k| 1 - k);
-            loop {
-                let clock = std::time::Instant::now();
-                let (a, b) = self.stage.split_at_mut(1);
-                let cand = if target == 0 { &mut a[0] } else { &mut b[0] };
-                let stage: Vec<&mut [R]> = cand.iter_mut().map(|b| b.as_mut_slice()).collect();
-                let uref: Vec<&[R]> = u.iter().map(|x| &**x).collect();
-                let slopes = &self.slopes;
-                backend.for_each_block(stage, 1024, |first, mut blk| {
-                    for v in 0..uref.len() {
-                        for k in 0..SplitOutputs::len(&blk) {
-                            let i = first + k;
-                            let mut x = uref[v][i];
-                            for &(l, c) in &coeffs {
-                                x += c * slopes[l][v].as_slice()[i];
-                            }
-                            blk[v][k] = x;
-                        }
-                    }
-                });
-                self.seconds[0] += clock.elapsed().as_secs_f64();
-                let mut cand: Vec<&mut [R]> = self.stage[target]
-                    .iter_mut()
-                    .map(|b| b.as_mut_slice())
-                    .collect();
-                op.constrain(t_next, &mut cand);
-                if !revises {
-                    break;
-                }
-                let (a, b) = self.stage.split_at_mut(1);
-                let (cand, other) = if target == 0 {
-                    (&a[0], &b[0])
-                } else {
-                    (&b[0], &a[0])
-                };
-                let candidate: Vec<&[R]> = cand.iter().map(|b| b.as_slice()).collect();
-                let state: Vec<&[R]> = match input {
-                    None => u.iter().map(|x| &**x).collect(),
-                    Some(_) => other.iter().map(|b| b.as_slice()).collect(),
-                };
-                let slope: Vec<&mut [R]> = self.slopes[s]
-                    .iter_mut()
-                    .map(|b| b.as_mut_slice())
-                    .collect();
-                if !op.revise(s, t_s, &state, &candidate, slope)? {
-                    break;
-                }
-            }
-            input = Some(target);
         }
+        input = Some(target);
+    }
+    if revises {
+        // The last candidate is the new state.
+        b.accept(input.expect("at least one stage"))
+    } else {
+        let weights: Vec<f64> = tableau.b.iter().map(|&w| w * dt).collect();
+        b.update(&weights)?;
+        b.constrain(t + dt, None)
+    }
+}
+
+/// [`RungeKutta`]'s buffers and a [`StageOperator`] as [`RkStages`].
+struct HostStages<'a, 'u, 'o, R: Real> {
+    u: &'a mut [&'u mut [R]],
+    slopes: &'a mut [Vec<Buffer<R>>],
+    stage: &'a mut [Vec<Buffer<R>>; 2],
+    seconds: &'a mut [f64; 2],
+    backend: CpuBackend,
+    op: &'a mut (dyn StageOperator<R> + 'o),
+}
+
+/// The arrays of stage state `s`: the state `u` or a stage buffer.
+fn state_of<'b, R: Real>(
+    u: &'b [&mut [R]],
+    stage: &'b [Vec<Buffer<R>>; 2],
+    s: StageState,
+) -> Vec<&'b [R]> {
+    match s {
+        StageState::State => u.iter().map(|x| &**x).collect(),
+        StageState::Buffer(k) => stage[k].iter().map(|b| b.as_slice()).collect(),
+    }
+}
+
+impl<R: Real> RkStages for HostStages<'_, '_, '_, R> {
+    type Error = CloudError;
+
+    fn rhs(&mut self, stage: usize, t: f64, input: StageState) -> Result<(), CloudError> {
+        let state = state_of(self.u, self.stage, input);
+        let out: Vec<&mut [R]> = self.slopes[stage]
+            .iter_mut()
+            .map(|b| b.as_mut_slice())
+            .collect();
+        self.op.rhs(stage, t, &state, out)
+    }
+
+    fn combine(&mut self, target: usize, terms: &[(usize, f64)]) -> Result<(), CloudError> {
         let clock = std::time::Instant::now();
-        if revises {
-            // The last candidate is the new state.
-            let k = input.expect("at least one stage");
-            for (x, b) in u.iter_mut().zip(&self.stage[k]) {
-                x.copy_from_slice(b.as_slice());
-            }
-        } else {
-            let weights: Vec<R> = self.tableau.b.iter().map(|&b| R::cast(b * dt)).collect();
-            let slopes = &self.slopes;
-            let m = u.len();
-            let out: Vec<&mut [R]> = u.iter_mut().map(|x| &mut **x).collect();
-            backend.for_each_block(out, 1024, |first, mut blk| {
-                for v in 0..m {
-                    for k in 0..SplitOutputs::len(&blk) {
-                        let i = first + k;
-                        let mut x = blk[v][k];
-                        for (s, &w) in weights.iter().enumerate() {
-                            x += w * slopes[s][v].as_slice()[i];
-                        }
-                        blk[v][k] = x;
+        let coeffs: Vec<(usize, R)> = terms.iter().map(|&(l, c)| (l, R::cast(c))).collect();
+        let out: Vec<&mut [R]> = self.stage[target]
+            .iter_mut()
+            .map(|b| b.as_mut_slice())
+            .collect();
+        let u: Vec<&[R]> = self.u.iter().map(|x| &**x).collect();
+        let slopes = &*self.slopes;
+        self.backend.for_each_block(out, 1024, |first, mut blk| {
+            for v in 0..u.len() {
+                for k in 0..SplitOutputs::len(&blk) {
+                    let i = first + k;
+                    let mut x = u[v][i];
+                    for &(l, c) in &coeffs {
+                        x += c * slopes[l][v].as_slice()[i];
                     }
+                    blk[v][k] = x;
                 }
-            });
-            op.constrain(t + dt, u);
+            }
+        });
+        self.seconds[0] += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn constrain(&mut self, t: f64, target: Option<usize>) -> Result<(), CloudError> {
+        match target {
+            Some(k) => {
+                let mut x: Vec<&mut [R]> =
+                    self.stage[k].iter_mut().map(|b| b.as_mut_slice()).collect();
+                self.op.constrain(t, &mut x);
+            }
+            None => self.op.constrain(t, self.u),
         }
+        Ok(())
+    }
+
+    fn revises(&self) -> bool {
+        self.op.revises()
+    }
+
+    fn revise(
+        &mut self,
+        stage: usize,
+        t: f64,
+        input: StageState,
+        target: usize,
+    ) -> Result<bool, CloudError> {
+        let input = state_of(self.u, self.stage, input);
+        let candidate = state_of(self.u, self.stage, StageState::Buffer(target));
+        let slope: Vec<&mut [R]> = self.slopes[stage]
+            .iter_mut()
+            .map(|b| b.as_mut_slice())
+            .collect();
+        self.op.revise(stage, t, &input, &candidate, slope)
+    }
+
+    fn accept(&mut self, k: usize) -> Result<(), CloudError> {
+        let clock = std::time::Instant::now();
+        for (x, b) in self.u.iter_mut().zip(&self.stage[k]) {
+            x.copy_from_slice(b.as_slice());
+        }
+        self.seconds[1] += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn update(&mut self, weights: &[f64]) -> Result<(), CloudError> {
+        let clock = std::time::Instant::now();
+        // Every stage's term, zero weights included (the summation the results were
+        // validated with).
+        let weights: Vec<R> = weights.iter().map(|&w| R::cast(w)).collect();
+        let slopes = &*self.slopes;
+        let m = self.u.len();
+        let out: Vec<&mut [R]> = self.u.iter_mut().map(|x| &mut **x).collect();
+        self.backend.for_each_block(out, 1024, |first, mut blk| {
+            for v in 0..m {
+                for k in 0..SplitOutputs::len(&blk) {
+                    let i = first + k;
+                    let mut x = blk[v][k];
+                    for (s, &w) in weights.iter().enumerate() {
+                        x += w * slopes[s][v].as_slice()[i];
+                    }
+                    blk[v][k] = x;
+                }
+            }
+        });
         self.seconds[1] += clock.elapsed().as_secs_f64();
         Ok(())
     }
