@@ -46,7 +46,6 @@ mod run;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mote_core::{Backend, CpuBackend, set_default_backend};
 
 /// mote: particle simulations (self-gravitating N-body, meshless conservation laws) on CPU
 /// threads and GPUs.
@@ -152,7 +151,6 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Run(_) | Command::Resume(_)) {
         catch_signals();
     }
-    set_default_backend(Backend::Cpu(CpuBackend::threads(threads)));
     let result = match cli.command {
         Command::Info(args) => info::run(&args, threads).map_err(CliError::from),
         Command::Bench(cmd) => bench::run(&cmd, threads).map_err(CliError::from),

@@ -14,14 +14,15 @@
 use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::particles::Vec3SpanMut;
 
-/// Where a run executes: chosen once per run; [`default_backend`] is the process default.
+/// Where a simulation executes, chosen once per run: the value a meshless simulation
+/// (`mote_gpu::meshless::Simulation::new`) is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Backend {
     /// On the CPU, serially or on threads.
@@ -676,19 +677,6 @@ pub enum BackendError {
     /// A backend or device name could not be parsed.
     #[error("invalid {0}")]
     Parse(String),
-}
-
-static DEFAULT_BACKEND: RwLock<Backend> =
-    RwLock::new(Backend::Cpu(CpuBackend::Threads { threads: 0 }));
-
-/// Sets the process default backend, used by runs that do not choose one.
-pub fn set_default_backend(backend: Backend) {
-    *DEFAULT_BACKEND.write().unwrap_or_else(|e| e.into_inner()) = backend;
-}
-
-/// The process default backend: all CPU cores unless [`set_default_backend`] said otherwise.
-pub fn default_backend() -> Backend {
-    *DEFAULT_BACKEND.read().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -31,8 +31,7 @@ pub mod rng;
 
 pub use backend::{
     Backend, BackendError, Chunks, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs,
-    ParticleState, Rows, SlotWriter, SplitOutputs, StridedRows, default_backend,
-    set_default_backend,
+    ParticleState, Rows, SlotWriter, SplitOutputs, StridedRows,
 };
 pub use buffer::{
     AnyBuffer, BUFFER_ALIGN, BudgetedBuffer, Buffer, CapacityError, CapacityUnit, Scaling,

@@ -16,6 +16,9 @@
 //!   and [`DeviceBoundaries`] are the meshless passes; [`DeviceSimulation`] steps a cloud with
 //!   them, stage for stage as the CPU's `MeshlessSimulation`, with explicit tableaux or, with
 //!   the kinetic relaxation source [`DeviceRelaxation`], IMEX pairs.
+//! - [`meshless::Simulation`] is the meshless simulation for both backends: the same cloud,
+//!   equation and scheme stepped on the CPU or on a device, chosen by a
+//!   [`Backend`](mote_core::Backend) value (the library's entry point; `mote run` uses it).
 //! - [`GpuDirectSolver`] is direct-summation gravity on the device (sources tiled through shared
 //!   memory), a [`ForceSolver`](mote_gravity::ForceSolver) like the CPU solvers.
 //!
@@ -33,6 +36,7 @@ pub mod formula;
 pub mod gravity;
 pub mod limiter;
 mod memory;
+pub mod meshless;
 pub mod mls;
 pub mod mood;
 mod motion;

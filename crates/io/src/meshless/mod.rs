@@ -14,23 +14,25 @@
 //! [`resume_meshless`] continues from it, bit for bit as if never interrupted.
 
 pub mod config;
-mod engine;
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
+use mote_cloud::boundary::Boundaries;
 use mote_cloud::cloud::INTERIOR;
 use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
 use mote_cloud::exact;
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
-use mote_cloud::mood::MoodStats;
+use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
-use mote_cloud::{CloudError, Weight};
-use mote_core::memory::{self, MemoryModel, ReserveOptions};
-use mote_core::{Budgeted, CpuBackend, DeviceSpec, MachineInfo, Precision, PrecisionJob, Real};
-use mote_gpu::{Gpu, GpuFloat};
+use mote_cloud::time::Tableau;
+use mote_cloud::{Cloud, CloudError, Weight};
+use mote_core::memory::{self, ReserveOptions};
+use mote_core::{Backend, CpuBackend, DeviceSpec, MachineInfo, Precision, Real};
+use mote_gpu::meshless::{OnDevice, Scheme, Simulation};
+use mote_gpu::{GpuError, GpuFloat};
 use serde::Serialize;
 
 pub use config::{
@@ -46,7 +48,6 @@ use crate::runner::{
 };
 use crate::schedule::{Outputs, parse_wall_interval};
 use crate::vtk::{self, Field};
-use engine::{CpuEngine, DeviceEngine, Engine};
 
 /// What a finished meshless run reports.
 #[derive(Clone, Debug, Serialize)]
@@ -207,26 +208,6 @@ struct Resume<'a> {
     path: &'a Path,
 }
 
-impl MeshlessRun<'_> {
-    /// Runs on the configured backend.
-    fn launch(self) -> Result<MeshlessReport, RunError> {
-        let config = self.config;
-        if config.run.backend != "gpu" {
-            return config.run.precision.dispatch(self);
-        }
-        let spec: DeviceSpec = config
-            .run
-            .device
-            .parse()
-            .expect("validated with the config");
-        let gpu = Gpu::open(spec)?;
-        match config.run.precision {
-            Precision::F32 => self.on_device::<f32>(gpu),
-            Precision::F64 => self.on_device::<f64>(gpu),
-        }
-    }
-}
-
 struct MeshlessRun<'a> {
     config: &'a MeshlessConfig,
     dir: &'a Path,
@@ -237,96 +218,124 @@ struct MeshlessRun<'a> {
     resume: Option<Resume<'a>>,
 }
 
-impl PrecisionJob for MeshlessRun<'_> {
-    type Output = Result<MeshlessReport, RunError>;
-
-    fn run<R: Real>(self) -> Self::Output {
-        let p = &self.config.problem;
-        let gamma = p.gamma.unwrap_or(1.4);
-        match (p.kind, self.config.dimension()) {
-            (ProblemKind::AdvectionWave, 1) => {
-                self.drive(problems::advection_wave::<R, 1>, CpuEngine::new, true)
-            }
-            (ProblemKind::AdvectionWave, 2) => {
-                self.drive(problems::advection_wave::<R, 2>, CpuEngine::new, true)
-            }
-            (ProblemKind::AdvectionWave, _) => {
-                self.drive(problems::advection_wave::<R, 3>, CpuEngine::new, true)
-            }
-            (ProblemKind::BurgersTopHat, _) => {
-                self.drive(problems::burgers_top_hat::<R>, CpuEngine::new, true)
-            }
-            (ProblemKind::Sod, _) => {
-                self.drive(|o| problems::sod::<R>(o, gamma), CpuEngine::new, true)
-            }
-            (ProblemKind::IsentropicVortex, _) => self.drive(
-                |o| problems::isentropic_vortex::<R>(o, gamma),
-                CpuEngine::new,
-                true,
-            ),
-            (ProblemKind::Quadrant, _) => {
-                self.drive(|o| problems::quadrant::<R>(o, gamma), CpuEngine::new, true)
-            }
-            (ProblemKind::DoubleMach, _) => self.drive(
-                |o| problems::double_mach::<R>(o, gamma),
-                CpuEngine::new,
-                true,
-            ),
+impl MeshlessRun<'_> {
+    /// Runs on the configured backend, in the configured precision.
+    fn launch(self) -> Result<MeshlessReport, RunError> {
+        let config = self.config;
+        let backend = if config.run.backend == "gpu" {
+            let spec: DeviceSpec = config
+                .run
+                .device
+                .parse()
+                .expect("validated with the config");
+            Backend::Device(spec)
+        } else {
+            Backend::Cpu(CpuBackend::threads(config.run.threads))
+        };
+        match config.run.precision {
+            Precision::F32 => self.run::<f32>(backend),
+            Precision::F64 => self.run::<f64>(backend),
         }
     }
-}
 
-impl MeshlessRun<'_> {
-    /// The run on `gpu` in precision `F` (the problem built on the host, then uploaded). The
-    /// host's memory limit does not price a device run; the device's arrays are reserved
-    /// against the given limit or the device's memory (`DeviceSimulation::reserve`).
-    fn on_device<F: GpuFloat>(self, gpu: Gpu) -> Result<MeshlessReport, RunError> {
+    /// The configured problem in precision `R` on `backend`.
+    fn run<R: GpuFloat>(self, backend: Backend) -> Result<MeshlessReport, RunError> {
         let p = &self.config.problem;
         let gamma = p.gamma.unwrap_or(1.4);
         match (p.kind, self.config.dimension()) {
             (ProblemKind::AdvectionWave, 1) => {
-                self.drive(problems::advection_wave::<F, 1>, device(gpu), false)
+                self.drive(problems::advection_wave::<R, 1>, backend)
             }
             (ProblemKind::AdvectionWave, 2) => {
-                self.drive(problems::advection_wave::<F, 2>, device(gpu), false)
+                self.drive(problems::advection_wave::<R, 2>, backend)
             }
             (ProblemKind::AdvectionWave, _) => {
-                self.drive(problems::advection_wave::<F, 3>, device(gpu), false)
+                self.drive(problems::advection_wave::<R, 3>, backend)
             }
-            (ProblemKind::Sod, _) => {
-                self.drive(|o| problems::sod::<F>(o, gamma), device(gpu), false)
+            (ProblemKind::BurgersTopHat, _) => self.drive(problems::burgers_top_hat::<R>, backend),
+            (ProblemKind::Sod, _) => self.drive(|o| problems::sod::<R>(o, gamma), backend),
+            (ProblemKind::IsentropicVortex, _) => {
+                self.drive(|o| problems::isentropic_vortex::<R>(o, gamma), backend)
             }
-            (ProblemKind::IsentropicVortex, _) => self.drive(
-                |o| problems::isentropic_vortex::<F>(o, gamma),
-                device(gpu),
-                false,
-            ),
             (ProblemKind::Quadrant, _) => {
-                self.drive(|o| problems::quadrant::<F>(o, gamma), device(gpu), false)
+                self.drive(|o| problems::quadrant::<R>(o, gamma), backend)
             }
             (ProblemKind::DoubleMach, _) => {
-                self.drive(|o| problems::double_mach::<F>(o, gamma), device(gpu), false)
-            }
-            (ProblemKind::BurgersTopHat, _) => {
-                self.drive(problems::burgers_top_hat::<F>, device(gpu), false)
+                self.drive(|o| problems::double_mach::<R>(o, gamma), backend)
             }
         }
     }
 }
 
-/// The maker of a device engine on `gpu` (generic, so one per problem type).
-#[allow(clippy::type_complexity)]
-fn device<F: GpuFloat, const D: usize, E>(
-    gpu: Gpu,
-) -> impl FnOnce(
-    &MeshlessConfig,
-    Problem<F, D, E>,
-    f64,
-) -> Result<(DeviceEngine<F, D, E>, ProblemRest<D>), RunError>
+/// The scheme a configuration describes (validated with the configuration: see
+/// [`check_scheme`]).
+fn scheme_of(s: &SchemeSection) -> Result<Scheme, CloudError> {
+    Ok(Scheme {
+        order: s.order,
+        formulation: s.formulation,
+        flux: FluxKind::by_name(&s.flux)?,
+        limiter: Limiter::by_name(&s.limiter, &s.limiter_mode)?,
+        // The central fit's weight of the WENO-type combination: the value validated in the
+        // tests (docs/validation.md).
+        weno: s.weno.then_some(WENO_CENTRAL_WEIGHT),
+        tableau: Tableau::by_name(&s.stepper)?,
+        mood: MoodSettings::by_name(&s.mood, &s.mood_strategy)?,
+    })
+}
+
+/// A simulation's error as the run reports it: a set-up or memory error as such, anything
+/// else as the device's.
+fn run_error(e: GpuError) -> RunError {
+    match e {
+        GpuError::Cloud(e) => RunError::Cloud(e),
+        GpuError::Capacity(e) => RunError::Capacity(e),
+        e => RunError::Gpu(e),
+    }
+}
+
+/// The cloud of `problem` with every particle at the scheme's order, and what the run keeps of
+/// the problem besides.
+fn split<R: Real, const D: usize, E>(
+    c: &MeshlessConfig,
+    problem: Problem<R, D, E>,
+) -> (Cloud<R, D>, E, Boundaries<R, D>, ProblemRest<D>) {
+    let Problem {
+        name,
+        mut cloud,
+        equation,
+        boundaries,
+        variables,
+        primitive,
+        exact,
+        ..
+    } = problem;
+    for o in cloud.orders_mut() {
+        *o = c.scheme.order as u8;
+    }
+    let rest = ProblemRest {
+        name,
+        variables,
+        primitive,
+        exact,
+    };
+    (cloud, equation, boundaries, rest)
+}
+
+/// The configured simulation of `problem` with neighbours within `radius`, on `backend`.
+fn simulation<R: GpuFloat, const D: usize, E>(
+    c: &MeshlessConfig,
+    problem: Problem<R, D, E>,
+    radius: f64,
+    backend: Backend,
+) -> Result<(Simulation<R, D>, ProblemRest<D>), RunError>
 where
-    E: Equation<F, D> + engine::OnDevice<D>,
+    E: Equation<R, D> + OnDevice<D> + 'static,
 {
-    move |c, problem, radius| DeviceEngine::new(gpu, c, problem, radius)
+    let (cloud, equation, boundaries, rest) = split(c, problem);
+    let scheme = scheme_of(&c.scheme)?;
+    let sim = Simulation::new(cloud, equation, boundaries, radius, &scheme, backend)
+        .map_err(run_error)?;
+    Ok((sim, rest))
 }
 
 /// Everything a run's output needs to know about the run.
@@ -367,19 +376,15 @@ impl MeshlessRun<'_> {
             .unwrap_or_else(|| default_radius_factor::<D>(s.order.max(2)))
     }
 
-    /// Builds the problem with `build`, prices it on the host (with `price`: host runs), makes
-    /// its engine with `make`, reserves its memory, runs it and writes the run directory.
-    fn drive<R: Real, const D: usize, E: Equation<R, D>, G: Engine<R, D>>(
+    /// Builds the problem with `build`, prices it on the host (host runs), makes its
+    /// simulation on `backend`, reserves its memory, runs it and writes the run directory.
+    fn drive<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D> + 'static>(
         self,
         build: impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
-        make: impl FnOnce(
-            &MeshlessConfig,
-            Problem<R, D, E>,
-            f64,
-        ) -> Result<(G, ProblemRest<D>), RunError>,
-        price: bool,
+        backend: Backend,
     ) -> Result<MeshlessReport, RunError> {
         let c = self.config;
+        let price = matches!(backend, Backend::Cpu(_));
         let started = SystemTime::now();
         let clock = Instant::now();
         let factor = self.radius_factor::<D>();
@@ -429,14 +434,16 @@ impl MeshlessRun<'_> {
                 .filter(|&&t| t == INTERIOR)
                 .count(),
         );
-        let (mut sim, rest) = make(c, problem, radius)?;
+        let (mut sim, rest) = simulation(c, problem, radius, backend)?;
         // Buffers are reserved (sized once, frozen) against a limit the user set; the default
         // budget only prices the run.
-        let reserved = sim.reserve(if price {
-            explicit_memory_limit(c.run.memory_limit.as_deref())
-        } else {
-            given
-        })?;
+        let reserved = sim
+            .reserve(if price {
+                explicit_memory_limit(c.run.memory_limit.as_deref())
+            } else {
+                given
+            })
+            .map_err(run_error)?;
         if let Some(r) = self.resume {
             sim.restore_clock(r.header.simulation_time, r.header.step);
         } else {
@@ -516,7 +523,7 @@ impl MeshlessRun<'_> {
                 .map_or_else(MoodStats::default, |r| r.header.mood),
             floors_reported: 0,
         };
-        let row = |sim: &mut G,
+        let row = |sim: &mut Simulation<R, D>,
                    time: f64,
                    dt: f64,
                    totals: &mut Totals,
@@ -547,7 +554,7 @@ impl MeshlessRun<'_> {
             Ok(())
         };
         let checkpoint_path = self.dir.join("checkpoint.mote");
-        let save = |sim: &mut G,
+        let save = |sim: &mut Simulation<R, D>,
                     time: f64,
                     totals: &Totals,
                     snapshots: &[(f64, String)],
@@ -702,7 +709,7 @@ impl MeshlessRun<'_> {
     /// Fails, before the full run's neighbour lists and MLS coefficients exist, if `limit`
     /// cannot hold `particles` particles: the bytes per particle and per neighbour slot, and
     /// the slots per particle, are measured on the same problem at a low resolution.
-    fn price<R: Real, const D: usize, E: Equation<R, D>>(
+    fn price<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D> + 'static>(
         &self,
         build: &impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
         options: &ProblemOptions,
@@ -715,10 +722,9 @@ impl MeshlessRun<'_> {
         };
         let prototype = build(&small)?;
         let radius = self.radius_factor::<D>() * max_spacing(&prototype.cloud);
-        let (mut engine, _) = CpuEngine::new(self.config, prototype, radius)?;
-        let parts = engine.sim.budgeted_parts();
-        let refs: Vec<&dyn Budgeted> = parts.iter().map(|p| &**p).collect();
-        let model = MemoryModel::of(&refs);
+        let cpu = Backend::Cpu(CpuBackend::threads(self.config.run.threads));
+        let (mut sim, _) = simulation(self.config, prototype, radius, cpu)?;
+        let model = sim.memory_model();
         let slots = (particles as f64 * model.slots_per_particle()).ceil() as usize;
         let needed = model.bytes(particles, slots);
         memory::price(
@@ -800,7 +806,7 @@ impl Totals {
 
 /// Which interior particle has the fastest wave (along any axis) in the current state: the one
 /// that limits the time step, for the message of a collapsing step.
-fn limiting_particle<R: Real, const D: usize>(sim: &impl Engine<R, D>) -> String {
+fn limiting_particle<R: GpuFloat, const D: usize>(sim: &Simulation<R, D>) -> String {
     let cloud = sim.cloud();
     let m = cloud.variables();
     let mut u = vec![R::zero(); m];
@@ -859,9 +865,9 @@ fn range<R: Real>(u: &[R], tags: &[u32]) -> (f64, f64) {
 
 /// A snapshot of every particle at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing
 /// all so far.
-fn write_snapshot<R: Real, const D: usize>(
+fn write_snapshot<R: GpuFloat, const D: usize>(
     dir: &Path,
-    sim: &mut impl Engine<R, D>,
+    sim: &mut Simulation<R, D>,
     rest: &ProblemRest<D>,
     time: f64,
     list: &mut Vec<(f64, String)>,

@@ -1,0 +1,497 @@
+//! One meshless simulation for both backends: [`Simulation`] steps a cloud on the CPU (the
+//! `mote-cloud` passes on threads) or on a device (this crate's kernels), chosen by a
+//! [`Backend`] value. Everything else (the cloud, the equation, the boundary conditions, the
+//! [`Scheme`]) is the same value on both, and so is what a caller does with the simulation:
+//! step it, ask for its stable step, read the state back, price and reserve its memory.
+//!
+//! ```
+//! use mote_cloud::equations::LinearAdvection;
+//! use mote_cloud::boundary::Boundaries;
+//! use mote_cloud::{Cloud, Domain, LatticeOptions};
+//! use mote_core::{Backend, CpuBackend};
+//! use mote_gpu::meshless::{Scheme, Simulation};
+//!
+//! // A sine wave on a periodic 1-D lattice of 64 particles, advected at unit speed.
+//! let opts = LatticeOptions { spacing: 1.0 / 64.0, jitter: 0.0, seed: 1, boundary_layers: 0 };
+//! let mut cloud = Cloud::<f64, 1>::lattice(Domain::unit_periodic(), opts, 1)?;
+//! for i in 0..cloud.len() {
+//!     let x = cloud.position_of(i)[0];
+//!     cloud.state_var_mut(0)[i] = (std::f64::consts::TAU * x).sin();
+//! }
+//! // Each particle's reconstruction order (up to the scheme's): second order everywhere.
+//! cloud.orders_mut().fill(2);
+//! let scheme = Scheme::new(2);
+//! // The backend is a value: `Backend::Device("wgpu:0".parse()?)` runs the same simulation
+//! // on the first wgpu adapter.
+//! let backend = Backend::Cpu(CpuBackend::Serial);
+//! let equation = LinearAdvection::scalar([1.0], 1);
+//! let radius = 2.6 / 64.0;
+//! let mut sim =
+//!     Simulation::new(cloud, equation, Boundaries::new(), radius, &scheme, backend)?;
+//! while sim.time() < 0.25 - 1e-12 {
+//!     let dt = sim.stable_dt(0.4)?.min(0.25 - sim.time());
+//!     sim.step(dt)?;
+//! }
+//! sim.sync()?;
+//! let cloud = sim.cloud();
+//! // A quarter period later the sine has become minus a cosine.
+//! let worst = (0..cloud.len())
+//!     .map(|i| {
+//!         let x = cloud.position_of(i)[0];
+//!         (cloud.state(0)[i] + (std::f64::consts::TAU * x).cos()).abs()
+//!     })
+//!     .fold(0.0, f64::max);
+//! assert!(worst < 5e-3, "{worst}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use mote_cloud::boundary::Boundaries;
+use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
+use mote_cloud::flux::FluxKind;
+use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::scheme::{Formulation, Limiter, Muscl};
+use mote_cloud::time::Tableau;
+use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, Weight};
+use mote_core::memory::{self, MemoryModel, Reservation, ReserveOptions, reserve};
+use mote_core::{Backend, Budgeted, CpuBackend};
+
+use crate::{DeviceEquation, DeviceLayout, DeviceMuscl, DeviceSimulation, Gpu, GpuError, GpuFloat};
+
+/// The scheme of a meshless simulation, the same on every backend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scheme {
+    /// The MUSCL order: 1 (first order) to 5.
+    pub order: usize,
+    /// How the fluxes are summed into each particle's rate.
+    pub formulation: Formulation,
+    /// The numerical flux.
+    pub flux: FluxKind,
+    /// The slope limiter.
+    pub limiter: Limiter,
+    /// The central fit's weight of the WENO-type combination of reconstructions; `None`: one
+    /// reconstruction per particle.
+    pub weno: Option<f64>,
+    /// The Runge-Kutta tableau.
+    pub tableau: Tableau,
+    /// The a-posteriori order reduction (MOOD); its default does none.
+    pub mood: MoodSettings,
+}
+
+impl Scheme {
+    /// Order `order` with the defaults: the MLS-divergence formulation, the Rusanov flux, no
+    /// limiter, no WENO combination, SSP-RK3, no MOOD.
+    pub fn new(order: usize) -> Self {
+        Self {
+            order,
+            formulation: Formulation::default(),
+            flux: FluxKind::default(),
+            limiter: Limiter::none(),
+            weno: None,
+            tableau: Tableau::ssp_rk3(),
+            mood: MoodSettings::default(),
+        }
+    }
+}
+
+/// Equations with a device version, which [`Simulation::new`] takes to the device on a
+/// [`Backend::Device`]. A user's equation implements it by returning
+/// `DeviceEquation::new(...)` of its [`GpuEquation`](crate::GpuEquation).
+pub trait OnDevice<const D: usize> {
+    /// The device's description of the equation.
+    fn device(&self) -> Result<DeviceEquation, GpuError>;
+}
+
+impl<const D: usize> OnDevice<D> for LinearAdvection<D> {
+    fn device(&self) -> Result<DeviceEquation, GpuError> {
+        DeviceEquation::advection(self)
+    }
+}
+
+impl<const D: usize> OnDevice<D> for Burgers<D> {
+    fn device(&self) -> Result<DeviceEquation, GpuError> {
+        Ok(DeviceEquation::burgers(self))
+    }
+}
+
+impl<const D: usize> OnDevice<D> for Euler<D> {
+    fn device(&self) -> Result<DeviceEquation, GpuError> {
+        Ok(DeviceEquation::euler(self))
+    }
+}
+
+/// A meshless simulation on the backend it was made for. Diagnostics read the state on the
+/// host ([`sync`](Self::sync), then [`cloud`](Self::cloud)), so both backends report the same
+/// quantities by the same sums.
+pub struct Simulation<R: GpuFloat, const D: usize> {
+    inner: Box<dyn Stepper<R, D>>,
+}
+
+impl<R: GpuFloat, const D: usize> Simulation<R, D> {
+    /// The simulation of `cloud` under `equation` and `boundaries` (neighbours within
+    /// `radius`) with `scheme`, on `backend`: the CPU with its threads, or the device the
+    /// [`DeviceSpec`](mote_core::DeviceSpec) names (opened here; an error where it does not
+    /// exist: nothing falls back to the CPU). Each particle keeps the reconstruction order
+    /// its cloud gives it.
+    pub fn new<E>(
+        cloud: Cloud<R, D>,
+        equation: E,
+        boundaries: Boundaries<R, D>,
+        radius: f64,
+        scheme: &Scheme,
+        backend: Backend,
+    ) -> Result<Self, GpuError>
+    where
+        E: Equation<R, D> + OnDevice<D> + 'static,
+    {
+        let inner: Box<dyn Stepper<R, D>> = match backend {
+            Backend::Cpu(cpu) => Box::new(OnCpu::new(
+                cloud, equation, boundaries, radius, scheme, cpu,
+            )?),
+            Backend::Device(spec) => Box::new(OnGpu::new(
+                Gpu::open(spec)?,
+                cloud,
+                equation,
+                boundaries,
+                radius,
+                scheme,
+            )?),
+        };
+        Ok(Self { inner })
+    }
+
+    /// `cpu`, or `gpu` with the device's name.
+    pub fn backend(&self) -> String {
+        self.inner.backend()
+    }
+    /// The equation's short name.
+    pub fn equation_name(&self) -> &'static str {
+        self.inner.equation_name()
+    }
+    /// Mean neighbours per particle.
+    pub fn neighbours_mean(&self) -> f64 {
+        self.inner.neighbours_mean()
+    }
+    /// Steps taken.
+    pub fn steps(&self) -> u64 {
+        self.inner.steps()
+    }
+    /// The simulation's clock (the sum of its step sizes).
+    pub fn time(&self) -> f64 {
+        self.inner.time()
+    }
+    /// Sets the clock and the step count (a resumed run).
+    pub fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.inner.restore_clock(time, steps);
+    }
+    /// The largest stable step for `cfl` at the current state.
+    pub fn stable_dt(&mut self, cfl: f64) -> Result<f64, GpuError> {
+        self.inner.stable_dt(cfl)
+    }
+    /// One step of length `dt`; an error names a particle whose state is not finite.
+    pub fn step(&mut self, dt: f64) -> Result<(), GpuError> {
+        self.inner.step(dt)
+    }
+    /// Brings the host's cloud up to date with the current state (a download from a device;
+    /// nothing on the CPU).
+    pub fn sync(&mut self) -> Result<(), GpuError> {
+        self.inner.sync()
+    }
+    /// The cloud on the host, with the state as of the last [`sync`](Self::sync).
+    pub fn cloud(&self) -> &Cloud<R, D> {
+        self.inner.cloud()
+    }
+    /// Every particle's current reconstruction order (MOOD's where it reduces them).
+    pub fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
+        self.inner.orders()
+    }
+    /// MOOD's statistics since the last call.
+    pub fn take_mood_stats(&mut self) -> MoodStats {
+        self.inner.take_mood_stats()
+    }
+    /// Positivity floor events so far, where the backend counts them (the device does not).
+    pub fn floor_events(&self) -> Option<u64> {
+        self.inner.floor_events()
+    }
+    /// Conservative to primitive variables of one state, by the host equation.
+    pub fn to_primitive(&self, u: &[R], w: &mut [R]) {
+        self.inner.to_primitive(u, w);
+    }
+    /// The largest wave speed of state `u` along `n`, by the host equation.
+    pub fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
+        self.inner.wave_speed(u, n)
+    }
+    /// Sizes the simulation's buffers once: on the host against `limit`, on a device against
+    /// `limit` or else the device's memory where the device reports it. `None`: nothing
+    /// reserved (no limit known).
+    pub fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
+        self.inner.reserve(limit)
+    }
+    /// The memory model of the simulation's buffers as they stand (bytes per particle and per
+    /// neighbour slot), to price a larger run of the same set-up.
+    pub fn memory_model(&mut self) -> MemoryModel {
+        self.inner.memory_model()
+    }
+}
+
+/// What [`Simulation`] asks of a backend.
+trait Stepper<R: GpuFloat, const D: usize> {
+    fn backend(&self) -> String;
+    fn equation_name(&self) -> &'static str;
+    fn to_primitive(&self, u: &[R], w: &mut [R]);
+    fn wave_speed(&self, u: &[R], n: [R; D]) -> R;
+    fn neighbours_mean(&self) -> f64;
+    fn steps(&self) -> u64;
+    fn time(&self) -> f64;
+    fn restore_clock(&mut self, time: f64, steps: u64);
+    fn stable_dt(&mut self, cfl: f64) -> Result<f64, GpuError>;
+    fn step(&mut self, dt: f64) -> Result<(), GpuError>;
+    fn sync(&mut self) -> Result<(), GpuError>;
+    fn cloud(&self) -> &Cloud<R, D>;
+    fn orders(&mut self) -> Result<Vec<u8>, GpuError>;
+    fn take_mood_stats(&mut self) -> MoodStats;
+    fn floor_events(&self) -> Option<u64>;
+    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError>;
+    fn memory_model(&mut self) -> MemoryModel;
+}
+
+/// The CPU backend: a [`MeshlessSimulation`] in the row-major layout.
+struct OnCpu<R: GpuFloat, const D: usize, E> {
+    sim: MeshlessSimulation<R, D, E, RowMajor>,
+}
+
+impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
+    fn new(
+        cloud: Cloud<R, D>,
+        equation: E,
+        boundaries: Boundaries<R, D>,
+        radius: f64,
+        s: &Scheme,
+        cpu: CpuBackend,
+    ) -> Result<Self, GpuError> {
+        let scheme = Muscl::new(equation, s.order, s.formulation, Weight::default())?
+            .with_flux(s.flux)?
+            .with_limiter(s.limiter)?;
+        let scheme = match s.weno {
+            Some(weight) => scheme.with_weno(weight)?,
+            None => scheme,
+        };
+        let mut sim = MeshlessSimulation::new(cloud, radius, scheme, s.tableau.clone(), cpu)?;
+        if boundaries.has_conditions() {
+            sim = sim.with_boundaries(boundaries)?;
+        }
+        Ok(Self {
+            sim: sim.with_mood(s.mood)?,
+        })
+    }
+}
+
+impl<R: GpuFloat, const D: usize, E: Equation<R, D>> Stepper<R, D> for OnCpu<R, D, E> {
+    fn backend(&self) -> String {
+        "cpu".to_string()
+    }
+    fn equation_name(&self) -> &'static str {
+        self.sim.scheme.equation().name()
+    }
+    fn to_primitive(&self, u: &[R], w: &mut [R]) {
+        self.sim.scheme.equation().to_primitive(u, w);
+    }
+    fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
+        self.sim.scheme.equation().max_wave_speed(u, n)
+    }
+    fn neighbours_mean(&self) -> f64 {
+        self.sim.list.mean()
+    }
+    fn steps(&self) -> u64 {
+        self.sim.steps()
+    }
+    fn time(&self) -> f64 {
+        self.sim.time()
+    }
+    fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.sim.restore_clock(time, steps);
+    }
+    fn stable_dt(&mut self, cfl: f64) -> Result<f64, GpuError> {
+        Ok(self.sim.stable_dt(cfl))
+    }
+    fn step(&mut self, dt: f64) -> Result<(), GpuError> {
+        Ok(self.sim.step(dt)?)
+    }
+    fn sync(&mut self) -> Result<(), GpuError> {
+        Ok(())
+    }
+    fn cloud(&self) -> &Cloud<R, D> {
+        &self.sim.cloud
+    }
+    fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
+        // MOOD's orders exist from its first step on; before it (the initial snapshot) every
+        // particle has the cloud's order.
+        let n = self.sim.cloud.len();
+        Ok(self
+            .sim
+            .mood_orders()
+            .filter(|o| o.len() == n)
+            .unwrap_or(self.sim.cloud.orders())
+            .to_vec())
+    }
+    fn take_mood_stats(&mut self) -> MoodStats {
+        self.sim.take_mood_stats()
+    }
+    fn floor_events(&self) -> Option<u64> {
+        Some(self.sim.scheme.equation().floor_events())
+    }
+    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
+        let Some(limit) = limit else {
+            return Ok(None);
+        };
+        let r = reserve(
+            &mut self.sim.budgeted_parts(),
+            limit,
+            ReserveOptions::default(),
+        )?;
+        Ok(Some(r))
+    }
+    fn memory_model(&mut self) -> MemoryModel {
+        let parts = self.sim.budgeted_parts();
+        let refs: Vec<&dyn Budgeted> = parts.iter().map(|p| &**p).collect();
+        MemoryModel::of(&refs)
+    }
+}
+
+/// The device backend: a [`DeviceSimulation`] (row-major lists) and a host copy of the cloud
+/// that receives the state at each [`sync`](Stepper::sync).
+struct OnGpu<R: GpuFloat, const D: usize, E> {
+    gpu: Gpu,
+    sim: DeviceSimulation<R, D>,
+    host: Cloud<R, D>,
+    equation: E,
+    /// Whether `host` holds the device's current state.
+    current: bool,
+}
+
+impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E> {
+    fn new(
+        gpu: Gpu,
+        cloud: Cloud<R, D>,
+        equation: E,
+        boundaries: Boundaries<R, D>,
+        radius: f64,
+        s: &Scheme,
+    ) -> Result<Self, GpuError> {
+        let mut scheme =
+            DeviceMuscl::<R>::new::<D>(&gpu, equation.device()?, s.order, Weight::default())?
+                .with_limiter::<D>(s.limiter)?
+                .with_flux(s.flux)?
+                .with_formulation(s.formulation);
+        if let Some(weight) = s.weno {
+            scheme = scheme.with_weno::<D>(&gpu, weight)?;
+        }
+        let mut sim = DeviceSimulation::new(
+            &gpu,
+            &cloud,
+            radius,
+            scheme,
+            s.tableau.clone(),
+            DeviceLayout::RowMajor,
+        )?;
+        if boundaries.has_conditions() {
+            sim = sim.with_boundaries(&gpu, &cloud, boundaries)?;
+        }
+        let sim = sim.with_mood(&gpu, s.mood)?;
+        Ok(Self {
+            gpu,
+            sim,
+            host: cloud,
+            equation,
+            current: false,
+        })
+    }
+}
+
+impl<R: GpuFloat, const D: usize, E: Equation<R, D>> Stepper<R, D> for OnGpu<R, D, E> {
+    fn backend(&self) -> String {
+        format!("gpu {}", self.gpu.name())
+    }
+    fn equation_name(&self) -> &'static str {
+        self.equation.name()
+    }
+    fn to_primitive(&self, u: &[R], w: &mut [R]) {
+        self.equation.to_primitive(u, w);
+    }
+    fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
+        self.equation.max_wave_speed(u, n)
+    }
+    fn neighbours_mean(&self) -> f64 {
+        self.sim.list().total() as f64 / self.host.len().max(1) as f64
+    }
+    fn steps(&self) -> u64 {
+        self.sim.steps()
+    }
+    fn time(&self) -> f64 {
+        self.sim.time()
+    }
+    fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.sim.restore_clock(time, steps);
+    }
+    fn stable_dt(&mut self, cfl: f64) -> Result<f64, GpuError> {
+        self.sim.stable_dt(&self.gpu, cfl)
+    }
+    fn step(&mut self, dt: f64) -> Result<(), GpuError> {
+        self.current = false;
+        self.sim.step(&self.gpu, dt)
+    }
+    fn sync(&mut self) -> Result<(), GpuError> {
+        if !self.current {
+            let state = self.sim.state(&self.gpu)?;
+            let n = self.host.len();
+            for v in 0..self.host.variables() {
+                self.host
+                    .state_var_mut(v)
+                    .copy_from_slice(&state[v * n..(v + 1) * n]);
+            }
+            self.current = true;
+        }
+        Ok(())
+    }
+    fn cloud(&self) -> &Cloud<R, D> {
+        &self.host
+    }
+    fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
+        // As on the CPU: before MOOD's first step its orders are not yet set.
+        let n = self.host.len();
+        Ok(match self.sim.mood_orders(&self.gpu)? {
+            Some(o) if o.len() == n => o.into_iter().map(|o| o as u8).collect(),
+            _ => self.host.orders().to_vec(),
+        })
+    }
+    fn take_mood_stats(&mut self) -> MoodStats {
+        self.sim.take_mood_stats()
+    }
+    fn floor_events(&self) -> Option<u64> {
+        None
+    }
+    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
+        if limit.is_none() {
+            // No limit given: the run is priced against the device's memory where the runtime
+            // reports it, but nothing is reserved. Reserving sizes every array to the largest
+            // particle count that fits, which on a data-centre GPU asked CUDA for single
+            // buffers of many gigabytes and failed (H200, 2026-12-04).
+            if let Some(total) = self.gpu.memory_limit(None)? {
+                let parts: [&dyn Budgeted; 1] = [&self.sim];
+                memory::price(
+                    || format!("device memory of {}", self.gpu.name()),
+                    MemoryModel::of(&parts).current_bytes(),
+                    total,
+                    ReserveOptions::default().tolerance,
+                )?;
+            }
+            return Ok(None);
+        }
+        // Before any step: the device arrays still hold the host cloud's data, which the
+        // fingerprint check after the move compares with.
+        self.sim.reserve(&self.gpu, &self.host, limit)
+    }
+    fn memory_model(&mut self) -> MemoryModel {
+        let parts: [&dyn Budgeted; 1] = [&self.sim];
+        MemoryModel::of(&parts)
+    }
+}
