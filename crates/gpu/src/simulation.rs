@@ -18,6 +18,7 @@ use mote_cloud::exact::Errors;
 use mote_cloud::mood::{MoodSettings, MoodStats};
 use mote_cloud::motion::Motion;
 use mote_cloud::simulation::{imex_on_moving_cloud, imex_without_mood};
+use mote_cloud::time::imex::{ImexSlope, ImexStages, imex_step};
 use mote_cloud::time::{ImexTableau, RkStages, StageState, Tableau, runge_kutta};
 use mote_cloud::{Cloud, CloudError, NeighbourList, NeighbourSearch, RowMajor};
 use mote_core::CpuBackend;
@@ -705,104 +706,21 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         Ok(())
     }
 
-    /// [`step`](Self::step) with the IMEX stepper.
+    /// [`step`](Self::step) with the IMEX stepper: the CPU's stage loop
+    /// (`mote_cloud::time::imex_step`) over the device's arrays.
     fn step_imex(&mut self, gpu: &Gpu, dt: f64) -> Result<(), GpuError> {
-        let n = self.cloud.len();
-        let imex = self.imex.as_ref().expect("an IMEX stepper");
-        let tableau = &imex.tableau;
-        let needed = tableau.needed_slopes();
-        // (The relaxation does not depend on time: the implicit nodes are not needed.)
-        let ec = tableau.explicit_c();
-        let t = self.time;
-        let stage = &self.stage[0];
-        let slope = |source: bool, j: usize| {
-            let k = if source {
-                &imex.slopes[j]
-            } else {
-                &imex.transport[j]
-            };
-            k.as_ref().expect("a slope the tableau reads is kept")
-        };
+        let imex = self.imex.take().expect("an IMEX stepper");
         gpu.fill_u32(&imex.failed, u32::MAX);
-        for i in 0..tableau.stages() {
-            // rhs_i = u + dt sum_(j<i) (A~_ij K_j + A_ij S_j), in the CPU's order.
-            let clock = std::time::Instant::now();
-            gpu.copy(&self.state, stage)?;
-            for j in 0..i {
-                for (source, a) in [
-                    (false, tableau.explicit_a[i][j]),
-                    (true, tableau.implicit_a[i][j]),
-                ] {
-                    if a != 0.0 {
-                        gpu.accumulate(stage, slope(source, j), F::cast(a * dt))?;
-                    }
-                }
-            }
-            let diag = tableau.implicit_a[i][i];
-            let [need_transport, need_source] = needed[i];
-            if diag > 0.0 {
-                // Solve U - h S(U) = rhs in place; keep (U - rhs) / h as the source slope.
-                let h = F::cast(diag * dt);
-                if need_source {
-                    gpu.copy(stage, slope(true, i))?;
-                }
-                imex.source.solve(gpu, stage, n, h, &imex.failed)?;
-                if need_source {
-                    gpu.solved_slope(stage, slope(true, i), F::one() / h)?;
-                }
-            }
-            if let Some(b) = &self.boundaries {
-                b.apply(gpu, stage, n, t + ec[i] * dt)?;
-            }
-            if diag == 0.0 && need_source {
-                imex.source
-                    .evaluate(gpu, stage, slope(true, i), n, &imex.failed)?;
-            }
-            self.seconds.stages += self.waited(gpu, clock)?;
-            if need_transport {
-                let k = slope(false, i);
-                self.scheme
-                    .derivatives_pass(gpu, &self.cloud, &self.list, stage)?;
-                self.scheme.flux_pass(
-                    gpu,
-                    &self.cloud,
-                    &self.list,
-                    &self.max_orders,
-                    None,
-                    stage,
-                    k,
-                )?;
-                if let Some(b) = &self.boundaries {
-                    b.zero_slopes(gpu, k, n)?;
-                }
-            }
-        }
-        // A failed solve ends the step before the state changes, as on the CPU.
-        let failed = gpu.download(&imex.failed)?[0];
-        if failed != u32::MAX {
-            return Err(CloudError::invalid(
-                "implicit source solve",
-                format!("particle index {failed}, source kinetic_relaxation"),
-                "a converged, admissible solution",
-            )
-            .into());
-        }
-        // u <- u + dt sum_i (b~_i K_i + b_i S_i).
-        let clock = std::time::Instant::now();
-        for j in 0..tableau.stages() {
-            for (source, b) in [
-                (false, tableau.explicit_b[j]),
-                (true, tableau.implicit_b[j]),
-            ] {
-                if b != 0.0 {
-                    gpu.accumulate(&self.state, slope(source, j), F::cast(b * dt))?;
-                }
-            }
-        }
-        if let Some(bc) = &self.boundaries {
-            bc.apply(gpu, &self.state, n, t + dt)?;
-        }
-        self.seconds.stages += self.waited(gpu, clock)?;
+        let tableau = imex.tableau.clone();
+        let mut stages = DeviceImexStages {
+            gpu,
+            sim: self,
+            imex,
+        };
+        let result = imex_step(&tableau, stages.sim.time, dt, &mut stages);
+        let DeviceImexStages { imex, .. } = stages;
+        self.imex = Some(imex);
+        result?;
         self.time += dt;
         self.steps += 1;
         self.check_finite(gpu, "after")
@@ -1088,6 +1006,120 @@ impl<F: GpuFloat, const D: usize> RkStages for DeviceStages<'_, F, D> {
             if w != 0.0 {
                 gpu.accumulate(&sim.state, &sim.slopes[l], F::cast(w))?;
             }
+        }
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
+    }
+}
+
+/// A device simulation's arrays and passes, with its IMEX stepper (taken out for the step), as
+/// the shared IMEX stage loop's [`ImexStages`]; the combinations in the CPU's order.
+struct DeviceImexStages<'a, F: GpuFloat, const D: usize> {
+    gpu: &'a Gpu,
+    sim: &'a mut DeviceSimulation<F, D>,
+    imex: DeviceImex<F>,
+}
+
+impl<F: GpuFloat, const D: usize> DeviceImexStages<'_, F, D> {
+    /// The slope array of `slope` (one the tableau reads, so kept).
+    fn slope(imex: &DeviceImex<F>, slope: ImexSlope) -> &DeviceArray<F> {
+        let k = match slope {
+            ImexSlope::Transport(j) => &imex.transport[j],
+            ImexSlope::Source(j) => &imex.slopes[j],
+        };
+        k.as_ref().expect("a slope the tableau reads is kept")
+    }
+}
+
+impl<F: GpuFloat, const D: usize> ImexStages for DeviceImexStages<'_, F, D> {
+    type Error = GpuError;
+
+    fn combine(&mut self, terms: &[(ImexSlope, f64)]) -> Result<(), GpuError> {
+        let (gpu, sim) = (self.gpu, &mut *self.sim);
+        let clock = std::time::Instant::now();
+        let stage = &sim.stage[0];
+        gpu.copy(&sim.state, stage)?;
+        for &(slope, c) in terms {
+            gpu.accumulate(stage, Self::slope(&self.imex, slope), F::cast(c))?;
+        }
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
+    }
+
+    fn solve(&mut self, i: usize, _t: f64, h: f64, keep: bool) -> Result<(), GpuError> {
+        // (The relaxation does not depend on time.)
+        let (gpu, sim, imex) = (self.gpu, &mut *self.sim, &self.imex);
+        let clock = std::time::Instant::now();
+        let (stage, n) = (&sim.stage[0], sim.cloud.len());
+        let h = F::cast(h);
+        let slope = ImexSlope::Source(i);
+        if keep {
+            gpu.copy(stage, Self::slope(imex, slope))?;
+        }
+        imex.source.solve(gpu, stage, n, h, &imex.failed)?;
+        if keep {
+            gpu.solved_slope(stage, Self::slope(imex, slope), F::one() / h)?;
+        }
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
+    }
+
+    fn constrain(&mut self, t: f64, on_state: bool) -> Result<(), GpuError> {
+        let sim = &mut *self.sim;
+        let Some(b) = &sim.boundaries else {
+            return Ok(());
+        };
+        let clock = std::time::Instant::now();
+        let array = if on_state { &sim.state } else { &sim.stage[0] };
+        b.apply(self.gpu, array, sim.cloud.len(), t)?;
+        sim.seconds.stages += sim.waited(self.gpu, clock)?;
+        Ok(())
+    }
+
+    fn source(&mut self, i: usize, _t: f64) -> Result<(), GpuError> {
+        let (gpu, sim, imex) = (self.gpu, &mut *self.sim, &self.imex);
+        let clock = std::time::Instant::now();
+        let out = Self::slope(imex, ImexSlope::Source(i));
+        imex.source
+            .evaluate(gpu, &sim.stage[0], out, sim.cloud.len(), &imex.failed)?;
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
+    }
+
+    fn transport(&mut self, i: usize, _t: f64) -> Result<(), GpuError> {
+        let (gpu, sim) = (self.gpu, &mut *self.sim);
+        let k = Self::slope(&self.imex, ImexSlope::Transport(i));
+        let stage = &sim.stage[0];
+        sim.scheme
+            .derivatives_pass(gpu, &sim.cloud, &sim.list, stage)?;
+        sim.scheme
+            .flux_pass(gpu, &sim.cloud, &sim.list, &sim.max_orders, None, stage, k)?;
+        if let Some(b) = &sim.boundaries {
+            b.zero_slopes(gpu, k, sim.cloud.len())?;
+        }
+        Ok(())
+    }
+
+    fn solved(&mut self) -> Result<(), GpuError> {
+        // The solves record the first failing particle; the step ends here, before the state
+        // changes, as on the CPU.
+        let failed = self.gpu.download(&self.imex.failed)?[0];
+        if failed != u32::MAX {
+            return Err(CloudError::invalid(
+                "implicit source solve",
+                format!("particle index {failed}, source kinetic_relaxation"),
+                "a converged, admissible solution",
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn update(&mut self, terms: &[(ImexSlope, f64)]) -> Result<(), GpuError> {
+        let (gpu, sim) = (self.gpu, &mut *self.sim);
+        let clock = std::time::Instant::now();
+        for &(slope, c) in terms {
+            gpu.accumulate(&sim.state, Self::slope(&self.imex, slope), F::cast(c))?;
         }
         sim.seconds.stages += sim.waited(gpu, clock)?;
         Ok(())

@@ -290,8 +290,6 @@ pub struct Imex<R: Real> {
     transport: Vec<Vec<Buffer<R>>>,
     source: Vec<Vec<Buffer<R>>>,
     stage: Vec<Buffer<R>>,
-    /// Which stage slopes a later stage or the update reads: `[transport, source]`.
-    needed: Vec<[bool; 2]>,
     seconds: [f64; 2],
 }
 
@@ -300,7 +298,6 @@ impl<R: Real> Imex<R> {
     pub fn new(tableau: ImexTableau, variables: usize) -> Result<Self, CloudError> {
         tableau.validate()?;
         let s = tableau.stages();
-        let needed = tableau.needed_slopes();
         let buffers = |name: &'static str| -> Vec<Buffer<R>> {
             (0..variables)
                 .map(|_| Buffer::new(name, Scaling::PerParticle(1)))
@@ -310,7 +307,6 @@ impl<R: Real> Imex<R> {
             transport: (0..s).map(|_| buffers("imex_transport_slope")).collect(),
             source: (0..s).map(|_| buffers("imex_source_slope")).collect(),
             stage: buffers("imex_stage"),
-            needed,
             tableau,
             seconds: [0.0; 2],
         })
@@ -364,119 +360,232 @@ impl<R: Real> Imex<R> {
         {
             b.resize(n, R::zero())?;
         }
-        let s = self.tableau.stages();
-        let ec = self.tableau.explicit_c();
-        let ic = self.tableau.implicit_c();
-        for i in 0..s {
-            // rhs_i = u + dt sum_(j<i) (A~_ij K_j + A_ij S_j), into the stage buffer.
-            let clock = std::time::Instant::now();
-            let coeffs: Vec<(bool, usize, R)> = (0..i)
-                .flat_map(|j| {
-                    [
-                        (false, j, self.tableau.explicit_a[i][j]),
-                        (true, j, self.tableau.implicit_a[i][j]),
-                    ]
-                })
-                .filter(|(_, _, a)| *a != 0.0)
-                .map(|(src, j, a)| (src, j, R::cast(a * dt)))
-                .collect();
-            combine(
-                backend,
-                u.iter().map(|x| &**x).collect(),
-                &coeffs,
-                &self.transport,
-                &self.source,
-                self.stage.iter_mut().map(|b| b.as_mut_slice()).collect(),
-            );
-            self.seconds[0] += clock.elapsed().as_secs_f64();
-            let diag = self.tableau.implicit_a[i][i];
-            let [need_transport, need_source] = self.needed[i];
-            if diag > 0.0 {
-                // Solve U - h S(U) = rhs in place; keep (U - rhs) / h as the source slope.
-                let clock = std::time::Instant::now();
-                let h = R::cast(diag * dt);
-                if need_source {
-                    for (k, x) in self.source[i].iter_mut().zip(&self.stage) {
-                        k.as_mut_slice().copy_from_slice(x.as_slice());
-                    }
-                }
-                source.solve(
-                    t + ic[i] * dt,
-                    h,
-                    self.stage.iter_mut().map(|b| b.as_mut_slice()).collect(),
-                    backend,
-                )?;
-                if need_source {
-                    let inv = R::one() / h;
-                    let stage: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
-                    let out: Vec<&mut [R]> = self.source[i]
-                        .iter_mut()
-                        .map(|b| b.as_mut_slice())
-                        .collect();
-                    backend.for_each_block(out, 1024, |first, mut blk| {
-                        for v in 0..stage.len() {
-                            for k in 0..SplitOutputs::len(&blk) {
-                                blk[v][k] = (stage[v][first + k] - blk[v][k]) * inv;
-                            }
-                        }
-                    });
-                }
-                self.seconds[1] += clock.elapsed().as_secs_f64();
-            }
-            {
-                let mut stage: Vec<&mut [R]> =
-                    self.stage.iter_mut().map(|b| b.as_mut_slice()).collect();
-                op.constrain(t + ec[i] * dt, &mut stage);
-            }
-            let stage: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
-            if diag == 0.0 && need_source {
-                let out: Vec<&mut [R]> = self.source[i]
-                    .iter_mut()
-                    .map(|b| b.as_mut_slice())
-                    .collect();
-                source.implicit(t + ic[i] * dt, &stage, out, backend);
-            }
-            if need_transport {
-                let mut out: Vec<&mut [R]> = self.transport[i]
-                    .iter_mut()
-                    .map(|b| b.as_mut_slice())
-                    .collect();
-                op.rhs(
-                    i,
-                    t + ec[i] * dt,
-                    &stage,
-                    out.iter_mut().map(|o| &mut **o).collect(),
-                )?;
-                source.add_explicit(t + ec[i] * dt, &stage, out, backend);
-            }
-        }
-        // u <- u + dt sum_i (b~_i K_i + b_i S_i).
-        let clock = std::time::Instant::now();
-        let coeffs: Vec<(bool, usize, R)> = (0..s)
+        let tableau = self.tableau.clone();
+        let mut stages = HostImex {
+            u,
+            transport: &mut self.transport,
+            source_slopes: &mut self.source,
+            stage: &mut self.stage,
+            seconds: &mut self.seconds,
+            backend,
+            op,
+            source,
+        };
+        imex_step(&tableau, t, dt, &mut stages)
+    }
+}
+
+/// A slope of an IMEX stage: the transport's or the source's, of stage `j`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImexSlope {
+    /// The transport (explicit) slope `K_j`.
+    Transport(usize),
+    /// The source (implicit) slope `S_j`.
+    Source(usize),
+}
+
+/// The storage and passes of one IMEX step, as a backend provides them: the state `u`, the
+/// stage state, a transport and a source slope per stage. [`imex_step`] is the one stage loop
+/// that drives them, on the CPU ([`Imex`]) and on the device (`mote_gpu::DeviceSimulation`).
+pub trait ImexStages {
+    /// What a pass can fail with.
+    type Error;
+    /// The stage state = `u + sum c slope`, the terms added in the order given (`c` the
+    /// tableau's coefficient times the step).
+    fn combine(&mut self, terms: &[(ImexSlope, f64)]) -> Result<(), Self::Error>;
+    /// Solves `U - h S(U) = rhs` in place on the stage state (time `t`); with `keep`, the
+    /// source slope of stage `i` becomes `(U - rhs) / h`.
+    fn solve(&mut self, i: usize, t: f64, h: f64, keep: bool) -> Result<(), Self::Error>;
+    /// Imposes the constraints (boundary conditions) at time `t` on the stage state, or with
+    /// `on_state` on the state.
+    fn constrain(&mut self, t: f64, on_state: bool) -> Result<(), Self::Error>;
+    /// The source slope of stage `i`: the source of the stage state at time `t`.
+    fn source(&mut self, i: usize, t: f64) -> Result<(), Self::Error>;
+    /// The transport slope of stage `i` from the stage state at time `t`.
+    fn transport(&mut self, i: usize, t: f64) -> Result<(), Self::Error>;
+    /// After the stages, before the state changes: an error where a solve failed (for a
+    /// backend that finds out only then).
+    fn solved(&mut self) -> Result<(), Self::Error>;
+    /// `u += sum c slope`, the terms added in the order given.
+    fn update(&mut self, terms: &[(ImexSlope, f64)]) -> Result<(), Self::Error>;
+}
+
+/// One IMEX step of the pair `tableau` from time `t` by `dt`, the stage loop written once for
+/// every backend: per stage `rhs_i = u + dt sum_(j<i) (A~_ij K_j + A_ij S_j)`, the implicit
+/// solve where `A_ii > 0` (else the source evaluated explicitly where a later stage reads it),
+/// the constraints, the transport slope where it is read; then
+/// `u <- u + dt sum_i (b~_i K_i + b_i S_i)`. A failed solve ends the step before the state
+/// changes.
+pub fn imex_step<S: ImexStages + ?Sized>(
+    tableau: &ImexTableau,
+    t: f64,
+    dt: f64,
+    b: &mut S,
+) -> Result<(), S::Error> {
+    let needed = tableau.needed_slopes();
+    let (ec, ic) = (tableau.explicit_c(), tableau.implicit_c());
+    // Every (slope, coefficient times dt) with a non-zero coefficient, transport before source
+    // per stage.
+    let terms = |explicit: &[f64], implicit: &[f64], stages: usize| -> Vec<(ImexSlope, f64)> {
+        (0..stages)
             .flat_map(|j| {
                 [
-                    (false, j, self.tableau.explicit_b[j]),
-                    (true, j, self.tableau.implicit_b[j]),
+                    (ImexSlope::Transport(j), explicit[j]),
+                    (ImexSlope::Source(j), implicit[j]),
                 ]
             })
-            .filter(|(_, _, b)| *b != 0.0)
-            .map(|(src, j, b)| (src, j, R::cast(b * dt)))
-            .collect();
-        for (x, st) in self.stage.iter_mut().zip(u.iter()) {
-            x.as_mut_slice().copy_from_slice(st);
+            .filter(|(_, a)| *a != 0.0)
+            .map(|(slope, a)| (slope, a * dt))
+            .collect()
+    };
+    for i in 0..tableau.stages() {
+        b.combine(&terms(&tableau.explicit_a[i], &tableau.implicit_a[i], i))?;
+        let diag = tableau.implicit_a[i][i];
+        let [need_transport, need_source] = needed[i];
+        if diag > 0.0 {
+            b.solve(i, t + ic[i] * dt, diag * dt, need_source)?;
         }
+        b.constrain(t + ec[i] * dt, false)?;
+        if diag == 0.0 && need_source {
+            b.source(i, t + ic[i] * dt)?;
+        }
+        if need_transport {
+            b.transport(i, t + ec[i] * dt)?;
+        }
+    }
+    b.solved()?;
+    let s = tableau.stages();
+    b.update(&terms(&tableau.explicit_b, &tableau.implicit_b, s))?;
+    b.constrain(t + dt, true)
+}
+
+/// [`Imex`]'s buffers, a [`StageOperator`] (the transport) and a [`Source`] as [`ImexStages`].
+struct HostImex<'a, 'u, 'o, R: Real> {
+    u: &'a mut [&'u mut [R]],
+    transport: &'a mut [Vec<Buffer<R>>],
+    source_slopes: &'a mut [Vec<Buffer<R>>],
+    stage: &'a mut [Buffer<R>],
+    seconds: &'a mut [f64; 2],
+    backend: CpuBackend,
+    op: &'a mut (dyn StageOperator<R> + 'o),
+    source: &'a dyn Source<R>,
+}
+
+impl<R: Real> ImexStages for HostImex<'_, '_, '_, R> {
+    type Error = CloudError;
+
+    fn combine(&mut self, terms: &[(ImexSlope, f64)]) -> Result<(), CloudError> {
+        let clock = std::time::Instant::now();
         combine(
-            backend,
-            self.stage.iter().map(|b| b.as_slice()).collect(),
-            &coeffs,
-            &self.transport,
-            &self.source,
-            u.iter_mut().map(|x| &mut **x).collect(),
+            self.backend,
+            self.u.iter().map(|x| &**x).collect(),
+            &coefficients(terms),
+            self.transport,
+            self.source_slopes,
+            self.stage.iter_mut().map(|b| b.as_mut_slice()).collect(),
         );
-        op.constrain(t + dt, u);
         self.seconds[0] += clock.elapsed().as_secs_f64();
         Ok(())
     }
+
+    fn solve(&mut self, i: usize, t: f64, h: f64, keep: bool) -> Result<(), CloudError> {
+        let clock = std::time::Instant::now();
+        let h = R::cast(h);
+        if keep {
+            for (k, x) in self.source_slopes[i].iter_mut().zip(&*self.stage) {
+                k.as_mut_slice().copy_from_slice(x.as_slice());
+            }
+        }
+        self.source.solve(
+            t,
+            h,
+            self.stage.iter_mut().map(|b| b.as_mut_slice()).collect(),
+            self.backend,
+        )?;
+        if keep {
+            let inv = R::one() / h;
+            let stage: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
+            let out: Vec<&mut [R]> = self.source_slopes[i]
+                .iter_mut()
+                .map(|b| b.as_mut_slice())
+                .collect();
+            self.backend.for_each_block(out, 1024, |first, mut blk| {
+                for v in 0..stage.len() {
+                    for k in 0..SplitOutputs::len(&blk) {
+                        blk[v][k] = (stage[v][first + k] - blk[v][k]) * inv;
+                    }
+                }
+            });
+        }
+        self.seconds[1] += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn constrain(&mut self, t: f64, on_state: bool) -> Result<(), CloudError> {
+        if on_state {
+            self.op.constrain(t, self.u);
+        } else {
+            let mut stage: Vec<&mut [R]> =
+                self.stage.iter_mut().map(|b| b.as_mut_slice()).collect();
+            self.op.constrain(t, &mut stage);
+        }
+        Ok(())
+    }
+
+    fn source(&mut self, i: usize, t: f64) -> Result<(), CloudError> {
+        let stage: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
+        let out: Vec<&mut [R]> = self.source_slopes[i]
+            .iter_mut()
+            .map(|b| b.as_mut_slice())
+            .collect();
+        self.source.implicit(t, &stage, out, self.backend);
+        Ok(())
+    }
+
+    fn transport(&mut self, i: usize, t: f64) -> Result<(), CloudError> {
+        let stage: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
+        let mut out: Vec<&mut [R]> = self.transport[i]
+            .iter_mut()
+            .map(|b| b.as_mut_slice())
+            .collect();
+        self.op
+            .rhs(i, t, &stage, out.iter_mut().map(|o| &mut **o).collect())?;
+        self.source.add_explicit(t, &stage, out, self.backend);
+        Ok(())
+    }
+
+    fn solved(&mut self) -> Result<(), CloudError> {
+        // The CPU's solves fail at once.
+        Ok(())
+    }
+
+    fn update(&mut self, terms: &[(ImexSlope, f64)]) -> Result<(), CloudError> {
+        let clock = std::time::Instant::now();
+        for (x, st) in self.stage.iter_mut().zip(self.u.iter()) {
+            x.as_mut_slice().copy_from_slice(st);
+        }
+        combine(
+            self.backend,
+            self.stage.iter().map(|b| b.as_slice()).collect(),
+            &coefficients(terms),
+            self.transport,
+            self.source_slopes,
+            self.u.iter_mut().map(|x| &mut **x).collect(),
+        );
+        self.seconds[0] += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
+/// The terms as [`combine`] takes them: `(is the source's, stage, coefficient)`.
+fn coefficients<R: Real>(terms: &[(ImexSlope, f64)]) -> Vec<(bool, usize, R)> {
+    terms
+        .iter()
+        .map(|&(slope, c)| match slope {
+            ImexSlope::Transport(j) => (false, j, R::cast(c)),
+            ImexSlope::Source(j) => (true, j, R::cast(c)),
+        })
+        .collect()
 }
 
 /// `out = base + sum (c * slope)` per particle and variable; a coefficient `(true, j, c)` reads
