@@ -629,81 +629,26 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     }
 
     /// The stages of [`step_moving`](Self::step_moving) and the final update of the state and
-    /// the positions.
+    /// the positions: the shared Runge-Kutta stage loop, the positions advanced beside the
+    /// state as the CPU advances its `m + D` arrays.
     fn moving_stages(
         &mut self,
         gpu: &Gpu,
         dt: f64,
         moving: &mut DeviceMoving<F, D>,
     ) -> Result<(), GpuError> {
-        let stages = self.tableau.stages();
-        let mut input: Option<usize> = None;
-        for s in 0..stages {
-            let t_s = self.time + self.tableau.c[s] * dt;
-            {
-                let clock = std::time::Instant::now();
-                let (state, x) = match input {
-                    None => (&self.state, &moving.positions),
-                    Some(k) => (&self.stage[k], &moving.stage[k]),
-                };
-                if !moving.current {
-                    gpu.wrap_positions(x, &self.cloud)?;
-                    self.search.build(gpu, &self.cloud, &mut self.list)?;
-                    self.scheme.prepare(gpu, &self.cloud, &self.list)?;
-                }
-                // The next stage has other positions.
-                moving.current = false;
-                let w = &moving.velocity[s];
-                self.host_velocities(gpu, moving.motion.as_ref(), t_s, state, w)?;
-                self.scheme.velocity_gradients(
-                    gpu,
-                    &self.cloud,
-                    &self.list,
-                    w,
-                    &moving.gradient,
-                )?;
-                self.seconds.motion += self.waited(gpu, clock)?;
-                self.scheme
-                    .derivatives_pass(gpu, &self.cloud, &self.list, state)?;
-                self.scheme.moving_flux_pass(
-                    gpu,
-                    &self.cloud,
-                    &self.list,
-                    &self.max_orders,
-                    state,
-                    &self.slopes[s],
-                    w,
-                    &moving.gradient,
-                )?;
-            }
-            if s + 1 == stages {
-                break;
-            }
-            let clock = std::time::Instant::now();
-            let target = input.map_or(0, |k| 1 - k);
-            let (candidate, x) = (&self.stage[target], &moving.stage[target]);
-            gpu.copy(&self.state, candidate)?;
-            gpu.copy(&moving.positions, x)?;
-            for (l, &a) in self.tableau.a[s + 1].iter().enumerate() {
-                if a != 0.0 {
-                    let c = F::cast(a * dt);
-                    gpu.accumulate(candidate, &self.slopes[l], c)?;
-                    gpu.accumulate(x, &moving.velocity[l], c)?;
-                }
-            }
-            self.seconds.stages += self.waited(gpu, clock)?;
-            input = Some(target);
-        }
-        let clock = std::time::Instant::now();
-        for (l, &b) in self.tableau.b.iter().enumerate() {
-            if b != 0.0 {
-                let c = F::cast(b * dt);
-                gpu.accumulate(&self.state, &self.slopes[l], c)?;
-                gpu.accumulate(&moving.positions, &moving.velocity[l], c)?;
-            }
-        }
-        self.seconds.stages += self.waited(gpu, clock)?;
-        Ok(())
+        let tableau = self.tableau.clone();
+        let t = self.time;
+        runge_kutta(
+            &tableau,
+            t,
+            dt,
+            &mut MovingStages {
+                gpu,
+                sim: self,
+                moving,
+            },
+        )
     }
 
     /// [`step`](Self::step) with the IMEX stepper: the CPU's stage loop
@@ -1005,6 +950,105 @@ impl<F: GpuFloat, const D: usize> RkStages for DeviceStages<'_, F, D> {
         for (l, &w) in weights.iter().enumerate() {
             if w != 0.0 {
                 gpu.accumulate(&sim.state, &sim.slopes[l], F::cast(w))?;
+            }
+        }
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
+    }
+}
+
+/// A moving cloud's stages as [`RkStages`]: each slope needs the geometry of its stage's
+/// positions (wrapped into the cloud, searched and fitted unless current), the velocities
+/// there and the ALE flux pass; each candidate advances the positions by the stage
+/// velocities beside the state. No constraints and no revision (refused on moving clouds).
+struct MovingStages<'a, F: GpuFloat, const D: usize> {
+    gpu: &'a Gpu,
+    sim: &'a mut DeviceSimulation<F, D>,
+    moving: &'a mut DeviceMoving<F, D>,
+}
+
+impl<F: GpuFloat, const D: usize> RkStages for MovingStages<'_, F, D> {
+    type Error = GpuError;
+
+    fn rhs(&mut self, stage: usize, t: f64, input: StageState) -> Result<(), GpuError> {
+        let (gpu, sim, moving) = (self.gpu, &mut *self.sim, &mut *self.moving);
+        let clock = std::time::Instant::now();
+        let (state, x) = match input {
+            StageState::State => (&sim.state, &moving.positions),
+            StageState::Buffer(k) => (&sim.stage[k], &moving.stage[k]),
+        };
+        if !moving.current {
+            gpu.wrap_positions(x, &sim.cloud)?;
+            sim.search.build(gpu, &sim.cloud, &mut sim.list)?;
+            sim.scheme.prepare(gpu, &sim.cloud, &sim.list)?;
+        }
+        // The next stage has other positions.
+        moving.current = false;
+        let w = &moving.velocity[stage];
+        sim.host_velocities(gpu, moving.motion.as_ref(), t, state, w)?;
+        sim.scheme
+            .velocity_gradients(gpu, &sim.cloud, &sim.list, w, &moving.gradient)?;
+        sim.seconds.motion += sim.waited(gpu, clock)?;
+        sim.scheme
+            .derivatives_pass(gpu, &sim.cloud, &sim.list, state)?;
+        sim.scheme.moving_flux_pass(
+            gpu,
+            &sim.cloud,
+            &sim.list,
+            &sim.max_orders,
+            state,
+            &sim.slopes[stage],
+            w,
+            &moving.gradient,
+        )
+    }
+
+    fn combine(&mut self, target: usize, terms: &[(usize, f64)]) -> Result<(), GpuError> {
+        let (gpu, sim, moving) = (self.gpu, &mut *self.sim, &*self.moving);
+        let clock = std::time::Instant::now();
+        let (candidate, x) = (&sim.stage[target], &moving.stage[target]);
+        gpu.copy(&sim.state, candidate)?;
+        gpu.copy(&moving.positions, x)?;
+        for &(l, c) in terms {
+            let c = F::cast(c);
+            gpu.accumulate(candidate, &sim.slopes[l], c)?;
+            gpu.accumulate(x, &moving.velocity[l], c)?;
+        }
+        sim.seconds.stages += sim.waited(gpu, clock)?;
+        Ok(())
+    }
+
+    fn constrain(&mut self, _t: f64, _target: Option<usize>) -> Result<(), GpuError> {
+        Ok(())
+    }
+
+    fn revises(&self) -> bool {
+        false
+    }
+
+    fn revise(
+        &mut self,
+        _stage: usize,
+        _t: f64,
+        _input: StageState,
+        _target: usize,
+    ) -> Result<bool, GpuError> {
+        Ok(false)
+    }
+
+    fn accept(&mut self, _k: usize) -> Result<(), GpuError> {
+        // Only a revising step accepts a candidate, and this one does not revise.
+        Err(GpuError::Unsupported("MOOD on a moving cloud".into()))
+    }
+
+    fn update(&mut self, weights: &[f64]) -> Result<(), GpuError> {
+        let (gpu, sim, moving) = (self.gpu, &mut *self.sim, &*self.moving);
+        let clock = std::time::Instant::now();
+        for (l, &w) in weights.iter().enumerate() {
+            if w != 0.0 {
+                let c = F::cast(w);
+                gpu.accumulate(&sim.state, &sim.slopes[l], c)?;
+                gpu.accumulate(&moving.positions, &moving.velocity[l], c)?;
             }
         }
         sim.seconds.stages += sim.waited(gpu, clock)?;
