@@ -1018,24 +1018,6 @@ impl<F: GpuFloat, const D: usize> RkStages for MovingStages<'_, F, D> {
         Ok(())
     }
 
-    fn constrain(&mut self, _t: f64, _target: Option<usize>) -> Result<(), GpuError> {
-        Ok(())
-    }
-
-    fn revises(&self) -> bool {
-        false
-    }
-
-    fn revise(
-        &mut self,
-        _stage: usize,
-        _t: f64,
-        _input: StageState,
-        _target: usize,
-    ) -> Result<bool, GpuError> {
-        Ok(false)
-    }
-
     fn accept(&mut self, _k: usize) -> Result<(), GpuError> {
         // Only a revising step accepts a candidate, and this one does not revise.
         Err(GpuError::Unsupported("MOOD on a moving cloud".into()))

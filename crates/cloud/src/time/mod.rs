@@ -261,21 +261,27 @@ pub trait RkStages {
     /// (`(l, c_l)`, `c_l` the tableau's coefficient times the step).
     fn combine(&mut self, target: usize, terms: &[(usize, f64)]) -> Result<(), Self::Error>;
     /// Imposes the constraints (boundary conditions) at time `t` on stage buffer `target`
-    /// (`None`: on the state).
-    fn constrain(&mut self, t: f64, target: Option<usize>) -> Result<(), Self::Error>;
+    /// (`None`: on the state). The default imposes none.
+    fn constrain(&mut self, _t: f64, _target: Option<usize>) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// Whether stages are revised (MOOD): the new state is then the last candidate, formed
-    /// and checked like a stage.
-    fn revises(&self) -> bool;
+    /// and checked like a stage. The default revises nothing.
+    fn revises(&self) -> bool {
+        false
+    }
     /// Checks candidate `target` (formed from the slope of `stage`, evaluated at `input` at
     /// time `t`) and recomputes the slope where it must; `true`: the slope changed, and the
     /// candidate is formed again.
     fn revise(
         &mut self,
-        stage: usize,
-        t: f64,
-        input: StageState,
-        target: usize,
-    ) -> Result<bool, Self::Error>;
+        _stage: usize,
+        _t: f64,
+        _input: StageState,
+        _target: usize,
+    ) -> Result<bool, Self::Error> {
+        Ok(false)
+    }
     /// The state takes stage buffer `k` (a revised step's last candidate).
     fn accept(&mut self, k: usize) -> Result<(), Self::Error>;
     /// `u += sum_s w_s slope_s` (the weights times the step, one per stage).
