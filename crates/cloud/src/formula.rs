@@ -417,6 +417,14 @@ pub mod limiter {
     mote_formula::host!("formulas/limiter.rs");
 }
 
+/// MOOD's tests: the relaxed maximum principle and the smooth-extremum test (source:
+/// `crates/cloud/formulas/mood.rs`).
+pub mod mood {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/mood.rs");
+}
+
 /// The formula parameters `p` in every lane.
 #[inline(always)]
 pub fn splat<R: Real, const N: usize, const W: usize>(p: [R; N]) -> [Lanes<R, W>; N] {

@@ -34,6 +34,7 @@ use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, Spl
 use crate::cloud::{Geometry, INTERIOR, MAX_VARIABLES};
 use crate::equations::Equation;
 use crate::error::CloudError;
+use crate::formula;
 use crate::mls::Mls;
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -486,11 +487,7 @@ fn detect<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout>(
                     lo = lo.min(x);
                     hi = hi.max(x);
                 }
-                if hi - lo < tiny {
-                    continue;
-                }
-                let tol = delta_r * R::one().max(lo.abs()).max(hi.abs());
-                if c[v] < lo - tol || c[v] > hi + tol {
+                if formula::mood::exceeds_range(c[v], lo, hi, delta_r, tiny) {
                     return FAIL;
                 }
             }
@@ -524,12 +521,7 @@ fn smooth_extremum<R: Real, L: SlotLayout>(
                 lo = lo.min(x);
                 hi = hi.max(x);
             }
-            let big = lo.abs().max(hi.abs());
-            if big * h2 < delta {
-                continue;
-            }
-            let small = lo.abs().min(hi.abs());
-            if lo * hi <= R::zero() || small < R::cast(0.5) * big {
+            if formula::mood::breaks_smoothness(lo, hi, h2, delta) {
                 return false;
             }
         }

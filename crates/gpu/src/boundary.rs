@@ -28,10 +28,10 @@ use cubecl::prelude::*;
 use mote_cloud::boundary::{Boundaries, BuiltinCondition, Front, FrontAhead};
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::primitives::grid;
+use crate::launch::launch;
 
 const DIRICHLET: u32 = 0;
 const OUTFLOW: u32 = 1;
@@ -45,31 +45,22 @@ const FRONT_WALL: u32 = 4;
 /// that with the normal momentum reversed. A front particle's side comes from its coordinate
 /// along the front's axis and the front's current position (`fronts[front[k]]`).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn apply_kernel<F: Float>(
     u: &mut Array<F>,
     n: u32,
-    count: u32,
-    index: &Array<u32>,
-    interior: &Array<u32>,
-    kind: &Array<u32>,
-    momentum: &Array<u32>,
-    normal: &Array<F>,
-    fixed: &Array<F>,
-    coordinate: &Array<F>,
-    front: &Array<u32>,
+    t: &Table<F>,
     fronts: &Array<F>,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
     let k = ABSOLUTE_POS;
-    if k < count as usize {
+    if k < t.count as usize {
         let nu = n as usize;
-        let i = index[k] as usize;
-        let j = interior[k] as usize;
-        let code = kind[k];
+        let i = t.index[k] as usize;
+        let j = t.interior[k] as usize;
+        let code = t.kind[k];
         let is_front = code == FRONT || code == FRONT_WALL;
-        let behind = is_front && coordinate[k] < fronts[front[k] as usize];
+        let behind = is_front && t.coordinate[k] < fronts[t.front[k] as usize];
         // Fixed states: `fixed` holds two per particle (the initial state or the front's state
         // behind, then the front's state ahead).
         let first = code == DIRICHLET || behind;
@@ -78,25 +69,40 @@ fn apply_kernel<F: Float>(
         for v in 0..vars {
             let own = select(
                 second,
-                fixed[(2 * k + 1) * vars + v],
-                fixed[2 * k * vars + v],
+                t.fixed[(2 * k + 1) * vars + v],
+                t.fixed[2 * k * vars + v],
             );
             u[v * nu + i] = select(first || second, own, u[v * nu + j]);
         }
         if code == SLIP_WALL || (code == FRONT_WALL && !behind) {
-            let first = momentum[k] as usize;
+            let first = t.momentum[k] as usize;
             let mut mn = F::new(0.0);
             #[unroll]
             for d in 0..dim {
-                mn += u[(first + d) * nu + j] * normal[k * 3 + d];
+                mn += u[(first + d) * nu + j] * t.normal[k * 3 + d];
             }
             #[unroll]
             for d in 0..dim {
                 u[(first + d) * nu + i] =
-                    u[(first + d) * nu + j] - F::new(2.0) * mn * normal[k * 3 + d];
+                    u[(first + d) * nu + j] - F::new(2.0) * mn * t.normal[k * 3 + d];
             }
         }
     }
+}
+
+/// The boundary tables as the kernel reads them (see [`DeviceBoundaries`]'s fields).
+#[derive(CubeLaunch, CubeType)]
+struct Table<F: Float> {
+    /// Boundary particles.
+    count: u32,
+    index: Array<u32>,
+    interior: Array<u32>,
+    kind: Array<u32>,
+    momentum: Array<u32>,
+    normal: Array<F>,
+    fixed: Array<F>,
+    coordinate: Array<F>,
+    front: Array<u32>,
 }
 
 /// Zeroes each boundary particle's slope (`du[v * n + i]`).
@@ -314,43 +320,22 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
             .collect();
         let uploaded = (!positions.is_empty()).then(|| gpu.upload("boundary_fronts", &positions));
         let fronts = uploaded.as_ref().unwrap_or(&self.no_fronts);
-        let (count, cube) = grid(self.particles, gpu.workgroup());
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            b: &DeviceBoundaries<F>,
-            u: &DeviceArray<F>,
-            n: usize,
-            fronts: &DeviceArray<F>,
-        ) {
-            // SAFETY: unit k writes only boundary particle index[k]'s entries (distinct per k)
-            // and reads its interior neighbour's, which are never boundary entries; every index
-            // is below n, the tables hold `particles` entries (checked) and every front index
-            // is below the number of fronts (built with them).
-            unsafe {
-                apply_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    u.arg(),
-                    n as u32,
-                    b.particles as u32,
-                    b.index.arg(),
-                    b.interior.arg(),
-                    b.kind.arg(),
-                    b.momentum.arg(),
-                    b.normal.arg(),
-                    b.fixed.arg(),
-                    b.coordinate.arg(),
-                    b.front.arg(),
-                    fronts.arg(),
-                    b.variables,
-                    b.dim,
-                )
-            }
-        }
-        with_client!(&gpu.client, |c| go(c, count, cube, self, u, n, fronts));
+        // Unit k writes only boundary particle index[k]'s entries (distinct per k) and reads
+        // its interior neighbour's, which are never boundary entries; every index is below n,
+        // the tables hold `particles` entries (checked) and every front index is below the
+        // number of fronts (built with them).
+        launch!(
+            gpu,
+            self.particles,
+            apply_kernel::<F>(
+                u.arg(),
+                n as u32,
+                self.table(),
+                fronts.arg(),
+                self.variables,
+                self.dim
+            )
+        );
         Ok(())
     }
 
@@ -361,31 +346,36 @@ impl<F: GpuFloat> DeviceBoundaries<F> {
         if self.is_empty() {
             return Ok(());
         }
-        let (count, cube) = grid(self.particles, gpu.workgroup());
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            b: &DeviceBoundaries<F>,
-            du: &DeviceArray<F>,
-            n: usize,
-        ) {
-            // SAFETY: unit k writes only boundary particle index[k]'s entries, below n.
-            unsafe {
-                zero_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    du.arg(),
-                    n as u32,
-                    b.particles as u32,
-                    b.index.arg(),
-                    b.variables,
-                )
-            }
-        }
-        with_client!(&gpu.client, |c| go(c, count, cube, self, du, n));
+        // Unit k writes only boundary particle index[k]'s entries, below n.
+        launch!(
+            gpu,
+            self.particles,
+            zero_kernel::<F>(
+                du.arg(),
+                n as u32,
+                self.particles as u32,
+                self.index.arg(),
+                self.variables
+            )
+        );
         Ok(())
+    }
+}
+
+impl<F: GpuFloat> DeviceBoundaries<F> {
+    /// The tables as the kernel's launch argument.
+    fn table<Rt: Runtime>(&self) -> TableLaunch<F, Rt> {
+        TableLaunch::new(
+            self.particles as u32,
+            self.index.arg(),
+            self.interior.arg(),
+            self.kind.arg(),
+            self.momentum.arg(),
+            self.normal.arg(),
+            self.fixed.arg(),
+            self.coordinate.arg(),
+            self.front.arg(),
+        )
     }
 }
 

@@ -17,10 +17,11 @@ use mote_cloud::exact::Errors;
 use mote_core::Precision;
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::primitives::{cubes, grid};
+use crate::launch::launch;
+use crate::primitives::cubes;
 
 /// Moments per workgroup.
 const MOMENTS: usize = 6;
@@ -28,7 +29,6 @@ const MOMENTS: usize = 6;
 /// Per workgroup: the six moments of `u[offset..offset + n]` over the interior particles into
 /// `partial[cube * 6 ..]`.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn moments_kernel<F: Float, G: Float>(
     u: &Array<F>,
     offset: u32,
@@ -188,53 +188,24 @@ fn launch<F: GpuFloat, G: GpuFloat>(
         None => vec![G::cast(0.0)],
     };
     let exact = gpu.upload("exact_values", &values);
-    let (count, cube) = grid(n, wg);
-    #[allow(clippy::too_many_arguments)]
-    fn go<Rt: Runtime, F: GpuFloat, G: GpuFloat>(
-        client: &ComputeClient<Rt>,
-        count: CubeCount,
-        cube: CubeDim,
-        u: &DeviceArray<F>,
-        offset: u32,
-        volumes: &DeviceArray<F>,
-        tags: &DeviceArray<u32>,
-        exact: &DeviceArray<G>,
-        partial: &DeviceArray<G>,
-        c: (usize, bool),
-    ) {
-        // SAFETY: units below n read their own particle's entries (the state holds the
-        // variable's n values from `offset`, checked); one unit per workgroup writes that
-        // workgroup's partials, below `cubes * 6`.
-        unsafe {
-            moments_kernel::launch_unchecked::<F, G, Rt>(
-                client,
-                count,
-                cube,
-                u.arg(),
-                offset,
-                volumes.len() as u32,
-                volumes.arg(),
-                tags.arg(),
-                exact.arg(),
-                partial.arg(),
-                c.0,
-                c.1,
-            )
-        }
-    }
-    let offset = (var * n) as u32;
-    with_client!(&gpu.client, |cl| go(
-        cl,
-        count,
-        cube,
-        u,
-        offset,
-        volumes,
-        tags,
-        &exact,
-        &partial,
-        (wg as usize, with_exact)
-    ));
+    // Units below n read their own particle's entries (the state holds the variable's n
+    // values from `offset`, checked); one unit per workgroup writes that workgroup's partials,
+    // below `cubes * 6`.
+    launch!(
+        gpu,
+        n,
+        moments_kernel::<F, G>(
+            u.arg(),
+            (var * n) as u32,
+            n as u32,
+            volumes.arg(),
+            tags.arg(),
+            exact.arg(),
+            partial.arg(),
+            wg as usize,
+            with_exact
+        )
+    );
     Ok(gpu
         .download(&partial)?
         .into_iter()

@@ -92,3 +92,11 @@ pub mod limiter {
 
     mote_formula::device!("../cloud/formulas/limiter.rs");
 }
+
+/// MOOD's tests (source: `crates/cloud/formulas/mood.rs`).
+pub mod mood {
+    use super::{and, gt, le, lt, or};
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/mood.rs");
+}

@@ -34,6 +34,7 @@ pub mod equation;
 mod error;
 pub mod formula;
 pub mod gravity;
+mod launch;
 pub mod limiter;
 mod memory;
 pub mod meshless;

@@ -21,7 +21,7 @@ use cubecl::prelude::*;
 use mote_cloud::scheme::{Limiter, LimiterKind, LimiterMode};
 
 use crate::formula::limiter::{bounded_factor, limited_slope};
-use crate::primitives::slot_base;
+use crate::launch::{Neighbours, Positions, Reconstruction, basis, offset, slot_base};
 
 /// The limiter kinds as the kernel's compile-time code.
 pub(crate) const BARTH_JESPERSEN: u32 = 1;
@@ -46,56 +46,15 @@ pub(crate) fn code(limiter: &Limiter, terms: usize, dim: usize) -> (u32, usize) 
     (kind, scaled)
 }
 
-/// The minimum-image offset `x_j - x_i` along axis `d`.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn offset<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    z: &Array<F>,
-    geo: &Array<F>,
-    periodic: &Array<u32>,
-    i: usize,
-    j: usize,
-    d: usize,
-) -> F {
-    let mut off = if d == 0 {
-        x[j] - x[i]
-    } else if d == 1 {
-        y[j] - y[i]
-    } else {
-        z[j] - z[i]
-    };
-    if periodic[d] == 1 {
-        if off > geo[3 + d] {
-            off -= geo[d];
-        } else if off < -geo[3 + d] {
-            off += geo[d];
-        }
-    }
-    off
-}
-
 /// Limits every variable's derivative record of each particle in place (`derivs[i * vars *
 /// terms + v * terms + a]`). `eps2` is Venkatakrishnan's `(K dx)^3`; `scaled` the terms the
 /// multi-dimensional limiters scale (soft: the first `dim`, hard: all).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn limiter_kernel<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    z: &Array<F>,
-    n: u32,
-    geo: &Array<F>,
-    periodic: &Array<u32>,
+    pos: &Positions<F>,
     u: &Array<F>,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
-    recursion: &Array<u32>,
-    recursion_inv: &Array<F>,
+    list: &Neighbours,
+    basis_of: &Reconstruction<F>,
     eps2: &Array<F>,
     derivs: &mut Array<F>,
     #[comptime] kind: u32,
@@ -105,10 +64,10 @@ pub(crate) fn limiter_kernel<F: Float>(
     #[comptime] scaled: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
+    if i < list.n as usize {
+        let nu = list.n as usize;
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
         let mut delta = Array::<F>::new(3usize);
         let mut phi = Array::<F>::new(comptime![if scaled > 0 { scaled } else { 1 }]);
         #[unroll]
@@ -124,10 +83,10 @@ pub(crate) fn limiter_kernel<F: Float>(
                 let mut ul = F::new(0.0);
                 let mut dr = F::new(0.0);
                 let mut ur = F::new(0.0);
-                for k in 0..max_count {
+                for k in 0..list.max_count {
                     if k < count {
-                        let j = indices[base + k as usize * stride] as usize;
-                        let dx = offset::<F>(x, y, z, geo, periodic, i, j, 0usize);
+                        let j = list.indices[base + k as usize * stride] as usize;
+                        let dx = offset::<F>(pos, i, j, 0usize);
                         let du = u[v * nu + j] - ui;
                         if dx < F::new(0.0) && (!has_left || dx > dl) {
                             has_left = true;
@@ -152,32 +111,25 @@ pub(crate) fn limiter_kernel<F: Float>(
             } else {
                 let mut lo = ui;
                 let mut hi = ui;
-                for k in 0..max_count {
+                for k in 0..list.max_count {
                     if k < count {
-                        let uj = u[v * nu + indices[base + k as usize * stride] as usize];
+                        let uj = u[v * nu + list.indices[base + k as usize * stride] as usize];
                         lo = F::min(lo, uj);
                         hi = F::max(hi, uj);
                     }
                 }
                 let mut factor = F::new(1.0);
-                for k in 0..max_count {
+                for k in 0..list.max_count {
                     if k < count {
-                        let j = indices[base + k as usize * stride] as usize;
+                        let j = list.indices[base + k as usize * stride] as usize;
                         #[unroll]
                         for d in 0..dim {
-                            delta[d] = F::new(0.5) * offset::<F>(x, y, z, geo, periodic, i, j, d);
+                            delta[d] = F::new(0.5) * offset::<F>(pos, i, j, d);
                         }
+                        basis::<F>(basis_of, &delta, &mut phi, scaled);
                         let mut change = F::new(0.0);
                         #[unroll]
                         for a in 0..scaled {
-                            let parent = recursion[2 * a];
-                            let axis = recursion[2 * a + 1] as usize;
-                            let from = if parent == u32::MAX {
-                                F::new(1.0)
-                            } else {
-                                phi[parent as usize]
-                            };
-                            phi[a] = from * delta[axis] * recursion_inv[a];
                             change += derivs[rec + a] * phi[a];
                         }
                         let f = bounded_factor::<F>(

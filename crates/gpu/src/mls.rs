@@ -22,11 +22,11 @@ use mote_cloud::{CloudError, Weight};
 use mote_core::{Budgeted, BudgetedBuffer, Precision, Scaling};
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::primitives::{grid, slot_base};
-use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+use crate::launch::{ListArgs, Neighbours, launch, slot_base};
+use crate::search::{DeviceCloud, DeviceNeighbours};
 
 /// Index of each constant in the kernel's `consts` array.
 mod c {
@@ -71,16 +71,13 @@ fn exp_nonpositive<G: Float>(x: G, consts: &Array<G>) -> G {
 
 /// The offset to neighbour `j` scaled by `1 / h` into `q`, and its weight (0 beyond the cutoff).
 #[cube]
-#[allow(clippy::too_many_arguments)]
 fn offset_and_weight<F: Float, G: Float>(
     x: &Array<F>,
     y: &Array<F>,
     z: &Array<F>,
     i: usize,
     j: usize,
-    geo: &Array<G>,
-    periodic: &Array<u32>,
-    consts: &Array<G>,
+    tables: &FitTables<G>,
     weight_kind: u32,
     q: &mut Array<G>,
     #[comptime] dim: usize,
@@ -95,27 +92,28 @@ fn offset_and_weight<F: Float, G: Float>(
         } else {
             G::cast_from(z[j] - z[i])
         };
-        if periodic[a] == 1 {
-            if d > geo[3 + a] {
-                d -= geo[a];
-            } else if d < -geo[3 + a] {
-                d += geo[a];
+        if tables.periodic[a] == 1 {
+            if d > tables.geo[3 + a] {
+                d -= tables.geo[a];
+            } else if d < -tables.geo[3 + a] {
+                d += tables.geo[a];
             }
         }
         r2 += d * d;
-        q[a] = d / consts[c::H];
+        q[a] = d / tables.consts[c::H];
     }
     let r = G::sqrt(r2);
     let mut w = G::new(0.0);
-    if r <= consts[c::CUTOFF] {
+    if r <= tables.consts[c::CUTOFF] {
         if weight_kind == 0 {
-            let t = r / consts[c::WIDTH];
-            w = exp_nonpositive::<G>(-t * t, consts);
+            let t = r / tables.consts[c::WIDTH];
+            w = exp_nonpositive::<G>(-t * t, &tables.consts);
         } else {
             // (h / max(r, 1e-12 h))^power, integer powers 0 to 127 (checked on the host), by
             // binary powers.
-            let mut ratio = consts[c::H] / G::max(r, consts[c::TINY] * consts[c::H]);
-            let p = u32::cast_from(consts[c::POWER]);
+            let mut ratio =
+                tables.consts[c::H] / G::max(r, tables.consts[c::TINY] * tables.consts[c::H]);
+            let p = u32::cast_from(tables.consts[c::POWER]);
             w = G::new(1.0);
             #[unroll]
             for b in 0..7u32 {
@@ -133,8 +131,7 @@ fn offset_and_weight<F: Float, G: Float>(
 #[cube]
 fn eval_basis<G: Float>(
     q: &Array<G>,
-    exponents: &Array<u32>,
-    inverse_factorial: &Array<G>,
+    tables: &FitTables<G>,
     pw: &mut Array<G>,
     phi: &mut Array<G>,
     #[comptime] dim: usize,
@@ -151,10 +148,10 @@ fn eval_basis<G: Float>(
     }
     #[unroll]
     for f in 0..cap {
-        let mut v = inverse_factorial[f];
+        let mut v = tables.inverse_factorial[f];
         #[unroll]
         for a in 0..dim {
-            v *= pw[a * (degree + 1) + exponents[f * 3 + a] as usize];
+            v *= pw[a * (degree + 1) + tables.exponents[f * 3 + a] as usize];
         }
         phi[f] = v;
     }
@@ -177,26 +174,14 @@ fn side_weight<G: Float>(w: G, q: &Array<G>, one_sided: bool, axis: usize, high:
 /// 65 535 iterations in total, and loops whose trip counts differ within one SIMD group were cut
 /// short there: both gave wrong coefficients silently before this structure.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn mls_kernel<F: Float, G: Float>(
     x: &Array<F>,
     y: &Array<F>,
     z: &Array<F>,
-    n: u32,
-    geo: &Array<G>,
-    periodic: &Array<u32>,
     tags: &Array<u32>,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    exponents: &Array<u32>,
-    inverse_factorial: &Array<G>,
-    unscale: &Array<G>,
-    consts: &Array<G>,
+    list: &Neighbours,
+    tables: &FitTables<G>,
     weight_kind: u32,
-    slots: u32,
-    max_count: u32,
     stencil: u32,
     coef: &mut Array<F>,
     valid: &mut Array<u32>,
@@ -206,12 +191,12 @@ fn mls_kernel<F: Float, G: Float>(
     #[comptime] cap: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let count = counts[i];
+    if i < list.n as usize {
+        let count = list.counts[i];
         // (`select`, not a mutable literal reassigned in a branch: CubeCL keeps a variable
         // initialised from a literal at compile time.)
-        let (base, stride) = slot_base(i, n, starts, slot_major);
-        let slots_u = slots as usize;
+        let (base, stride) = slot_base(list, i);
+        let slots_u = list.slots as usize;
         let mut ok = count >= cap as u32;
         // One-sided fits (`stencil > 0`) mark a missing fit in `valid` instead of failing.
         if !ok && tags[i] == 0 && stencil == 0 {
@@ -234,37 +219,16 @@ fn mls_kernel<F: Float, G: Float>(
             mat[r] = G::new(0.0);
         }
         // M = sum_j w_j phi_j phi_j^T (lower triangle).
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             if ok && k < count {
                 let s = base + k as usize * stride;
-                let j = indices[s] as usize;
-                let w0 = offset_and_weight::<F, G>(
-                    x,
-                    y,
-                    z,
-                    i,
-                    j,
-                    geo,
-                    periodic,
-                    consts,
-                    weight_kind,
-                    &mut q,
-                    dim,
-                );
+                let j = list.indices[s] as usize;
+                let w0 = offset_and_weight::<F, G>(x, y, z, i, j, tables, weight_kind, &mut q, dim);
                 let w = side_weight::<G>(w0, &q, one_sided, axis, high);
                 if w > G::new(0.0) {
                     positive += 1u32;
                 }
-                eval_basis::<G>(
-                    &q,
-                    exponents,
-                    inverse_factorial,
-                    &mut pw,
-                    &mut phi,
-                    dim,
-                    degree,
-                    cap,
-                );
+                eval_basis::<G>(&q, tables, &mut pw, &mut phi, dim, degree, cap);
                 #[unroll]
                 for r in 0..cap {
                     let wr = w * phi[r];
@@ -281,7 +245,8 @@ fn mls_kernel<F: Float, G: Float>(
         // Jacobi scaling, regularisation, Cholesky (as on the CPU).
         #[unroll]
         for r in 0..cap {
-            scale[r] = G::new(1.0) / G::sqrt(G::max(mat[r * cap + r], consts[c::MIN_POSITIVE]));
+            scale[r] =
+                G::new(1.0) / G::sqrt(G::max(mat[r * cap + r], tables.consts[c::MIN_POSITIVE]));
         }
         #[unroll]
         for r in 0..cap {
@@ -289,7 +254,7 @@ fn mls_kernel<F: Float, G: Float>(
             for cc in 0..r + 1 {
                 mat[r * cap + cc] *= scale[r] * scale[cc];
             }
-            mat[r * cap + r] += consts[c::REGULARISATION];
+            mat[r * cap + r] += tables.consts[c::REGULARISATION];
         }
         #[unroll]
         for jj in 0..cap {
@@ -326,41 +291,20 @@ fn mls_kernel<F: Float, G: Float>(
         valid[i] = exists;
         // Past its own count a unit writes the slot-major padding (zeros, as on the host) and
         // nothing in row-major lists.
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             let s = base + k as usize * stride;
             if k >= count {
-                if slot_major == 1 {
+                if list.slot_major == 1 {
                     #[unroll]
                     for r in 0..cap {
                         coef[r * slots_u + s] = F::new(0.0);
                     }
                 }
             } else if ok {
-                let j = indices[s] as usize;
-                let w0 = offset_and_weight::<F, G>(
-                    x,
-                    y,
-                    z,
-                    i,
-                    j,
-                    geo,
-                    periodic,
-                    consts,
-                    weight_kind,
-                    &mut q,
-                    dim,
-                );
+                let j = list.indices[s] as usize;
+                let w0 = offset_and_weight::<F, G>(x, y, z, i, j, tables, weight_kind, &mut q, dim);
                 let w = side_weight::<G>(w0, &q, one_sided, axis, high);
-                eval_basis::<G>(
-                    &q,
-                    exponents,
-                    inverse_factorial,
-                    &mut pw,
-                    &mut phi,
-                    dim,
-                    degree,
-                    cap,
-                );
+                eval_basis::<G>(&q, tables, &mut pw, &mut phi, dim, degree, cap);
                 #[unroll]
                 for r in 0..cap {
                     phi[r] *= scale[r];
@@ -387,7 +331,7 @@ fn mls_kernel<F: Float, G: Float>(
                 }
                 #[unroll]
                 for r in 0..cap {
-                    coef[r * slots_u + s] = F::cast_from(w * scale[r] * phi[r] * unscale[r]);
+                    coef[r * slots_u + s] = F::cast_from(w * scale[r] * phi[r] * tables.unscale[r]);
                 }
             } else {
                 #[unroll]
@@ -513,10 +457,8 @@ impl<F: GpuFloat> DeviceMls<F> {
             gpu.check(p, n)?;
         }
         gpu.check(cloud.tags(), n)?;
-        gpu.check(list.counts(), n)?;
-        gpu.check(list.starts(), n + 1)?;
-        let slots = list.indices().len();
-        gpu.check(list.indices(), slots)?;
+        let args = list.checked(gpu, n)?;
+        let slots = args.slots();
         let m = self.size;
         self.coefficients.resize(m * slots)?;
         self.valid.resize(n)?;
@@ -569,40 +511,23 @@ impl<F: GpuFloat> DeviceMls<F> {
         }
         gpu.fill_u32(&self.failed, u32::MAX);
         let fit_f64 = gpu.supports(Precision::F64);
-        let args = KernelArgs {
-            n,
-            dim: D,
-            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
-            degree: self.degree,
-            kind,
-            slots: slots as u32,
-            max_count: list.max() as u32,
-            stencil: self.stencil,
-            cap: m,
-        };
-        let small = Small {
-            periodic: gpu
-                .upload("mls_periodic", &per)
-                .with_scaling(Scaling::Fixed),
-            exponents: gpu
-                .upload("mls_exponents", &exponents)
-                .with_scaling(Scaling::Fixed),
+        let tables = |min_positive: f64| Tables {
+            geo: geo.to_vec(),
+            periodic: per,
+            exponents: exponents.clone(),
+            inverse_factorial: inverse_factorial.clone(),
+            unscale: unscale.clone(),
+            consts: {
+                let mut c = consts;
+                c[c::MIN_POSITIVE] = min_positive;
+                c
+            },
         };
         if fit_f64 {
-            let tables = Tables::<f64>::upload(gpu, &geo, &inverse_factorial, &unscale, &consts);
-            self.launch::<f64, D>(gpu, cloud, list, &small, &tables, &args);
+            self.launch::<f64, D>(gpu, cloud, args, kind, tables(f64::MIN_POSITIVE));
         } else {
             // The smallest normal number of the fit's own precision guards the scaling.
-            let cast = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
-            let mut c32 = cast(&consts);
-            c32[c::MIN_POSITIVE] = f32::MIN_POSITIVE;
-            let tables = Tables::<f32> {
-                geo: gpu.upload("mls_geometry", &cast(&geo)),
-                inverse_factorial: gpu.upload("mls_inverse_factorial", &cast(&inverse_factorial)),
-                unscale: gpu.upload("mls_unscale", &cast(&unscale)),
-                consts: gpu.upload("mls_constants", &c32),
-            };
-            self.launch::<f32, D>(gpu, cloud, list, &small, &tables, &args);
+            self.launch::<f32, D>(gpu, cloud, args, kind, tables(f32::MIN_POSITIVE as f64));
         }
         gpu.sync()?;
         let failed = gpu.download(&self.failed)?;
@@ -627,129 +552,80 @@ impl<F: GpuFloat> DeviceMls<F> {
         Ok(())
     }
 
+    /// The fit kernel with its tables in the fit's precision `G`.
     fn launch<G: GpuFloat, const D: usize>(
         &self,
         gpu: &Gpu,
         cloud: &DeviceCloud<F, D>,
-        list: &DeviceNeighbours,
-        small: &Small,
-        tables: &Tables<G>,
-        a: &KernelArgs,
+        list: ListArgs<'_>,
+        kind: u32,
+        tables: Tables,
     ) {
-        let (count, dim) = grid(a.n, gpu.workgroup());
+        let fixed = |a: DeviceArray<G>| a.with_scaling(Scaling::Fixed);
+        let up = |name, v: &[f64]| {
+            fixed(gpu.upload(name, &v.iter().map(|&x| G::cast(x)).collect::<Vec<G>>()))
+        };
+        let geo = up("mls_geometry", &tables.geo);
+        let inverse_factorial = up("mls_inverse_factorial", &tables.inverse_factorial);
+        let unscale = up("mls_unscale", &tables.unscale);
+        let consts = up("mls_constants", &tables.consts);
+        let periodic = gpu.upload("mls_periodic", &tables.periodic);
+        let exponents = gpu.upload("mls_exponents", &tables.exponents);
         let pos = cloud.positions();
-        let xyz = [&pos[0], &pos[1.min(D - 1)], &pos[2.min(D - 1)]];
-        #[allow(clippy::too_many_arguments)]
-        fn go<Rt: Runtime, F: GpuFloat, G: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            xyz: [&DeviceArray<F>; 3],
-            tags: &DeviceArray<u32>,
-            list: &DeviceNeighbours,
-            small: &Small,
-            t: &Tables<G>,
-            a: &KernelArgs,
-            coef: &DeviceArray<F>,
-            valid: &DeviceArray<u32>,
-            failed: &DeviceArray<u32>,
-        ) {
-            // SAFETY: every particle reads its own slots (below the list's slot count) and its
-            // neighbours' positions (indices below n), and writes only its own slots of each
-            // function's block (k * slots + s); the private arrays hold `cap = m` numbers.
-            unsafe {
-                mls_kernel::launch_unchecked::<F, G, Rt>(
-                    client,
-                    count,
-                    dim,
-                    xyz[0].arg(),
-                    xyz[1].arg(),
-                    xyz[2].arg(),
-                    a.n as u32,
-                    t.geo.arg(),
-                    small.periodic.arg(),
-                    tags.arg(),
-                    list.counts().arg(),
-                    list.starts().arg(),
-                    list.indices().arg(),
-                    a.slot_major,
-                    small.exponents.arg(),
-                    t.inverse_factorial.arg(),
-                    t.unscale.arg(),
-                    t.consts.arg(),
-                    a.kind,
-                    a.slots,
-                    a.max_count,
-                    a.stencil,
-                    coef.arg(),
-                    valid.arg(),
-                    failed.arg(),
-                    a.dim,
-                    a.degree,
-                    a.cap,
-                )
-            }
-        }
-        let tags = cloud.tags();
-        with_client!(&gpu.client, |c| go(
-            c,
-            count,
-            dim,
-            xyz,
-            tags,
-            list,
-            small,
-            tables,
-            a,
-            &self.coefficients,
-            &self.valid,
-            &self.failed,
-        ));
+        // Every particle reads its own slots and its neighbours' positions, and writes only its
+        // own slots of each function's block (k * slots + s); the private arrays hold
+        // `cap = m` numbers.
+        launch!(
+            gpu,
+            list.n(),
+            mls_kernel::<F, G>(
+                pos[0].arg(),
+                pos[1.min(D - 1)].arg(),
+                pos[2.min(D - 1)].arg(),
+                cloud.tags().arg(),
+                list.arg(),
+                FitTablesLaunch::new(
+                    geo.arg(),
+                    periodic.arg(),
+                    exponents.arg(),
+                    inverse_factorial.arg(),
+                    unscale.arg(),
+                    consts.arg()
+                ),
+                kind,
+                self.stencil,
+                self.coefficients.arg(),
+                self.valid.arg(),
+                self.failed.arg(),
+                D,
+                self.degree,
+                self.size
+            )
+        );
     }
 }
 
-/// Scalar arguments of one MLS launch.
-struct KernelArgs {
-    n: usize,
-    dim: usize,
-    slot_major: u32,
-    degree: usize,
-    kind: u32,
-    slots: u32,
-    max_count: u32,
-    stencil: u32,
-    cap: usize,
+/// The fit's tables on the host, in f64 (the kernel's precision when uploaded).
+struct Tables {
+    /// The domain's lengths, then the half lengths.
+    geo: Vec<f64>,
+    periodic: [u32; 3],
+    /// The basis exponents, three per function.
+    exponents: Vec<u32>,
+    inverse_factorial: Vec<f64>,
+    unscale: Vec<f64>,
+    consts: [f64; c::LEN],
 }
 
-/// Integer tables of one launch.
-struct Small {
-    periodic: DeviceArray<u32>,
-    exponents: DeviceArray<u32>,
-}
-
-/// Tables in the fit's precision.
-struct Tables<G> {
-    geo: DeviceArray<G>,
-    inverse_factorial: DeviceArray<G>,
-    unscale: DeviceArray<G>,
-    consts: DeviceArray<G>,
-}
-
-impl Tables<f64> {
-    fn upload(
-        gpu: &Gpu,
-        geo: &[f64],
-        inverse_factorial: &[f64],
-        unscale: &[f64],
-        consts: &[f64],
-    ) -> Self {
-        Self {
-            geo: gpu.upload("mls_geometry", geo),
-            inverse_factorial: gpu.upload("mls_inverse_factorial", inverse_factorial),
-            unscale: gpu.upload("mls_unscale", unscale),
-            consts: gpu.upload("mls_constants", consts),
-        }
-    }
+/// The fit's tables as the kernel reads them, in its precision `G`.
+#[derive(CubeLaunch, CubeType)]
+struct FitTables<G: Float> {
+    geo: Array<G>,
+    periodic: Array<u32>,
+    exponents: Array<u32>,
+    inverse_factorial: Array<G>,
+    unscale: Array<G>,
+    consts: Array<G>,
 }
 
 impl<F: GpuFloat> Budgeted for DeviceMls<F> {

@@ -19,13 +19,14 @@ use cubecl::prelude::*;
 use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::equation::DeviceFormulas;
 use crate::error::GpuError;
+use crate::formula::mood::{breaks_smoothness, exceeds_range};
 use crate::gravity::GpuFloat;
-use crate::muscl::{DeviceMuscl, ListLaunch};
-use crate::primitives::{grid, slot_base};
-use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+use crate::launch::{ListArgs, Neighbours, launch, slot_base};
+use crate::muscl::DeviceMuscl;
+use crate::search::{DeviceCloud, DeviceNeighbours};
 
 const PASS: u32 = 0;
 const FAIL: u32 = 1;
@@ -53,18 +54,12 @@ fn reset_kernel(max_orders: &Array<u32>, n: u32, cap: u32, orders: &mut Array<u3
 /// The fail code of every active interior particle (others pass). `consts`: `delta`,
 /// `delta^3`.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn detect_kernel<F: Float, Q: DeviceFormulas>(
     input: &Array<F>,
     candidate: &Array<F>,
-    n: u32,
     tags: &Array<u32>,
     active: &Array<u32>,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
+    list: &Neighbours,
     consts: &Array<F>,
     fail: &mut Array<u32>,
     #[comptime] criterion: u32,
@@ -72,8 +67,8 @@ fn detect_kernel<F: Float, Q: DeviceFormulas>(
     #[comptime] dim: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
+    if i < list.n as usize {
+        let nu = list.n as usize;
         // (The code is written to `fail` directly: a variable initialised from an integer
         // constant stays a compile-time value in CubeCL, whatever the branches assign.)
         fail[i] = PASS;
@@ -88,25 +83,23 @@ fn detect_kernel<F: Float, Q: DeviceFormulas>(
             } else if comptime![criterion == ALWAYS] {
                 fail[i] = FAIL;
             } else {
-                let count = counts[i];
-                let (base, stride) = slot_base(i, n, starts, slot_major);
+                let count = list.counts[i];
+                let (base, stride) = slot_base(list, i);
                 let delta = consts[0];
                 #[unroll]
                 for v in 0..vars {
                     let mut lo = input[v * nu + i];
                     let mut hi = lo;
-                    for k in 0..max_count {
+                    for k in 0..list.max_count {
                         if k < count {
-                            let x = input[v * nu + indices[base + k as usize * stride] as usize];
+                            let x =
+                                input[v * nu + list.indices[base + k as usize * stride] as usize];
                             lo = F::min(lo, x);
                             hi = F::max(hi, x);
                         }
                     }
-                    if !(hi - lo < consts[1]) {
-                        let tol = delta * F::max(F::max(F::new(1.0), F::abs(lo)), F::abs(hi));
-                        if c[v] < lo - tol || c[v] > hi + tol {
-                            fail[i] = FAIL;
-                        }
+                    if exceeds_range::<F>(c[v], lo, hi, delta, consts[1]) {
+                        fail[i] = FAIL;
                     }
                 }
             }
@@ -118,38 +111,31 @@ fn detect_kernel<F: Float, Q: DeviceFormulas>(
 /// `d` from the MLS coefficients of the basis function `second[d]` (slots summed in order, as
 /// on the CPU).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn curvature_kernel<F: Float>(
     input: &Array<F>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
+    list: &Neighbours,
     coef: &Array<F>,
-    slots: u32,
     second: &Array<u32>,
     curvature: &mut Array<F>,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
+    if i < list.n as usize {
+        let nu = list.n as usize;
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
         #[unroll]
         for v in 0..vars {
             let ui = input[v * nu + i];
             #[unroll]
             for d in 0..dim {
-                let row = second[d] as usize * slots as usize;
+                let row = second[d] as usize * list.slots as usize;
                 let mut c = F::new(0.0);
-                for k in 0..max_count {
+                for k in 0..list.max_count {
                     if k < count {
                         let s = base + k as usize * stride;
-                        c += coef[row + s] * (input[v * nu + indices[s] as usize] - ui);
+                        c += coef[row + s] * (input[v * nu + list.indices[s] as usize] - ui);
                     }
                 }
                 curvature[(i * vars + v) * dim + d] = c;
@@ -162,25 +148,19 @@ fn curvature_kernel<F: Float>(
 /// axis has one sign over the particle and its neighbours, within a factor of two (or is
 /// negligible: below `delta` after scaling by `h^2`). `consts`: `delta`, `delta^3`, `h^2`.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn smooth_kernel<F: Float>(
     curvature: &Array<F>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
+    list: &Neighbours,
     consts: &Array<F>,
     fail: &mut Array<u32>,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
+    if i < list.n as usize {
         if fail[i] == FAIL {
-            let count = counts[i];
-            let (base, stride) = slot_base(i, n, starts, slot_major);
+            let count = list.counts[i];
+            let (base, stride) = slot_base(list, i);
             let mut smooth = true;
             #[unroll]
             for v in 0..vars {
@@ -188,20 +168,16 @@ fn smooth_kernel<F: Float>(
                 for d in 0..dim {
                     let mut lo = curvature[(i * vars + v) * dim + d];
                     let mut hi = lo;
-                    for k in 0..max_count {
+                    for k in 0..list.max_count {
                         if k < count {
-                            let j = indices[base + k as usize * stride] as usize;
+                            let j = list.indices[base + k as usize * stride] as usize;
                             let x = curvature[(j * vars + v) * dim + d];
                             lo = F::min(lo, x);
                             hi = F::max(hi, x);
                         }
                     }
-                    let big = F::max(F::abs(lo), F::abs(hi));
-                    if !(big * consts[2] < consts[0]) {
-                        let small = F::min(F::abs(lo), F::abs(hi));
-                        if lo * hi <= F::new(0.0) || small < F::new(0.5) * big {
-                            smooth = false;
-                        }
+                    if breaks_smoothness::<F>(lo, hi, consts[2], consts[0]) {
+                        smooth = false;
                     }
                 }
             }
@@ -236,26 +212,15 @@ fn lower(order: u32) -> u32 {
 /// epd2: `cap[i]`, the lowest reduced order of the failing particles among `i` and its
 /// neighbours (`NO_CAP` if none fails).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-fn cap_kernel(
-    fail: &Array<u32>,
-    orders: &Array<u32>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
-    cap: &mut Array<u32>,
-) {
+fn cap_kernel(fail: &Array<u32>, orders: &Array<u32>, list: &Neighbours, cap: &mut Array<u32>) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
+    if i < list.n as usize {
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
         let mut c = select(fail[i] != PASS, lower(orders[i]), NO_CAP);
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             if k < count {
-                let j = indices[base + k as usize * stride] as usize;
+                let j = list.indices[base + k as usize * stride] as usize;
                 if fail[j] != PASS {
                     c = u32::min(c, lower(orders[j]));
                 }
@@ -267,25 +232,19 @@ fn cap_kernel(
 
 /// The new orders by the halo `strategy`; the reductions counted into `counters[0]`.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn next_kernel(
     fail: &Array<u32>,
     orders: &Array<u32>,
     cap: &Array<u32>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
+    list: &Neighbours,
     next: &mut Array<u32>,
     counters: &mut Array<Atomic<u32>>,
     #[comptime] strategy: u32,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
+    if i < list.n as usize {
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
         let order = orders[i];
         let failing = fail[i] != PASS;
         let own = select(failing, lower(order), order);
@@ -294,9 +253,9 @@ fn next_kernel(
             o = u32::min(own, cap[i]);
         }
         let mut any = failing;
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             if k < count {
-                let j = indices[base + k as usize * stride] as usize;
+                let j = list.indices[base + k as usize * stride] as usize;
                 if comptime![strategy == EPD1] {
                     if fail[j] != PASS {
                         o = u32::min(o, lower(orders[j]));
@@ -322,26 +281,20 @@ fn next_kernel(
 
 /// `active[i]`: whether `i`'s or a neighbour's order changed.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn active_kernel(
     orders: &Array<u32>,
     next: &Array<u32>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
+    list: &Neighbours,
     active: &mut Array<u32>,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
+    if i < list.n as usize {
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
         let mut changed = next[i] != orders[i];
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             if k < count {
-                let j = indices[base + k as usize * stride] as usize;
+                let j = list.indices[base + k as usize * stride] as usize;
                 if next[j] != orders[j] {
                     changed = true;
                 }
@@ -456,36 +409,12 @@ impl<F: GpuFloat> DeviceMood<F> {
             return Ok(());
         }
         let cap = order.clamp(1, u8::MAX as usize) as u32;
-        let (count, cube) = grid(n, gpu.workgroup());
-        fn go<Rt: Runtime>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            max_orders: &DeviceArray<u32>,
-            cap: u32,
-            orders: &DeviceArray<u32>,
-        ) {
-            // SAFETY: each unit reads and writes its own element below n.
-            unsafe {
-                reset_kernel::launch_unchecked::<Rt>(
-                    client,
-                    count,
-                    cube,
-                    max_orders.arg(),
-                    max_orders.len() as u32,
-                    cap,
-                    orders.arg(),
-                )
-            }
-        }
-        with_client!(&gpu.client, |c| go(
-            c,
-            count,
-            cube,
-            max_orders,
-            cap,
-            &self.orders
-        ));
+        // Each unit reads and writes its own element below n.
+        launch!(
+            gpu,
+            n,
+            reset_kernel(max_orders.arg(), n as u32, cap, self.orders.arg())
+        );
         Ok(())
     }
 
@@ -500,8 +429,8 @@ impl<F: GpuFloat> DeviceMood<F> {
     /// Checks `candidate` against `input` (the variables end to end) for the particles marked
     /// active, reduces orders where it fails and marks the particles to recompute. `true` when
     /// some order changed (the caller then recomputes the slope of the active particles with
-    /// [`DeviceMuscl::flux_pass`]).
-    #[allow(clippy::too_many_arguments)]
+    /// [`DeviceMuscl::flux_pass`]). The round's decisions (when to stop, what counts) are the
+    /// CPU's [`mote_cloud::mood::Mood::detect_and_reduce`]'s, on counters that come back.
     pub fn detect_and_reduce<const D: usize>(
         &mut self,
         gpu: &Gpu,
@@ -511,17 +440,19 @@ impl<F: GpuFloat> DeviceMood<F> {
         input: &DeviceArray<F>,
         candidate: &DeviceArray<F>,
     ) -> Result<bool, GpuError> {
-        if !self.is_active() {
-            return Ok(false);
-        }
+        let criterion = match self.settings.criterion {
+            Criterion::None => return Ok(false),
+            Criterion::Always => ALWAYS,
+            Criterion::U1 => U1,
+            Criterion::U2 => U2,
+        };
         let n = cloud.len();
         let m = scheme.equation().variables(D);
         gpu.check(input, n * m)?;
         gpu.check(candidate, n * m)?;
         gpu.check(cloud.tags(), n)?;
         gpu.check(&self.orders, n)?;
-        gpu.check(list.counts(), n)?;
-        gpu.check(list.starts(), n + 1)?;
+        let list = list.checked(gpu, n)?;
         if n == 0 {
             return Ok(false);
         }
@@ -529,39 +460,19 @@ impl<F: GpuFloat> DeviceMood<F> {
         if h != self.consts_spacing {
             // The MLS spacing is known once the scheme is prepared.
             let delta = self.settings.delta_for::<F>();
-            let consts = [
-                F::cast(delta),
-                F::cast(delta * delta * delta),
-                F::cast(h * h),
-            ];
+            let consts = [delta, delta * delta * delta, h * h].map(F::cast);
             self.consts = gpu
                 .upload("mood_constants", &consts)
                 .with_scaling(mote_core::Scaling::Fixed);
             self.consts_spacing = h;
         }
-        let slots = list.indices().len();
-        let l = ListArgs {
-            n: n as u32,
-            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
-            max_count: list.max() as u32,
-        };
-        let (count, cube) = grid(n, gpu.workgroup());
-        let criterion = match self.settings.criterion {
-            Criterion::None => return Ok(false),
-            Criterion::Always => ALWAYS,
-            Criterion::U1 => U1,
-            Criterion::U2 => U2,
-        };
         // 1. Detection.
         let detect = DetectLaunch {
-            count: count.clone(),
-            cube,
-            n: l.n,
             input,
             candidate,
             tags: cloud.tags(),
             active: &self.active,
-            list: ListLaunch::of(list),
+            list,
             consts: &self.consts,
             fail: &self.fail,
             criterion,
@@ -576,133 +487,46 @@ impl<F: GpuFloat> DeviceMood<F> {
             if !self.curvature_ready {
                 self.curvature.resize(n * m * D)?;
                 let coef = scheme.mls().coefficients();
-                gpu.check(coef, scheme.mls().size() * slots)?;
-                fn go<Rt: Runtime, F: GpuFloat>(
-                    client: &ComputeClient<Rt>,
-                    count: CubeCount,
-                    cube: CubeDim,
-                    input: &DeviceArray<F>,
-                    list: &DeviceNeighbours,
-                    l: &ListArgs,
-                    coef: (&DeviceArray<F>, u32, &DeviceArray<u32>),
-                    curvature: &DeviceArray<F>,
-                    c: (usize, usize),
-                ) {
-                    // SAFETY: each unit reads its own slots and its neighbours' states and
-                    // writes its own `vars * dim` curvatures.
-                    unsafe {
-                        curvature_kernel::launch_unchecked::<F, Rt>(
-                            client,
-                            count,
-                            cube,
-                            input.arg(),
-                            l.n,
-                            list.counts().arg(),
-                            list.starts().arg(),
-                            list.indices().arg(),
-                            l.slot_major,
-                            l.max_count,
-                            coef.0.arg(),
-                            coef.1,
-                            coef.2.arg(),
-                            curvature.arg(),
-                            c.0,
-                            c.1,
-                        )
-                    }
-                }
-                let coef = (coef, slots as u32, second);
-                let curvature = &self.curvature;
-                with_client!(&gpu.client, |cl| go(
-                    cl,
-                    count.clone(),
-                    cube,
-                    input,
-                    list,
-                    &l,
-                    coef,
-                    curvature,
-                    (m, D)
-                ));
+                gpu.check(coef, scheme.mls().size() * list.slots())?;
+                // Each unit reads its own slots and its neighbours' states and writes its own
+                // `vars * dim` curvatures.
+                launch!(
+                    gpu,
+                    n,
+                    curvature_kernel::<F>(
+                        input.arg(),
+                        list.arg(),
+                        coef.arg(),
+                        second.arg(),
+                        self.curvature.arg(),
+                        m,
+                        D
+                    )
+                );
                 self.curvature_ready = true;
             }
-            #[allow(clippy::too_many_arguments)]
-            fn go<Rt: Runtime, F: GpuFloat>(
-                client: &ComputeClient<Rt>,
-                count: CubeCount,
-                cube: CubeDim,
-                curvature: &DeviceArray<F>,
-                list: &DeviceNeighbours,
-                l: &ListArgs,
-                consts: &DeviceArray<F>,
-                fail: &DeviceArray<u32>,
-                c: (usize, usize),
-            ) {
-                // SAFETY: each unit reads curvatures of itself and its neighbours and writes
-                // its own fail code.
-                unsafe {
-                    smooth_kernel::launch_unchecked::<F, Rt>(
-                        client,
-                        count,
-                        cube,
-                        curvature.arg(),
-                        l.n,
-                        list.counts().arg(),
-                        list.starts().arg(),
-                        list.indices().arg(),
-                        l.slot_major,
-                        l.max_count,
-                        consts.arg(),
-                        fail.arg(),
-                        c.0,
-                        c.1,
-                    )
-                }
-            }
-            let (curvature, consts, fail) = (&self.curvature, &self.consts, &self.fail);
-            with_client!(&gpu.client, |cl| go(
-                cl,
-                count.clone(),
-                cube,
-                curvature,
-                list,
-                &l,
-                consts,
-                fail,
-                (m, D)
-            ));
+            // Each unit reads the curvatures of itself and its neighbours and writes its own
+            // fail code.
+            launch!(
+                gpu,
+                n,
+                smooth_kernel::<F>(
+                    self.curvature.arg(),
+                    list.arg(),
+                    self.consts.arg(),
+                    self.fail.arg(),
+                    m,
+                    D
+                )
+            );
         }
-        // 3. Count.
+        // 3. Count (atomic additions: exact in any order).
         gpu.fill_u32(&self.counters, 0);
-        {
-            fn go<Rt: Runtime>(
-                client: &ComputeClient<Rt>,
-                count: CubeCount,
-                cube: CubeDim,
-                fail: &DeviceArray<u32>,
-                counters: &DeviceArray<u32>,
-            ) {
-                // SAFETY: each unit reads its own code; the counters take atomic additions.
-                unsafe {
-                    count_kernel::launch_unchecked::<Rt>(
-                        client,
-                        count,
-                        cube,
-                        fail.arg(),
-                        fail.len() as u32,
-                        counters.arg(),
-                    )
-                }
-            }
-            let (fail, counters) = (&self.fail, &self.counters);
-            with_client!(&gpu.client, |cl| go(
-                cl,
-                count.clone(),
-                cube,
-                fail,
-                counters
-            ));
-        }
+        launch!(
+            gpu,
+            n,
+            count_kernel(self.fail.arg(), n as u32, self.counters.arg())
+        );
         let counted = gpu.download(&self.counters)?;
         let failures = u64::from(counted[0]);
         self.stats.failures += failures;
@@ -714,7 +538,8 @@ impl<F: GpuFloat> DeviceMood<F> {
             self.stats.capped_stages += 1;
             return Ok(false);
         }
-        // 4. New orders, in the pull form.
+        // 4. New orders, in the pull form: each unit reads its own and its neighbours' codes
+        // and orders and writes its own cap, next order and flag.
         let strategy = match self.settings.strategy {
             HaloStrategy::Epd0 => EPD0,
             HaloStrategy::Epd1 => EPD1,
@@ -722,80 +547,32 @@ impl<F: GpuFloat> DeviceMood<F> {
             HaloStrategy::Strict => STRICT,
         };
         gpu.fill_u32(&self.counters, 0);
-        {
-            #[allow(clippy::too_many_arguments)]
-            fn go<Rt: Runtime>(
-                client: &ComputeClient<Rt>,
-                count: CubeCount,
-                cube: CubeDim,
-                b: [&DeviceArray<u32>; 6],
-                list: &DeviceNeighbours,
-                l: &ListArgs,
-                strategy: u32,
-            ) {
-                let [fail, orders, cap, next, active, counters] = b;
-                // SAFETY: each unit reads its own and its neighbours' codes and orders and
-                // writes its own cap, next order and flag; the counters take atomic additions.
-                unsafe {
-                    if strategy == EPD2 {
-                        cap_kernel::launch_unchecked::<Rt>(
-                            client,
-                            count.clone(),
-                            cube,
-                            fail.arg(),
-                            orders.arg(),
-                            l.n,
-                            list.counts().arg(),
-                            list.starts().arg(),
-                            list.indices().arg(),
-                            l.slot_major,
-                            l.max_count,
-                            cap.arg(),
-                        );
-                    }
-                    next_kernel::launch_unchecked::<Rt>(
-                        client,
-                        count.clone(),
-                        cube,
-                        fail.arg(),
-                        orders.arg(),
-                        cap.arg(),
-                        l.n,
-                        list.counts().arg(),
-                        list.starts().arg(),
-                        list.indices().arg(),
-                        l.slot_major,
-                        l.max_count,
-                        next.arg(),
-                        counters.arg(),
-                        strategy,
-                    );
-                    active_kernel::launch_unchecked::<Rt>(
-                        client,
-                        count,
-                        cube,
-                        orders.arg(),
-                        next.arg(),
-                        l.n,
-                        list.counts().arg(),
-                        list.starts().arg(),
-                        list.indices().arg(),
-                        l.slot_major,
-                        l.max_count,
-                        active.arg(),
-                    );
-                }
-            }
-            let b = [
-                &self.fail,
-                &self.orders,
-                &self.cap,
-                &self.next,
-                &self.active,
-                &self.counters,
-            ];
-            with_client!(&gpu.client, |cl| go(cl, count, cube, b, list, &l, strategy));
+        let (fail, orders, cap, next) = (&self.fail, &self.orders, &self.cap, &self.next);
+        if strategy == EPD2 {
+            launch!(
+                gpu,
+                n,
+                cap_kernel(fail.arg(), orders.arg(), list.arg(), cap.arg())
+            );
         }
+        launch!(
+            gpu,
+            n,
+            next_kernel(
+                fail.arg(),
+                orders.arg(),
+                cap.arg(),
+                list.arg(),
+                next.arg(),
+                self.counters.arg(),
+                strategy
+            )
+        );
+        launch!(
+            gpu,
+            n,
+            active_kernel(orders.arg(), next.arg(), list.arg(), self.active.arg())
+        );
         let reductions = u64::from(gpu.download(&self.counters)?[0]);
         if reductions == 0 {
             // Nothing changed, so no particle is marked active: the caller recomputes nothing.
@@ -808,13 +585,6 @@ impl<F: GpuFloat> DeviceMood<F> {
         self.stats.reductions += reductions;
         Ok(true)
     }
-}
-
-/// The neighbour-list scalars of a launch.
-struct ListArgs {
-    n: u32,
-    slot_major: u32,
-    max_count: u32,
 }
 
 impl<F: GpuFloat> mote_core::Budgeted for DeviceMood<F> {
@@ -852,17 +622,14 @@ impl<F: GpuFloat> mote_core::Budgeted for DeviceMood<F> {
     }
 }
 
-/// One launch of MOOD's detection.
+/// One launch of MOOD's detection (the arrays checked by [`DeviceMood::detect_and_reduce`]).
 pub(crate) struct DetectLaunch<'a, F: GpuFloat> {
-    count: CubeCount,
-    cube: CubeDim,
-    n: u32,
     /// The stage's input and its candidate result.
     input: &'a DeviceArray<F>,
     candidate: &'a DeviceArray<F>,
     tags: &'a DeviceArray<u32>,
     active: &'a DeviceArray<u32>,
-    list: ListLaunch<'a>,
+    list: ListArgs<'a>,
     /// `delta`, `delta^3`.
     consts: &'a DeviceArray<F>,
     fail: &'a DeviceArray<u32>,
@@ -871,36 +638,23 @@ pub(crate) struct DetectLaunch<'a, F: GpuFloat> {
     dim: usize,
 }
 
-/// Launches MOOD's detection for the equation formulas `Q`.
+/// Launches MOOD's detection for the equation formulas `Q`: each unit reads its own and its
+/// neighbours' entries and writes its own fail code.
 pub(crate) fn launch_detect<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &DetectLaunch<'_, F>) {
-    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
-        client: &ComputeClient<Rt>,
-        l: &DetectLaunch<'_, F>,
-    ) {
-        // SAFETY: each unit reads its own and its neighbours' entries (indices below n) and
-        // writes its own fail code.
-        unsafe {
-            detect_kernel::launch_unchecked::<F, Q, Rt>(
-                client,
-                l.count.clone(),
-                l.cube,
-                l.input.arg(),
-                l.candidate.arg(),
-                l.n,
-                l.tags.arg(),
-                l.active.arg(),
-                l.list.counts.arg(),
-                l.list.starts.arg(),
-                l.list.indices.arg(),
-                l.list.slot_major,
-                l.list.max_count,
-                l.consts.arg(),
-                l.fail.arg(),
-                l.criterion,
-                l.vars,
-                l.dim,
-            )
-        }
-    }
-    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
+    launch!(
+        gpu,
+        l.list.n(),
+        detect_kernel::<F, Q>(
+            l.input.arg(),
+            l.candidate.arg(),
+            l.tags.arg(),
+            l.active.arg(),
+            l.list.arg(),
+            l.consts.arg(),
+            l.fail.arg(),
+            l.criterion,
+            l.vars,
+            l.dim
+        )
+    );
 }

@@ -6,17 +6,16 @@
 use cubecl::prelude::*;
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::primitives::{grid, slot_base};
-use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+use crate::launch::{Neighbours, launch, slot_base};
+use crate::search::{DeviceCloud, DeviceNeighbours};
 
 /// `out[i] = x[offset + i]`, wrapped into `[lo, lo + len)` when `periodic` (the CPU's
 /// `wrap_axis`: `lo + (r - len floor(r / len))` with `r = x - lo`, and `lo` where that rounds
 /// up to the upper end).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn wrap_kernel<F: Float + ScalarArgSettings>(
     x: &Array<F>,
     offset: u32,
@@ -54,32 +53,26 @@ fn place_kernel<F: Float>(x: &Array<F>, out: &mut Array<F>, offset: u32, n: u32)
 /// `rates[i] = 2 sum_s |w_i . b_s|` over particle `i`'s slots: the rate the particle's own
 /// motion adds to the geometric CFL condition (the CPU's moving `stable_dt`).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn motion_rate_kernel<F: Float>(
     w: &Array<F>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    slot_major: u32,
+    list: &Neighbours,
     coef: &Array<F>,
-    slots: u32,
-    max_count: u32,
     rates: &mut Array<F>,
     #[comptime] dim: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
+    if i < list.n as usize {
+        let nu = list.n as usize;
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
         let mut sum = F::new(0.0);
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             if k < count {
                 let s = base + k as usize * stride;
                 let mut p = F::new(0.0);
                 #[unroll]
                 for d in 0..dim {
-                    p += w[d * nu + i] * coef[d * slots as usize + s];
+                    p += w[d * nu + i] * coef[d * list.slots as usize + s];
                 }
                 sum += F::abs(p);
             }
@@ -101,50 +94,25 @@ impl Gpu {
         let domain = cloud.domain();
         let (lo, hi) = domain.bounds();
         let periodic = domain.periodic();
-        let (count, cube) = grid(n, self.workgroup());
         for (d, out) in cloud.positions().iter().enumerate() {
             self.check(out, n)?;
             // As the CPU casts them: the lower end and the length in the run's precision.
             let (lo_r, len) = (F::cast(lo[d]), F::cast(hi[d] - lo[d]));
-            let scalars = ((d * n) as u32, n as u32, periodic[d] as u32);
-            #[allow(clippy::too_many_arguments)]
-            fn go<Rt: Runtime, F: GpuFloat>(
-                client: &ComputeClient<Rt>,
-                count: CubeCount,
-                cube: CubeDim,
-                x: &DeviceArray<F>,
-                out: &DeviceArray<F>,
-                (offset, n, periodic): (u32, u32, u32),
-                lo: F,
-                len: F,
-            ) {
-                // SAFETY: each unit reads `x[offset + i]` (below D n, checked) and writes its own
-                // `out[i]` (below n, checked).
-                unsafe {
-                    wrap_kernel::launch_unchecked::<F, Rt>(
-                        client,
-                        count,
-                        cube,
-                        x.arg(),
-                        offset,
-                        out.arg(),
-                        n,
-                        lo,
-                        len,
-                        periodic,
-                    )
-                }
-            }
-            with_client!(&self.client, |c| go(
-                c,
-                count.clone(),
-                cube,
-                x,
-                out,
-                scalars,
-                lo_r,
-                len
-            ));
+            // Each unit reads `x[offset + i]` (below D n, checked) and writes its own `out[i]`
+            // (below n, checked).
+            launch!(
+                self,
+                n,
+                wrap_kernel::<F>(
+                    x.arg(),
+                    (d * n) as u32,
+                    out.arg(),
+                    n as u32,
+                    lo_r,
+                    len,
+                    periodic[d] as u32
+                )
+            );
         }
         Ok(())
     }
@@ -157,42 +125,14 @@ impl Gpu {
     ) -> Result<(), GpuError> {
         let n = cloud.len();
         self.check(x, D * n)?;
-        let (count, cube) = grid(n, self.workgroup());
         for (d, axis) in cloud.positions().iter().enumerate() {
             self.check(axis, n)?;
-            fn go<Rt: Runtime, F: GpuFloat>(
-                client: &ComputeClient<Rt>,
-                count: CubeCount,
-                cube: CubeDim,
-                axis: &DeviceArray<F>,
-                x: &DeviceArray<F>,
-                offset: u32,
-                n: u32,
-            ) {
-                // SAFETY: each unit reads its own `axis[i]` and writes `x[offset + i]`, below D
-                // n (checked).
-                unsafe {
-                    place_kernel::launch_unchecked::<F, Rt>(
-                        client,
-                        count,
-                        cube,
-                        axis.arg(),
-                        x.arg(),
-                        offset,
-                        n,
-                    )
-                }
-            }
-            let (offset, n32) = ((d * n) as u32, n as u32);
-            with_client!(&self.client, |c| go(
-                c,
-                count.clone(),
-                cube,
-                axis,
-                x,
-                offset,
-                n32
-            ));
+            // Each unit reads its own `axis[i]` and writes `x[offset + i]`, below D n (checked).
+            launch!(
+                self,
+                n,
+                place_kernel::<F>(axis.arg(), x.arg(), (d * n) as u32, n as u32)
+            );
         }
         Ok(())
     }
@@ -207,9 +147,8 @@ impl Gpu {
         n: usize,
     ) -> Result<f64, GpuError> {
         self.check(w, D * n)?;
-        self.check(list.counts(), n)?;
-        self.check(list.starts(), n + 1)?;
-        let slots = list.indices().len();
+        let list = list.checked(self, n)?;
+        let slots = list.slots();
         // The gradient coefficients are the first D basis functions' of the fit.
         self.check(coef, coef.len())?;
         if coef.len() < D * slots {
@@ -223,45 +162,12 @@ impl Gpu {
             return Ok(0.0);
         }
         let rates = self.output::<F>("motion_rates", n);
-        let (count, cube) = grid(n, self.workgroup());
-        let scalars = [
-            n as u32,
-            (list.layout() == DeviceLayout::SlotMajor) as u32,
-            slots as u32,
-            list.max() as u32,
-        ];
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            (w, coef, rates): (&DeviceArray<F>, &DeviceArray<F>, &DeviceArray<F>),
-            list: &DeviceNeighbours,
-            a: [u32; 4],
-            dim: usize,
-        ) {
-            // SAFETY: each unit reads its own slots and velocity and writes its own rate.
-            unsafe {
-                motion_rate_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    w.arg(),
-                    a[0],
-                    list.counts().arg(),
-                    list.starts().arg(),
-                    a[1],
-                    coef.arg(),
-                    a[2],
-                    a[3],
-                    rates.arg(),
-                    dim,
-                )
-            }
-        }
-        let arrays = (w, coef, &rates);
-        with_client!(&self.client, |c| go(
-            c, count, cube, arrays, list, scalars, D
-        ));
+        // Each unit reads its own slots and velocity and writes its own rate.
+        launch!(
+            self,
+            n,
+            motion_rate_kernel::<F>(w.arg(), list.arg(), coef.arg(), rates.arg(), D)
+        );
         let (_, worst) = self.min_max(&rates)?;
         Ok(worst.as_f64())
     }

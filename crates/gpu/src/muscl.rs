@@ -48,53 +48,54 @@ use mote_cloud::flux::FluxKind;
 use mote_cloud::scheme::{Formulation, Limiter, PassSeconds};
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 pub use crate::equation::DeviceEquation;
 use crate::equation::flux_code::{CENTRAL, RUSANOV};
 use crate::equation::{DeviceFormulas, code_of};
 use crate::error::GpuError;
 use crate::formula::finite;
 use crate::gravity::GpuFloat;
-use crate::limiter::{limiter_kernel, offset};
+use crate::launch::{
+    ListArgs, Neighbours, Placed, Positions, Reconstruction, ReconstructionLaunch, basis, launch,
+    offset, slot_base,
+};
+use crate::limiter::limiter_kernel;
 use crate::mls::DeviceMls;
-use crate::primitives::{grid, slot_base};
-use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
+use crate::search::{DeviceCloud, DeviceNeighbours};
 use crate::weno::DeviceWeno;
 
 /// Lanes of the CPU's batched sums.
 pub(crate) const LANES: usize = 8;
-/// The recursion's parent of a first-degree basis function: the constant 1.
-const RECURSION_ROOT: u32 = u32::MAX;
 
 /// `out[first + a] = sum_s coef[a * slots + s] (u[offset + j(s)] - u[offset + i])` for the
-/// `terms` functions, over particle `i`'s slots (`base, stride, count`; every unit runs
-/// `max_count` iterations, masking its own), summed in `LANES` lanes by slot position and the
-/// lanes added in order: the CPU's batched derivative pass. `acc` holds `terms * LANES`.
+/// `terms` functions, over particle `i`'s slots (from [`slot_base`]; every unit runs the longest
+/// list's iterations, masking its own), summed in `LANES` lanes by slot position and the lanes
+/// added in order: the CPU's batched derivative pass. `acc` holds `terms * LANES`.
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn lane_sums<F: Float>(
     u: &Array<F>,
     offset: usize,
     i: usize,
-    slots_of: (usize, usize, u32, u32),
-    indices: &Array<u32>,
+    list: &Neighbours,
+    base: usize,
+    stride: usize,
     coef: &Array<F>,
-    slots: usize,
     acc: &mut Array<F>,
     out: &mut Array<F>,
     first: usize,
     #[comptime] terms: usize,
 ) {
-    let (base, stride, count, max_count) = slots_of;
+    let count = list.counts[i];
+    let slots = list.slots as usize;
     let ui = u[offset + i];
     #[unroll]
     for t in 0..terms * LANES {
         acc[t] = F::new(0.0);
     }
-    for k in 0..max_count {
+    for k in 0..list.max_count {
         if k < count {
             let s = base + k as usize * stride;
-            let diff = u[offset + indices[s] as usize] - ui;
+            let diff = u[offset + list.indices[s] as usize] - ui;
             let lane = (k as usize) % LANES;
             #[unroll]
             for a in 0..terms {
@@ -116,40 +117,30 @@ pub(crate) fn lane_sums<F: Float>(
 /// `derivs[i * vars * terms + v * terms + a] = sum_s G_a[s] (u_v[j(s)] - u_v[i])`: the
 /// derivatives of every variable up to the reconstruction degree (`terms` basis functions).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn derivatives_kernel<F: Float>(
     u: &Array<F>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
+    list: &Neighbours,
     coef: &Array<F>,
-    slots: u32,
-    max_count: u32,
     derivs: &mut Array<F>,
     #[comptime] vars: usize,
     #[comptime] terms: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
-        let slots_u = slots as usize;
+    if i < list.n as usize {
+        let nu = list.n as usize;
+        let (base, stride) = slot_base(list, i);
         let mut acc = Array::<F>::new(terms * LANES);
         #[unroll]
         for v in 0..vars {
-            let slots_of = (base, stride, count, max_count);
             let first = i * vars * terms + v * terms;
             lane_sums::<F>(
                 u,
                 v * nu,
                 i,
-                slots_of,
-                indices,
+                list,
+                base,
+                stride,
                 coef,
-                slots_u,
                 &mut acc,
                 derivs,
                 first,
@@ -164,31 +155,17 @@ fn derivatives_kernel<F: Float>(
 /// come from the basis recursion `phi_a = phi_parent(a) * d_axis(a) * inv(a)` (the CPU's), an
 /// interface of order `k` using the first `terms_for_order[k]` of them.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn flux_kernel<F: Float, Q: DeviceFormulas>(
-    x: &Array<F>,
-    y: &Array<F>,
-    z: &Array<F>,
-    n: u32,
-    geo: &Array<F>,
-    periodic: &Array<u32>,
+    pos: &Positions<F>,
     u: &Array<F>,
     derivs: &Array<F>,
     orders: &Array<u32>,
     active: &Array<u32>,
     masked: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
+    list: &Neighbours,
     coef: &Array<F>,
-    slots: u32,
-    max_count: u32,
     params: &Array<F>,
-    recursion: &Array<u32>,
-    recursion_inv: &Array<F>,
-    parity: &Array<F>,
-    terms_for_order: &Array<u32>,
+    basis_of: &Reconstruction<F>,
     volumes: &Array<F>,
     reverse: &Array<u32>,
     w: &Array<F>,
@@ -203,15 +180,15 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
     #[comptime] moving: bool,
 ) {
     let i = ABSOLUTE_POS;
-    let mut skip = i >= n as usize;
+    let mut skip = i >= list.n as usize;
     if !skip && masked == 1 {
         skip = active[i] == 0;
     }
     if !skip {
-        let nu = n as usize;
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
-        let slots_u = slots as usize;
+        let nu = list.n as usize;
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
+        let slots_u = list.slots as usize;
         let order_i = u32::min(orders[i], order);
         let mut ui = Array::<F>::new(vars);
         let mut ul = Array::<F>::new(vars);
@@ -247,10 +224,10 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
         for t in 0..vars * LANES {
             acc[t] = F::new(0.0);
         }
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             if k < count {
                 let s = base + k as usize * stride;
-                let j = indices[s] as usize;
+                let j = list.indices[s] as usize;
                 #[unroll]
                 for d in 0..dim {
                     nrm[d] = coef[d * slots_u + s];
@@ -259,7 +236,7 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                         nrm[d] = volumes[i] * nrm[d]
                             - volumes[j] * coef[d * slots_u + reverse[s] as usize];
                     }
-                    delta[d] = F::new(0.5) * offset::<F>(x, y, z, geo, periodic, i, j, d);
+                    delta[d] = F::new(0.5) * offset::<F>(pos, i, j, d);
                 }
                 #[unroll]
                 for v in 0..vars {
@@ -267,19 +244,9 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                     ur[v] = u[v * nu + j];
                 }
                 if comptime![order > 1] {
-                    let t = terms_for_order[u32::min(order_i, orders[j]) as usize];
+                    let t = basis_of.terms_for_order[u32::min(order_i, orders[j]) as usize];
                     if t > 0 {
-                        #[unroll]
-                        for a in 0..terms {
-                            let parent = recursion[2 * a];
-                            let axis = recursion[2 * a + 1] as usize;
-                            let from = if parent == RECURSION_ROOT {
-                                F::new(1.0)
-                            } else {
-                                phi[parent as usize]
-                            };
-                            phi[a] = from * delta[axis] * recursion_inv[a];
-                        }
+                        basis::<F>(basis_of, &delta, &mut phi, terms);
                         #[unroll]
                         for v in 0..vars {
                             #[unroll]
@@ -287,7 +254,7 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                                 if (a as u32) < t {
                                     ul[v] += derivs[i * vars * terms + v * terms + a] * phi[a];
                                     ur[v] += derivs[j * vars * terms + v * terms + a]
-                                        * (phi[a] * parity[a]);
+                                        * (phi[a] * basis_of.parity[a]);
                                 }
                             }
                         }
@@ -423,28 +390,22 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
 /// geometric CFL condition of [`mote_cloud::scheme::Muscl::stable_dt`]); 0 for boundary
 /// particles (tag not 0) when `interior_only` is not 0.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn rate_kernel<F: Float, Q: DeviceFormulas>(
     u: &Array<F>,
-    n: u32,
     tags: &Array<u32>,
     interior_only: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    slot_major: u32,
+    list: &Neighbours,
     coef: &Array<F>,
-    slots: u32,
-    max_count: u32,
     params: &Array<F>,
     rates: &mut Array<F>,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
-        let count = counts[i];
-        let (base, stride) = slot_base(i, n, starts, slot_major);
+    if i < list.n as usize {
+        let nu = list.n as usize;
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
         let mut ui = Array::<F>::new(vars);
         let mut nrm = Array::<F>::new(3usize);
         #[unroll]
@@ -452,12 +413,12 @@ fn rate_kernel<F: Float, Q: DeviceFormulas>(
             ui[v] = u[v * nu + i];
         }
         let mut sum = F::new(0.0);
-        for k in 0..max_count {
+        for k in 0..list.max_count {
             if k < count {
                 let s = base + k as usize * stride;
                 #[unroll]
                 for d in 0..dim {
-                    nrm[d] = coef[d * slots as usize + s];
+                    nrm[d] = coef[d * list.slots as usize + s];
                 }
                 sum += Q::max_speed::<F>(&ui, &nrm, params, vars, dim);
             }
@@ -515,32 +476,21 @@ fn non_finite_kernel<F: Float>(x: &Array<F>, len: u32, first: &mut Array<Atomic<
 /// (the lists are symmetric). Written where found: a variable initialised from an integer
 /// constant would stay a compile-time value.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-fn reverse_kernel(
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
-    max_count: u32,
-    reverse: &mut Array<u32>,
-) {
+fn reverse_kernel(list: &Neighbours, reverse: &mut Array<u32>) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
-        let stride = select(slot_major == 1, nu, 1usize);
-        let count = counts[i];
-        let base = select(slot_major == 1, i, starts[i] as usize);
-        for k in 0..max_count {
+    if i < list.n as usize {
+        let count = list.counts[i];
+        let (base, stride) = slot_base(list, i);
+        for k in 0..list.max_count {
             if k < count {
                 let s = base + k as usize * stride;
-                let j = indices[s] as usize;
-                let count_j = counts[j];
-                let base_j = select(slot_major == 1, j, starts[j] as usize);
-                for t in 0..max_count {
+                let j = list.indices[s] as usize;
+                let count_j = list.counts[j];
+                let (base_j, _) = slot_base(list, j);
+                for t in 0..list.max_count {
                     if t < count_j {
                         let back = base_j + t as usize * stride;
-                        if indices[back] as usize == i {
+                        if list.indices[back] as usize == i {
                             reverse[s] = back as u32;
                         }
                     }
@@ -622,7 +572,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             let mut p = *e;
             p[d] -= 1;
             let parent = if p.iter().all(|&k| k == 0) {
-                RECURSION_ROOT
+                crate::launch::ROOT
             } else {
                 basis.index_of(p).expect("the parent precedes") as u32
             };
@@ -852,41 +802,13 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         n: usize,
         list: &DeviceNeighbours,
     ) -> Result<(), GpuError> {
-        let slots = list.indices().len();
-        self.reverse.resize(slots)?;
-        gpu.check(list.counts(), n)?;
-        gpu.check(list.starts(), n + 1)?;
-        if n == 0 {
-            return Ok(());
+        let list = list.checked(gpu, n)?;
+        self.reverse.resize(list.slots())?;
+        if n > 0 {
+            // Each unit writes the reverse entries of its own slots; every index read is a slot
+            // of a listed particle.
+            launch!(gpu, n, reverse_kernel(list.arg(), self.reverse.arg()));
         }
-        let (count, cube) = grid(n, gpu.workgroup());
-        fn go<Rt: Runtime>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            n: u32,
-            list: &DeviceNeighbours,
-            reverse: &DeviceArray<u32>,
-        ) {
-            // SAFETY: each unit writes the reverse entries of its own slots; every index read is
-            // a slot of a listed particle (below the slot count).
-            unsafe {
-                reverse_kernel::launch_unchecked::<Rt>(
-                    client,
-                    count,
-                    cube,
-                    n,
-                    list.counts().arg(),
-                    list.starts().arg(),
-                    list.indices().arg(),
-                    (list.layout() == DeviceLayout::SlotMajor) as u32,
-                    list.max() as u32,
-                    reverse.arg(),
-                )
-            }
-        }
-        let reverse = &self.reverse;
-        with_client!(&gpu.client, |c| go(c, count, cube, n as u32, list, reverse));
         Ok(())
     }
 
@@ -907,23 +829,17 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let m = self.equation.variables(D);
         gpu.check(u, n * m)?;
         gpu.check(cloud.tags(), n)?;
-        gpu.check(list.counts(), n)?;
-        gpu.check(list.starts(), n + 1)?;
-        let slots = list.indices().len();
-        gpu.check(self.mls.coefficients(), self.mls.size() * slots)?;
+        let list = list.checked(gpu, n)?;
+        gpu.check(self.mls.coefficients(), self.mls.size() * list.slots())?;
         if n == 0 {
             return Ok(f64::INFINITY);
         }
         let rates = gpu.output::<F>("stable_dt_rates", n);
-        let (count, cube) = grid(n, gpu.workgroup());
         let launch = RateLaunch {
-            count,
-            cube,
-            n: n as u32,
             u,
             tags: cloud.tags(),
             interior_only: interior_only as u32,
-            list: ListLaunch::of(list),
+            list,
             coef: self.mls.coefficients(),
             params: &self.params,
             rates: &rates,
@@ -1068,56 +984,18 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let n = cloud.len();
         gpu.check(w, D * n)?;
         gpu.check(grad, D * D * n)?;
-        gpu.check(list.counts(), n)?;
-        gpu.check(list.starts(), n + 1)?;
-        let slots = list.indices().len();
-        gpu.check(self.mls.coefficients(), self.mls.size() * slots)?;
-        if n == 0 {
-            return Ok(());
+        let list = list.checked(gpu, n)?;
+        let coef = self.mls.coefficients();
+        gpu.check(coef, self.mls.size() * list.slots())?;
+        if n > 0 {
+            // Every unit reads its own slots and its neighbours' velocities and writes only
+            // its own gradients (i * D * D + ..); the coefficients hold at least `D` terms.
+            launch!(
+                gpu,
+                n,
+                derivatives_kernel::<F>(w.arg(), list.arg(), coef.arg(), grad.arg(), D, D)
+            );
         }
-        let (count, cube) = grid(n, gpu.workgroup());
-        let scalars = (
-            n as u32,
-            (list.layout() == DeviceLayout::SlotMajor) as u32,
-            slots as u32,
-            list.max() as u32,
-        );
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            (w, grad, coef): (&DeviceArray<F>, &DeviceArray<F>, &DeviceArray<F>),
-            list: &DeviceNeighbours,
-            (n, slot_major, slots, max_count): (u32, u32, u32, u32),
-            dim: usize,
-        ) {
-            // SAFETY: every unit reads its own slots (below the slot count) and its
-            // neighbours' velocities (indices below n), and writes only its own gradients
-            // (i * dim * dim + ..); the coefficient array holds at least `dim` terms.
-            unsafe {
-                derivatives_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    w.arg(),
-                    n,
-                    list.counts().arg(),
-                    list.starts().arg(),
-                    list.indices().arg(),
-                    slot_major,
-                    coef.arg(),
-                    slots,
-                    max_count,
-                    grad.arg(),
-                    dim,
-                    dim,
-                )
-            }
-        }
-        let arrays = (w, grad, self.mls.coefficients());
-        with_client!(&gpu.client, |c| go(
-            c, count, cube, arrays, list, scalars, D
-        ));
         Ok(())
     }
 
@@ -1141,124 +1019,24 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let m = self.equation.variables(D);
         gpu.check(u, n * m)?;
         gpu.check(du, n * m)?;
+        let list = list.checked(gpu, n)?;
         if fluxes {
             gpu.check(orders.expect("the flux pass has orders"), n)?;
             gpu.check(cloud.volumes(), n)?;
             if self.formulation == Formulation::Conservative {
-                gpu.check(&self.reverse, list.indices().len())?;
+                gpu.check(&self.reverse, list.slots())?;
             }
         }
         if let Some(a) = active {
             gpu.check(a, n)?;
         }
-        gpu.check(list.counts(), n)?;
-        gpu.check(list.starts(), n + 1)?;
-        let slots = list.indices().len();
-        gpu.check(self.mls.coefficients(), self.mls.size() * slots)?;
+        let coef = self.mls.coefficients();
+        gpu.check(coef, self.mls.size() * list.slots())?;
         gpu.check(&self.derivatives, n * m * self.terms)?;
-        for p in cloud.positions() {
-            gpu.check(p, n)?;
-        }
+        let pos = Placed::checked(gpu, cloud, &self.geometry, &self.periodic)?;
         if n == 0 {
             return Ok(());
         }
-        let launch = Launch {
-            n,
-            masked: active.is_some() as u32,
-            flux: code_of(self.flux),
-            conservative: self.formulation == Formulation::Conservative,
-            moving: velocity.is_some(),
-            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
-            slots: slots as u32,
-            max_count: list.max() as u32,
-            vars: m,
-            dim: D,
-            order: self.order as u32,
-            terms: self.terms,
-            limiter: self.limiter_code.0,
-            scaled: self.limiter_code.1,
-        };
-        let (count, cube) = grid(n, gpu.workgroup());
-        let pos = cloud.positions();
-        let xyz = [&pos[0], &pos[1.min(D - 1)], &pos[2.min(D - 1)]];
-        #[allow(clippy::too_many_arguments)]
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            xyz: [&DeviceArray<F>; 3],
-            geometry: (&DeviceArray<F>, &DeviceArray<u32>),
-            basis: (&DeviceArray<u32>, &DeviceArray<F>),
-            list: &DeviceNeighbours,
-            coef: &DeviceArray<F>,
-            derivs: &DeviceArray<F>,
-            eps2: &DeviceArray<F>,
-            u: &DeviceArray<F>,
-            a: &Launch,
-            pass: Pass,
-        ) {
-            // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
-            // entries (indices below n) and writes only its own particle's entries of
-            // `derivs` (i * m * terms + ..); private arrays are sized by the same compile-time
-            // constants that bound their loops.
-            unsafe {
-                if pass == Pass::Derivatives {
-                    derivatives_kernel::launch_unchecked::<F, Rt>(
-                        client,
-                        count.clone(),
-                        cube,
-                        u.arg(),
-                        a.n as u32,
-                        list.counts().arg(),
-                        list.starts().arg(),
-                        list.indices().arg(),
-                        a.slot_major,
-                        coef.arg(),
-                        a.slots,
-                        a.max_count,
-                        derivs.arg(),
-                        a.vars,
-                        a.terms,
-                    );
-                    return;
-                }
-                if pass == Pass::Limiter {
-                    limiter_kernel::launch_unchecked::<F, Rt>(
-                        client,
-                        count,
-                        cube,
-                        xyz[0].arg(),
-                        xyz[1].arg(),
-                        xyz[2].arg(),
-                        a.n as u32,
-                        geometry.0.arg(),
-                        geometry.1.arg(),
-                        u.arg(),
-                        list.counts().arg(),
-                        list.starts().arg(),
-                        list.indices().arg(),
-                        a.slot_major,
-                        a.max_count,
-                        basis.0.arg(),
-                        basis.1.arg(),
-                        eps2.arg(),
-                        derivs.arg(),
-                        a.limiter,
-                        a.vars,
-                        a.dim,
-                        a.terms,
-                        a.scaled,
-                    );
-                }
-            }
-        }
-        let coef = self.mls.coefficients();
-        let basis = (
-            &self.recursion,
-            &self.recursion_inv,
-            &self.parity,
-            &self.terms_for_order,
-        );
         let mut passes = vec![];
         if self.terms > 0 && derivatives {
             passes.push(Pass::Derivatives);
@@ -1272,56 +1050,62 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         if fluxes {
             passes.push(Pass::Fluxes);
         }
-        // Stand-ins are never bound twice: without orders the flux kernel is not launched.
-        let orders = (
-            orders.unwrap_or(&self.no_mask),
-            active.unwrap_or(&self.no_mask),
-        );
+        // Every unit reads its own slots, its neighbours' entries and writes only its own
+        // particle's entries of `derivs` (i * m * terms + ..) or `du` (v * n + i); private
+        // arrays are sized by the same compile-time constants that bound their loops.
         for pass in passes {
             let clock = std::time::Instant::now();
-            if pass == Pass::Weno {
-                let weno = self.weno.as_ref().expect("listed with WENO on");
-                weno.apply(gpu, list, n, u, &self.derivatives, m, self.terms)?;
-            } else if pass == Pass::Fluxes {
-                let (velocity, gradient) =
-                    velocity.unwrap_or((&self.no_velocity, &self.no_gradient));
-                let flux = FluxLaunch {
-                    count: count.clone(),
-                    cube,
-                    xyz,
-                    geometry: (&self.geometry, &self.periodic),
-                    u,
-                    derivs: &self.derivatives,
-                    orders: orders.0,
-                    active: orders.1,
-                    list: ListLaunch::of(list),
-                    coef,
-                    params: &self.params,
-                    basis,
-                    volumes: cloud.volumes(),
-                    reverse: &self.reverse,
-                    velocity,
-                    gradient,
-                    du,
-                    a: &launch,
-                };
-                self.equation.kernels::<F>().flux(gpu, &flux);
-            } else {
-                with_client!(&gpu.client, |c| go(
-                    c,
-                    count.clone(),
-                    cube,
-                    xyz,
-                    (&self.geometry, &self.periodic),
-                    (basis.0, basis.1),
-                    list,
-                    coef,
-                    &self.derivatives,
-                    &self.limiter_eps2,
-                    u,
-                    &launch,
-                    pass,
-                ));
+            match pass {
+                Pass::Derivatives => launch!(
+                    gpu,
+                    n,
+                    derivatives_kernel::<F>(
+                        u.arg(),
+                        list.arg(),
+                        coef.arg(),
+                        self.derivatives.arg(),
+                        m,
+                        self.terms
+                    )
+                ),
+                Pass::Weno => {
+                    let weno = self.weno.as_ref().expect("listed with WENO on");
+                    weno.apply(gpu, list, u, &self.derivatives, m, self.terms)?;
+                }
+                Pass::Limiter => launch!(
+                    gpu,
+                    n,
+                    limiter_kernel::<F>(
+                        pos.arg(),
+                        u.arg(),
+                        list.arg(),
+                        self.reconstruction(),
+                        self.limiter_eps2.arg(),
+                        self.derivatives.arg(),
+                        self.limiter_code.0,
+                        m,
+                        D,
+                        self.terms,
+                        self.limiter_code.1
+                    )
+                ),
+                Pass::Fluxes => {
+                    // Stand-ins are never bound twice: without orders there is no flux pass.
+                    let (w, gradient) = velocity.unwrap_or((&self.no_velocity, &self.no_gradient));
+                    let flux = FluxLaunch {
+                        muscl: self,
+                        pos,
+                        list,
+                        u,
+                        orders: orders.unwrap_or(&self.no_mask),
+                        active,
+                        volumes: cloud.volumes(),
+                        velocity: (w, gradient, velocity.is_some()),
+                        du,
+                        dim: D,
+                    };
+                    self.equation.kernels::<F>().flux(gpu, &flux);
+                }
             }
             if self.timing {
                 gpu.sync()?;
@@ -1336,153 +1120,77 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         }
         Ok(())
     }
-}
 
-/// Scalar and compile-time arguments of the MUSCL kernels.
-pub(crate) struct Launch {
-    n: usize,
-    /// Whether the flux pass skips particles whose `active` entry is 0.
-    masked: u32,
-    /// The numerical flux's code.
-    flux: u32,
-    /// The conservative formulation.
-    conservative: bool,
-    /// A moving cloud (ALE fluxes with the particle velocities).
-    moving: bool,
-    slot_major: u32,
-    slots: u32,
-    max_count: u32,
-    vars: usize,
-    dim: usize,
-    order: u32,
-    terms: usize,
-    limiter: u32,
-    scaled: usize,
-}
-
-/// A neighbour list as kernels take it: counts, starts and indices, the layout flag, the slot
-/// total and the longest list.
-#[derive(Clone, Copy)]
-pub(crate) struct ListLaunch<'a> {
-    pub(crate) counts: &'a DeviceArray<u32>,
-    pub(crate) starts: &'a DeviceArray<u32>,
-    pub(crate) indices: &'a DeviceArray<u32>,
-    /// 1 for the slot-major layout.
-    pub(crate) slot_major: u32,
-    pub(crate) slots: u32,
-    pub(crate) max_count: u32,
-}
-
-impl<'a> ListLaunch<'a> {
-    /// The launch arguments of `list`.
-    pub(crate) fn of(list: &'a DeviceNeighbours) -> Self {
-        Self {
-            counts: list.counts(),
-            starts: list.starts(),
-            indices: list.indices(),
-            slot_major: (list.layout() == DeviceLayout::SlotMajor) as u32,
-            slots: list.indices().len() as u32,
-            max_count: list.max() as u32,
-        }
+    /// The reconstruction basis as a launch argument.
+    fn reconstruction<Rt: Runtime>(&self) -> ReconstructionLaunch<F, Rt> {
+        ReconstructionLaunch::new(
+            self.recursion.arg(),
+            self.recursion_inv.arg(),
+            self.parity.arg(),
+            self.terms_for_order.arg(),
+        )
     }
 }
 
-/// One launch of the flux pass (the arrays' residency is checked by [`DeviceMuscl::passes`]).
+/// One launch of the flux pass (the arrays checked by [`DeviceMuscl::passes`]).
 pub(crate) struct FluxLaunch<'a, F: GpuFloat> {
-    count: CubeCount,
-    cube: CubeDim,
-    xyz: [&'a DeviceArray<F>; 3],
-    /// The domain's lengths and half lengths, and its periodic axes.
-    geometry: (&'a DeviceArray<F>, &'a DeviceArray<u32>),
+    /// The scheme: its derivatives, parameters, basis, reverse slots and compile-time choices.
+    muscl: &'a DeviceMuscl<F>,
+    pos: Placed<'a, F>,
+    list: ListArgs<'a>,
     u: &'a DeviceArray<F>,
-    derivs: &'a DeviceArray<F>,
     orders: &'a DeviceArray<u32>,
-    active: &'a DeviceArray<u32>,
-    list: ListLaunch<'a>,
-    coef: &'a DeviceArray<F>,
-    params: &'a DeviceArray<F>,
-    /// The reconstruction basis: recursion, its factors, parities, terms per order.
-    basis: (
-        &'a DeviceArray<u32>,
-        &'a DeviceArray<F>,
-        &'a DeviceArray<F>,
-        &'a DeviceArray<u32>,
-    ),
+    /// The particles to recompute (MOOD), or all.
+    active: Option<&'a DeviceArray<u32>>,
     volumes: &'a DeviceArray<F>,
-    reverse: &'a DeviceArray<u32>,
-    velocity: &'a DeviceArray<F>,
-    gradient: &'a DeviceArray<F>,
+    /// The particle velocities, their gradients and whether the cloud moves.
+    velocity: (&'a DeviceArray<F>, &'a DeviceArray<F>, bool),
     du: &'a DeviceArray<F>,
-    a: &'a Launch,
+    dim: usize,
 }
 
 /// Launches the flux pass for the equation formulas `Q`.
 pub(crate) fn launch_flux<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &FluxLaunch<'_, F>) {
-    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
-        client: &ComputeClient<Rt>,
-        l: &FluxLaunch<'_, F>,
-    ) {
-        let a = l.a;
-        // SAFETY: every unit reads its own slots (below the slot count), its neighbours'
-        // entries (indices below n) and writes only its own particle's entries of `du`
-        // (v * n + i); private arrays are sized by the same compile-time constants that bound
-        // their loops.
-        unsafe {
-            flux_kernel::launch_unchecked::<F, Q, Rt>(
-                client,
-                l.count.clone(),
-                l.cube,
-                l.xyz[0].arg(),
-                l.xyz[1].arg(),
-                l.xyz[2].arg(),
-                a.n as u32,
-                l.geometry.0.arg(),
-                l.geometry.1.arg(),
-                l.u.arg(),
-                l.derivs.arg(),
-                l.orders.arg(),
-                l.active.arg(),
-                a.masked,
-                l.list.counts.arg(),
-                l.list.starts.arg(),
-                l.list.indices.arg(),
-                a.slot_major,
-                l.coef.arg(),
-                a.slots,
-                a.max_count,
-                l.params.arg(),
-                l.basis.0.arg(),
-                l.basis.1.arg(),
-                l.basis.2.arg(),
-                l.basis.3.arg(),
-                l.volumes.arg(),
-                l.reverse.arg(),
-                l.velocity.arg(),
-                l.gradient.arg(),
-                l.du.arg(),
-                a.vars,
-                a.dim,
-                a.order,
-                a.terms,
-                a.flux,
-                a.conservative,
-                a.moving,
-            );
-        }
-    }
-    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
+    let s = l.muscl;
+    let (w, gradient, moving) = l.velocity;
+    // Safety: see `DeviceMuscl::passes`.
+    launch!(
+        gpu,
+        l.list.n(),
+        flux_kernel::<F, Q>(
+            l.pos.arg(),
+            l.u.arg(),
+            s.derivatives.arg(),
+            l.orders.arg(),
+            l.active.unwrap_or(&s.no_mask).arg(),
+            l.active.is_some() as u32,
+            l.list.arg(),
+            s.mls.coefficients().arg(),
+            s.params.arg(),
+            s.reconstruction(),
+            l.volumes.arg(),
+            s.reverse.arg(),
+            w.arg(),
+            gradient.arg(),
+            l.du.arg(),
+            s.equation.variables(l.dim),
+            l.dim,
+            s.order as u32,
+            s.terms,
+            code_of(s.flux),
+            s.formulation == Formulation::Conservative,
+            moving
+        )
+    );
 }
 
 /// One launch of the stable-step rates.
 pub(crate) struct RateLaunch<'a, F: GpuFloat> {
-    count: CubeCount,
-    cube: CubeDim,
-    n: u32,
     u: &'a DeviceArray<F>,
     tags: &'a DeviceArray<u32>,
     /// 1: boundary particles (tag not 0) do not count.
     interior_only: u32,
-    list: ListLaunch<'a>,
+    list: ListArgs<'a>,
     coef: &'a DeviceArray<F>,
     params: &'a DeviceArray<F>,
     rates: &'a DeviceArray<F>,
@@ -1490,36 +1198,24 @@ pub(crate) struct RateLaunch<'a, F: GpuFloat> {
     dim: usize,
 }
 
-/// Launches the stable-step rates for the equation formulas `Q`.
+/// Launches the stable-step rates for the equation formulas `Q`: each unit reads its own
+/// slots, state and tag and writes its own rate.
 pub(crate) fn launch_rate<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &RateLaunch<'_, F>) {
-    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
-        client: &ComputeClient<Rt>,
-        l: &RateLaunch<'_, F>,
-    ) {
-        // SAFETY: each unit reads its own slots, state and tag and writes its own rate.
-        unsafe {
-            rate_kernel::launch_unchecked::<F, Q, Rt>(
-                client,
-                l.count.clone(),
-                l.cube,
-                l.u.arg(),
-                l.n,
-                l.tags.arg(),
-                l.interior_only,
-                l.list.counts.arg(),
-                l.list.starts.arg(),
-                l.list.slot_major,
-                l.coef.arg(),
-                l.list.slots,
-                l.list.max_count,
-                l.params.arg(),
-                l.rates.arg(),
-                l.vars,
-                l.dim,
-            )
-        }
-    }
-    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
+    launch!(
+        gpu,
+        l.list.n(),
+        rate_kernel::<F, Q>(
+            l.u.arg(),
+            l.tags.arg(),
+            l.interior_only,
+            l.list.arg(),
+            l.coef.arg(),
+            l.params.arg(),
+            l.rates.arg(),
+            l.vars,
+            l.dim
+        )
+    );
 }
 
 /// The passes of one right-hand side, in order.
@@ -1544,29 +1240,12 @@ impl Gpu {
         let len = base.len();
         self.check(k, len)?;
         self.check(out, len)?;
-        let (count, cube) = grid(len, self.workgroup());
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            a: [&DeviceArray<F>; 3],
-            h: F,
-        ) {
-            // SAFETY: each unit reads and writes its own element below the common length.
-            unsafe {
-                axpy_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    a[0].arg(),
-                    a[1].arg(),
-                    h,
-                    a[2].arg(),
-                    a[0].len() as u32,
-                )
-            }
-        }
-        with_client!(&self.client, |c| go(c, count, cube, [base, k, out], h));
+        // Each unit reads and writes its own element below the common length.
+        launch!(
+            self,
+            len,
+            axpy_kernel::<F>(base.arg(), k.arg(), h, out.arg(), len as u32)
+        );
         Ok(())
     }
 
@@ -1579,29 +1258,12 @@ impl Gpu {
     ) -> Result<(), GpuError> {
         let len = out.len();
         self.check(k, len)?;
-        let (count, cube) = grid(len, self.workgroup());
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            out: &DeviceArray<F>,
-            k: &DeviceArray<F>,
-            h: F,
-        ) {
-            // SAFETY: each unit reads and writes its own element below the common length.
-            unsafe {
-                accumulate_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    out.arg(),
-                    k.arg(),
-                    h,
-                    out.len() as u32,
-                )
-            }
-        }
-        with_client!(&self.client, |c| go(c, count, cube, out, k, h));
+        // Each unit reads and writes its own element below the common length.
+        launch!(
+            self,
+            len,
+            accumulate_kernel::<F>(out.arg(), k.arg(), h, len as u32)
+        );
         Ok(())
     }
 
@@ -1616,27 +1278,12 @@ impl Gpu {
             return Ok(None);
         }
         let first = self.upload("first_non_finite", &[u32::MAX]);
-        let (count, cube) = grid(len, self.workgroup());
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            x: &DeviceArray<F>,
-            first: &DeviceArray<u32>,
-        ) {
-            // SAFETY: each unit reads its own element; the result takes an atomic minimum.
-            unsafe {
-                non_finite_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    x.arg(),
-                    x.len() as u32,
-                    first.arg(),
-                )
-            }
-        }
-        with_client!(&self.client, |c| go(c, count, cube, x, &first));
+        // Each unit reads its own element; the result takes an atomic minimum.
+        launch!(
+            self,
+            len,
+            non_finite_kernel::<F>(x.arg(), len as u32, first.arg())
+        );
         let i = self.download(&first)?[0];
         Ok((i != u32::MAX).then_some(i as usize))
     }

@@ -11,9 +11,10 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
+use crate::launch::launch;
 
 /// Workgroup of the building blocks that run without a [`Gpu`] at hand (buffer copies).
 const COPY_WORKGROUP: u32 = 256;
@@ -217,16 +218,6 @@ fn min_max_kernel<F: Float>(
     }
 }
 
-/// Where particle `i`'s slots start and how far apart they are, in either layout: from
-/// `starts[i]`, one apart (row-major), or from `i`, `n` apart (slot-major).
-#[cube]
-pub(crate) fn slot_base(i: usize, n: u32, starts: &Array<u32>, slot_major: u32) -> (usize, usize) {
-    (
-        select(slot_major == 1, i, starts[i] as usize),
-        select(slot_major == 1, n as usize, 1usize),
-    )
-}
-
 /// Copies the first `words` words of `src` into `dst` on the device.
 pub(crate) fn copy_words<Rt: Runtime>(
     client: &ComputeClient<Rt>,
@@ -285,38 +276,12 @@ impl Gpu {
         let wg = self.workgroup();
         let parts = cubes(words, wg);
         let partial = self.output::<u32>("fingerprint_partials", 2 * parts);
-        let (count, dim) = grid(words, wg);
-        fn launch<Rt: Runtime, T: CubeElement>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            array: &DeviceArray<T>,
-            words: usize,
-            partial: &DeviceArray<u32>,
-            block: usize,
-        ) {
-            // SAFETY: `words` words are read, one partial pair per cube written by unit 0.
-            unsafe {
-                fingerprint_kernel::launch_unchecked::<Rt>(
-                    client,
-                    count,
-                    dim,
-                    array.words_arg(),
-                    words as u32,
-                    partial.arg(),
-                    block,
-                )
-            }
-        }
-        with_client!(&self.client, |c| launch(
-            c,
-            count,
-            dim,
-            array,
+        // `words` words are read, one partial pair per cube written by unit 0.
+        launch!(
+            self,
             words,
-            &partial,
-            wg as usize
-        ));
+            fingerprint_kernel(array.words_arg(), words as u32, partial.arg(), wg as usize)
+        );
         self.sync()?;
         let p = self.download(&partial)?;
         let (mut a, mut b) = (0u32, 0u32);
@@ -368,25 +333,8 @@ impl Gpu {
         for (k, w) in bytes.chunks_exact(4).enumerate() {
             let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             let at = (index * per + k) as u32;
-            fn launch<Rt: Runtime, T: CubeElement>(
-                client: &ComputeClient<Rt>,
-                array: &DeviceArray<T>,
-                at: u32,
-                w: u32,
-            ) {
-                // SAFETY: `at` is below the array's word count (checked above).
-                unsafe {
-                    set_word_kernel::launch_unchecked::<Rt>(
-                        client,
-                        CubeCount::Static(1, 1, 1),
-                        CubeDim::new_1d(1),
-                        array.words_arg(),
-                        at,
-                        w,
-                    )
-                }
-            }
-            with_client!(&self.client, |c| launch(c, array, at, w));
+            // `at` is below the array's word count (checked above); unit 0 writes it.
+            launch!(self, 1, set_word_kernel(array.words_arg(), at, w));
         }
         debug_assert!(words >= per);
         self.sync()
@@ -410,27 +358,8 @@ impl Gpu {
     /// Sets the first `n` elements of `array` to `value`.
     pub(crate) fn fill_u32(&self, array: &DeviceArray<u32>, value: u32) {
         let n = array.len();
-        let (count, dim) = grid(n, self.workgroup());
-        fn launch<Rt: Runtime>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            array: &DeviceArray<u32>,
-            value: u32,
-        ) {
-            // SAFETY: each unit writes its own element below the length.
-            unsafe {
-                fill_u32_kernel::launch_unchecked::<Rt>(
-                    client,
-                    count,
-                    dim,
-                    array.arg(),
-                    array.len() as u32,
-                    value,
-                )
-            }
-        }
-        with_client!(&self.client, |c| launch(c, count, dim, array, value));
+        // Each unit writes its own element below the length.
+        launch!(self, n, fill_u32_kernel(array.arg(), n as u32, value));
     }
 
     /// Exclusive prefix sum of `input` into `out` (one entry longer: `out[n]` is the total),
@@ -447,71 +376,28 @@ impl Gpu {
         let m = n + 1;
         let blocks = cubes(m, wg);
         let sums = self.output::<u32>("scan_block_sums", blocks);
-        let (count, dim) = grid(m, wg);
-        fn launch<Rt: Runtime>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            a: [&DeviceArray<u32>; 3],
-            n: usize,
-            block: usize,
-        ) {
-            // SAFETY: reads below `n`, writes below `n + 1` and one sum per cube.
-            unsafe {
-                scan_block_kernel::launch_unchecked::<Rt>(
-                    client,
-                    count,
-                    dim,
-                    a[0].arg(),
-                    n as u32,
-                    a[1].arg(),
-                    (n + 1) as u32,
-                    a[2].arg(),
-                    block,
-                )
-            }
-        }
-        let args = [input, out, &sums];
-        with_client!(&self.client, |c| launch(
-            c,
-            count.clone(),
-            dim,
-            args,
-            n,
-            wg as usize
-        ));
+        // Reads below `n`, writes below `n + 1` and one sum per cube.
+        launch!(
+            self,
+            m,
+            scan_block_kernel(
+                input.arg(),
+                n as u32,
+                out.arg(),
+                m as u32,
+                sums.arg(),
+                wg as usize
+            )
+        );
         if blocks > 1 {
             let offsets = self.output::<u32>("scan_block_offsets", blocks + 1);
             self.exclusive_scan(&sums, &offsets)?;
-            fn add<Rt: Runtime>(
-                client: &ComputeClient<Rt>,
-                count: CubeCount,
-                dim: CubeDim,
-                out: &DeviceArray<u32>,
-                offsets: &DeviceArray<u32>,
-                block: usize,
-            ) {
-                // SAFETY: each unit updates its own entry below the length.
-                unsafe {
-                    add_offsets_kernel::launch_unchecked::<Rt>(
-                        client,
-                        count,
-                        dim,
-                        out.arg(),
-                        out.len() as u32,
-                        offsets.arg(),
-                        block,
-                    )
-                }
-            }
-            with_client!(&self.client, |c| add(
-                c,
-                count,
-                dim,
-                out,
-                &offsets,
-                wg as usize
-            ));
+            // Each unit updates its own entry below the length.
+            launch!(
+                self,
+                m,
+                add_offsets_kernel(out.arg(), m as u32, offsets.arg(), wg as usize)
+            );
         }
         Ok(())
     }
@@ -527,36 +413,12 @@ impl Gpu {
         self.check(out, out.len().max(1))?;
         self.fill_u32(out, 0);
         let wg = self.workgroup();
-        let (count, dim) = grid(values.len(), wg);
-        fn launch<Rt: Runtime>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            values: &DeviceArray<u32>,
-            out: &DeviceArray<u32>,
-            block: usize,
-        ) {
-            // SAFETY: reads below the length; one atomic per cube on `out[0]`.
-            unsafe {
-                max_u32_kernel::launch_unchecked::<Rt>(
-                    client,
-                    count,
-                    dim,
-                    values.arg(),
-                    values.len() as u32,
-                    out.arg(),
-                    block,
-                )
-            }
-        }
-        with_client!(&self.client, |c| launch(
-            c,
-            count,
-            dim,
-            values,
-            out,
-            wg as usize
-        ));
+        // Reads below the length; one atomic per cube on `out[0]`.
+        launch!(
+            self,
+            values.len(),
+            max_u32_kernel(values.arg(), values.len() as u32, out.arg(), wg as usize)
+        );
         Ok(())
     }
 
@@ -566,37 +428,25 @@ impl Gpu {
         self.check(x, x.len())?;
         assert!(!x.is_empty(), "min_max of an empty array");
         let wg = self.workgroup();
-        fn launch<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            a: [&DeviceArray<F>; 4],
-            block: usize,
-        ) {
-            // SAFETY: reads below the input length (indices clamped), one result per cube.
-            unsafe {
-                min_max_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    dim,
-                    a[0].arg(),
-                    a[1].arg(),
-                    a[0].len() as u32,
-                    a[2].arg(),
-                    a[3].arg(),
-                    block,
-                )
-            }
-        }
         let level = |lo: &DeviceArray<F>, hi: &DeviceArray<F>| {
             let parts = cubes(lo.len(), wg);
-            let (count, dim) = grid(lo.len(), wg);
             let out = (
                 self.output::<F>("min_partials", parts),
                 self.output::<F>("max_partials", parts),
             );
-            let args = [lo, hi, &out.0, &out.1];
-            with_client!(&self.client, |c| launch(c, count, dim, args, wg as usize));
+            // Reads below the input length (indices clamped), one result per cube.
+            launch!(
+                self,
+                lo.len(),
+                min_max_kernel::<F>(
+                    lo.arg(),
+                    hi.arg(),
+                    lo.len() as u32,
+                    out.0.arg(),
+                    out.1.arg(),
+                    wg as usize
+                )
+            );
             out
         };
         let (mut lo, mut hi) = level(x, x);

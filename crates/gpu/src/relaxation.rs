@@ -19,18 +19,17 @@ use mote_cloud::equations::Equation;
 use mote_cloud::source::KineticRelaxation;
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::equation::{DeviceEquation, DeviceFormulas};
 use crate::error::GpuError;
 use crate::formula::finite;
 use crate::gravity::GpuFloat;
-use crate::primitives::grid;
+use crate::launch::launch;
 
 /// Solves the implicit stage (`solve`: `f` in place with `r = h / epsilon`, `inv = 1 / (1 +
 /// r)`) or evaluates the source into `slope` (`r = 1 / epsilon`) for every particle; `m`
 /// macroscopic variables of the equation formulas `Q` with parameters `params`.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn relaxation_kernel<F: Float + ScalarArgSettings, Q: DeviceFormulas>(
     f: &mut Array<F>,
     slope: &mut Array<F>,
@@ -207,11 +206,8 @@ impl<F: GpuFloat> DeviceRelaxation<F> {
         gpu.check(&self.params, 4)?;
         let share = F::one() / F::from_usize(2 * self.dim);
         let half_inv_speed = F::one() / F::cast(2.0 * self.speed);
-        let (count, cube) = grid(n, gpu.workgroup());
         let constants = [share, half_inv_speed, r, inv];
         let launch = RelaxLaunch {
-            count,
-            cube,
             n: n as u32,
             f,
             slope,
@@ -247,37 +243,18 @@ impl Gpu {
     ) -> Result<(), GpuError> {
         let len = stage.len();
         self.check(out, len)?;
-        let (count, cube) = grid(len, self.workgroup());
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            stage: &DeviceArray<F>,
-            out: &DeviceArray<F>,
-            inv: F,
-        ) {
-            // SAFETY: each unit reads and writes its own element below the common length.
-            unsafe {
-                solved_slope_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    stage.arg(),
-                    out.arg(),
-                    inv,
-                    stage.len() as u32,
-                )
-            }
-        }
-        with_client!(&self.client, |c| go(c, count, cube, stage, out, inv));
+        // Each unit reads and writes its own element below the common length.
+        launch!(
+            self,
+            len,
+            solved_slope_kernel::<F>(stage.arg(), out.arg(), inv, len as u32)
+        );
         Ok(())
     }
 }
 
 /// One launch of the relaxation kernel (the arrays' sizes checked by its caller).
 pub(crate) struct RelaxLaunch<'a, F: GpuFloat> {
-    count: CubeCount,
-    cube: CubeDim,
     n: u32,
     f: &'a DeviceArray<F>,
     slope: &'a DeviceArray<F>,
@@ -292,35 +269,27 @@ pub(crate) struct RelaxLaunch<'a, F: GpuFloat> {
     solve: bool,
 }
 
-/// Launches the relaxation kernel for the macroscopic equation formulas `Q`.
+/// Launches the relaxation kernel for the macroscopic equation formulas `Q`: each unit reads
+/// and writes only its own particle's entries (below `n` times the variables, checked by the
+/// caller); `failed` takes an atomic minimum. A solve does not touch `slope`.
 pub(crate) fn launch_relax<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &RelaxLaunch<'_, F>) {
-    fn go<Rt: Runtime, F: GpuFloat, Q: DeviceFormulas>(
-        client: &ComputeClient<Rt>,
-        l: &RelaxLaunch<'_, F>,
-    ) {
-        let c = l.constants;
-        // SAFETY: each unit reads and writes only its own particle's entries (below `n` times
-        // the variables, checked by the caller); `failed` takes an atomic minimum. A solve
-        // does not touch `slope`.
-        unsafe {
-            relaxation_kernel::launch_unchecked::<F, Q, Rt>(
-                client,
-                l.count.clone(),
-                l.cube,
-                l.f.arg(),
-                l.slope.arg(),
-                l.n,
-                l.params.arg(),
-                c[0],
-                c[1],
-                c[2],
-                c[3],
-                l.failed.arg(),
-                l.vars,
-                l.dim,
-                l.solve,
-            )
-        }
-    }
-    with_client!(&gpu.client, |c| go::<_, F, Q>(c, l));
+    let c = l.constants;
+    launch!(
+        gpu,
+        l.n as usize,
+        relaxation_kernel::<F, Q>(
+            l.f.arg(),
+            l.slope.arg(),
+            l.n,
+            l.params.arg(),
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            l.failed.arg(),
+            l.vars,
+            l.dim,
+            l.solve
+        )
+    );
 }

@@ -28,7 +28,7 @@ use crate::array::DeviceArray;
 use crate::device::{Gpu, with_client};
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
-use crate::primitives::grid;
+use crate::launch::launch;
 
 /// Grid numbers of the kernels, as one small float array: `lo[3]`, `inv_cell[3]`, `length[3]`,
 /// `half_length[3]`.
@@ -644,73 +644,45 @@ impl GpuNeighbourSearch {
     }
 
     fn launch_bins<R: GpuFloat>(&self, gpu: &Gpu, g: &Geometry<'_, R>) {
-        let (count, dim) = grid(g.n, gpu.workgroup());
-        fn launch<Rt: Runtime, R: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            s: &GpuNeighbourSearch,
-            g: &Geometry<'_, R>,
-        ) {
-            // SAFETY: reads below n (and the grid arrays' fixed lengths), writes each particle's
-            // own bin and rank; bin indices are clamped below the bin count.
-            unsafe {
-                bin_kernel::launch_unchecked::<R, Rt>(
-                    client,
-                    count,
-                    dim,
-                    g.x.arg(),
-                    g.y.arg(),
-                    g.z.arg(),
-                    g.n as u32,
-                    g.dim,
-                    g.gf.arg(),
-                    g.gu.arg(),
-                    s.bin_of.arg(),
-                    s.rank.arg(),
-                    s.bin_count.arg(),
-                )
-            }
-        }
-        with_client!(&gpu.client, |c| launch(c, count, dim, self, g));
+        // Reads below n (and the grid arrays' fixed lengths), writes each particle's own bin and
+        // rank; bin indices are clamped below the bin count.
+        launch!(
+            gpu,
+            g.n,
+            bin_kernel::<R>(
+                g.x.arg(),
+                g.y.arg(),
+                g.z.arg(),
+                g.n as u32,
+                g.dim,
+                g.gf.arg(),
+                g.gu.arg(),
+                self.bin_of.arg(),
+                self.rank.arg(),
+                self.bin_count.arg()
+            )
+        );
     }
 
     fn launch_scatter_and_sort(&self, gpu: &Gpu, n: usize, nbins: usize) {
-        let (count, dim) = grid(n, gpu.workgroup());
-        let (bin_count, bin_dim) = grid(nbins, gpu.workgroup());
-        fn launch<Rt: Runtime>(
-            client: &ComputeClient<Rt>,
-            grids: [(CubeCount, CubeDim); 2],
-            s: &GpuNeighbourSearch,
-            n: usize,
-            nbins: usize,
-        ) {
-            let [(count, dim), (bin_count, bin_dim)] = grids;
-            // SAFETY: start + rank is a permutation of 0..n (ranks from the histogram); the sort
-            // touches only its own bin's segment.
-            unsafe {
-                scatter_kernel::launch_unchecked::<Rt>(
-                    client,
-                    count,
-                    dim,
-                    s.bin_of.arg(),
-                    s.rank.arg(),
-                    s.bin_start.arg(),
-                    n as u32,
-                    s.sorted.arg(),
-                );
-                sort_bins_kernel::launch_unchecked::<Rt>(
-                    client,
-                    bin_count,
-                    bin_dim,
-                    s.bin_start.arg(),
-                    nbins as u32,
-                    s.sorted.arg(),
-                );
-            }
-        }
-        let grids = [(count, dim), (bin_count, bin_dim)];
-        with_client!(&gpu.client, |c| launch(c, grids, self, n, nbins));
+        // start + rank is a permutation of 0..n (ranks from the histogram); the sort touches
+        // only its own bin's segment.
+        launch!(
+            gpu,
+            n,
+            scatter_kernel(
+                self.bin_of.arg(),
+                self.rank.arg(),
+                self.bin_start.arg(),
+                n as u32,
+                self.sorted.arg()
+            )
+        );
+        launch!(
+            gpu,
+            nbins,
+            sort_bins_kernel(self.bin_start.arg(), nbins as u32, self.sorted.arg())
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -724,50 +696,31 @@ impl GpuNeighbourSearch {
         counts: &DeviceArray<u32>,
         indices: &DeviceArray<u32>,
     ) {
-        let (count, dim) = grid(g.n, gpu.workgroup());
-        #[allow(clippy::too_many_arguments)]
-        fn launch<Rt: Runtime, R: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            s: &GpuNeighbourSearch,
-            g: &Geometry<'_, R>,
-            mode: u32,
-            starts: &DeviceArray<u32>,
-            max: u32,
-            out: [&DeviceArray<u32>; 2],
-        ) {
-            // SAFETY: every index read is a particle or bin index below its array's length;
-            // mode 0 writes counts[i], mode 1 the row starts[i]..starts[i] + count_i (sized to
-            // the total), mode 2 the entries k * n + i for k < max (sized n * max).
-            unsafe {
-                neighbours_kernel::launch_unchecked::<R, Rt>(
-                    client,
-                    count,
-                    dim,
-                    g.x.arg(),
-                    g.y.arg(),
-                    g.z.arg(),
-                    g.n as u32,
-                    g.dim,
-                    g.gf.arg(),
-                    g.gu.arg(),
-                    g.r2,
-                    s.bin_of.arg(),
-                    s.bin_start.arg(),
-                    s.sorted.arg(),
-                    mode,
-                    starts.arg(),
-                    max,
-                    out[0].arg(),
-                    out[1].arg(),
-                )
-            }
-        }
-        let out = [counts, indices];
-        with_client!(&gpu.client, |c| launch(
-            c, count, dim, self, g, mode, starts, max, out
-        ));
+        // Every index read is a particle or bin index below its array's length; mode 0 writes
+        // counts[i], mode 1 the row starts[i]..starts[i] + count_i (sized to the total), mode 2
+        // the entries k * n + i for k < max (sized n * max).
+        launch!(
+            gpu,
+            g.n,
+            neighbours_kernel::<R>(
+                g.x.arg(),
+                g.y.arg(),
+                g.z.arg(),
+                g.n as u32,
+                g.dim,
+                g.gf.arg(),
+                g.gu.arg(),
+                g.r2,
+                self.bin_of.arg(),
+                self.bin_start.arg(),
+                self.sorted.arg(),
+                mode,
+                starts.arg(),
+                max,
+                counts.arg(),
+                indices.arg()
+            )
+        );
     }
 
     fn launch_pick(&self, gpu: &Gpu, n: usize) {

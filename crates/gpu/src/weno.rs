@@ -21,13 +21,13 @@ use mote_cloud::CloudError;
 use mote_core::{Budgeted, BudgetedBuffer, Scaling};
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
+use crate::launch::{ListArgs, Neighbours, launch, slot_base};
 use crate::mls::DeviceMls;
 use crate::muscl::lane_sums;
-use crate::primitives::{grid, slot_base};
-use crate::search::{DeviceLayout, DeviceNeighbours};
+use crate::search::DeviceNeighbours;
 
 /// Which step of the mix a launch does.
 const START: u32 = 0;
@@ -58,18 +58,11 @@ fn weight<F: Float>(
 /// `derivs`. `consts` holds `h^|a|` for each term, then the central weight and the `1e-10` of
 /// `eps`; `mix` holds per particle and variable the weighted sums and, last, the total weight.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn weno_kernel<F: Float>(
     u: &Array<F>,
-    n: u32,
-    counts: &Array<u32>,
-    starts: &Array<u32>,
-    indices: &Array<u32>,
-    slot_major: u32,
+    list: &Neighbours,
     coef: &Array<F>,
     valid: &Array<u32>,
-    slots: u32,
-    max_count: u32,
     consts: &Array<F>,
     derivs: &mut Array<F>,
     mix: &mut Array<F>,
@@ -78,8 +71,8 @@ fn weno_kernel<F: Float>(
     #[comptime] step: u32,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let nu = n as usize;
+    if i < list.n as usize {
+        let nu = list.n as usize;
         let width = terms + 1;
         if comptime![step == START] {
             let gamma = consts[terms];
@@ -98,23 +91,20 @@ fn weno_kernel<F: Float>(
             }
         } else if comptime![step == ADD] {
             if valid[i] == 1 {
-                let count = counts[i];
-                let (first, stride) = slot_base(i, n, starts, slot_major);
-                let slots_u = slots as usize;
+                let (first, stride) = slot_base(list, i);
                 let mut d = Array::<F>::new(terms);
                 let mut acc = Array::<F>::new(terms * crate::muscl::LANES);
                 #[unroll]
                 for v in 0..vars {
                     let ui = u[v * nu + i];
-                    let slots_of = (first, stride, count, max_count);
                     lane_sums::<F>(
                         u,
                         v * nu,
                         i,
-                        slots_of,
-                        indices,
+                        list,
+                        first,
+                        stride,
                         coef,
-                        slots_u,
                         &mut acc,
                         &mut d,
                         0,
@@ -230,71 +220,24 @@ impl<F: GpuFloat> DeviceWeno<F> {
 
     /// Replaces the `terms` derivatives per variable in `derivs` by the mix, for the state `u`
     /// of `vars` variables.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn apply(
         &self,
         gpu: &Gpu,
-        list: &DeviceNeighbours,
-        n: usize,
+        list: ListArgs<'_>,
         u: &DeviceArray<F>,
         derivs: &DeviceArray<F>,
         vars: usize,
         terms: usize,
     ) -> Result<(), GpuError> {
-        let slots = list.indices().len();
+        let n = list.n();
         gpu.check(&self.consts, terms + 2)?;
         gpu.check(&self.mix, n * vars * (terms + 1))?;
         for st in &self.stencils {
-            gpu.check(st.coefficients(), terms * slots)?;
+            gpu.check(st.coefficients(), terms * list.slots())?;
             gpu.check(st.valid(), n)?;
         }
         if n == 0 || terms == 0 {
             return Ok(());
-        }
-        let (count, cube) = grid(n, gpu.workgroup());
-        let slot_major = (list.layout() == DeviceLayout::SlotMajor) as u32;
-        #[allow(clippy::too_many_arguments)]
-        fn go<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            cube: CubeDim,
-            list: &DeviceNeighbours,
-            u: &DeviceArray<F>,
-            fit: (&DeviceArray<F>, &DeviceArray<u32>),
-            consts: &DeviceArray<F>,
-            derivs: &DeviceArray<F>,
-            mix: &DeviceArray<F>,
-            a: (u32, u32, u32, usize, usize, u32),
-        ) {
-            let (n, slot_major, slots, vars, terms, step) = a;
-            // SAFETY: every unit reads its own slots (below the slot count) and its neighbours'
-            // states (indices below n), and writes only its own entries of `mix`
-            // ((i * vars + v) * (terms + 1) + ..) and `derivs` (i * vars * terms + ..); the
-            // private arrays hold `terms` and `terms * LANES` numbers, the compile-time bounds of
-            // their loops.
-            unsafe {
-                weno_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    cube,
-                    u.arg(),
-                    n,
-                    list.counts().arg(),
-                    list.starts().arg(),
-                    list.indices().arg(),
-                    slot_major,
-                    fit.0.arg(),
-                    fit.1.arg(),
-                    slots,
-                    list.max() as u32,
-                    consts.arg(),
-                    derivs.arg(),
-                    mix.arg(),
-                    vars,
-                    terms,
-                    step,
-                );
-            }
         }
         // START and FINISH read no fit: the first stencil's arrays stand in, never bound twice.
         let first = (self.stencils[0].coefficients(), self.stencils[0].valid());
@@ -305,20 +248,27 @@ impl<F: GpuFloat> DeviceWeno<F> {
                     .map(|st| ((st.coefficients(), st.valid()), ADD)),
             )
             .chain(std::iter::once((first, FINISH)));
-        for (fit, step) in steps {
-            let a = (n as u32, slot_major, slots as u32, vars, terms, step);
-            with_client!(&gpu.client, |c| go(
-                c,
-                count.clone(),
-                cube,
-                list,
-                u,
-                fit,
-                &self.consts,
-                derivs,
-                &self.mix,
-                a,
-            ));
+        for ((coef, valid), step) in steps {
+            // Every unit reads its own slots and its neighbours' states and writes only its own
+            // entries of `mix` ((i * vars + v) * (terms + 1) + ..) and `derivs` (i * vars *
+            // terms + ..); the private arrays hold `terms` and `terms * LANES` numbers, the
+            // compile-time bounds of their loops.
+            launch!(
+                gpu,
+                n,
+                weno_kernel::<F>(
+                    u.arg(),
+                    list.arg(),
+                    coef.arg(),
+                    valid.arg(),
+                    self.consts.arg(),
+                    derivs.arg(),
+                    self.mix.arg(),
+                    vars,
+                    terms,
+                    step
+                )
+            );
         }
         Ok(())
     }
