@@ -417,6 +417,14 @@ pub mod limiter {
     mote_formula::host!("formulas/limiter.rs");
 }
 
+/// Linear advection's and Burgers' fluxes and wave speeds (source:
+/// `crates/cloud/formulas/scalar.rs`).
+pub mod scalar {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/scalar.rs");
+}
+
 /// MOOD's tests: the relaxed maximum principle and the smooth-extremum test (source:
 /// `crates/cloud/formulas/mood.rs`).
 pub mod mood {

@@ -29,6 +29,7 @@ use mote_cloud::flux::FluxKind;
 
 use crate::device::Gpu;
 use crate::error::GpuError;
+use crate::formula::scalar::{advection_speed, burgers_flux, burgers_speed};
 use crate::formula::{euler, finite};
 use crate::gravity::GpuFloat;
 
@@ -374,28 +375,6 @@ impl GpuEquation for KineticOnDevice {
     }
 }
 
-/// `a . n` summed in axis order from zero (the CPU's operations).
-#[cube]
-fn advection_speed<F: Float>(nrm: &Array<F>, params: &Array<F>, #[comptime] dim: usize) -> F {
-    let mut s = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        s += nrm[d] * params[d];
-    }
-    s
-}
-
-/// `sum_d nrm[d]` in axis order from zero (Burgers' flux and wave speed).
-#[cube]
-fn component_sum<F: Float>(nrm: &Array<F>, #[comptime] dim: usize) -> F {
-    let mut s = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        s += nrm[d];
-    }
-    s
-}
-
 /// Every variable finite.
 #[cube]
 fn all_finite<F: Float>(u: &Array<F>, #[comptime] vars: usize) -> bool {
@@ -486,8 +465,7 @@ impl DeviceFormulas for BurgersFormulas {
         #[comptime] _vars: usize,
         #[comptime] dim: usize,
     ) {
-        // The CPU's operations: (1/2 u) u times the normal's components summed in axis order.
-        out[0] = F::new(0.5) * u[0] * u[0] * component_sum::<F>(nrm, dim);
+        out[0] = burgers_flux::<F>(u[0], nrm, dim);
     }
 
     fn max_speed<F: Float>(
@@ -497,7 +475,7 @@ impl DeviceFormulas for BurgersFormulas {
         #[comptime] _vars: usize,
         #[comptime] dim: usize,
     ) -> F {
-        F::abs(u[0] * component_sum::<F>(nrm, dim))
+        F::abs(burgers_speed::<F>(u[0], nrm, dim))
     }
 
     fn speed_bounds<F: Float>(
@@ -507,7 +485,7 @@ impl DeviceFormulas for BurgersFormulas {
         #[comptime] _vars: usize,
         #[comptime] dim: usize,
     ) -> (F, F) {
-        let s = u[0] * component_sum::<F>(nrm, dim);
+        let s = burgers_speed::<F>(u[0], nrm, dim);
         (s, s)
     }
 

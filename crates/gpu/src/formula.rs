@@ -100,3 +100,10 @@ pub mod mood {
 
     mote_formula::device!("../cloud/formulas/mood.rs");
 }
+
+/// Linear advection's and Burgers' formulas (source: `crates/cloud/formulas/scalar.rs`).
+pub mod scalar {
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/scalar.rs");
+}

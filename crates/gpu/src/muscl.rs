@@ -159,37 +159,34 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
     pos: &Positions<F>,
     u: &Array<F>,
     derivs: &Array<F>,
-    orders: &Array<u32>,
-    active: &Array<u32>,
-    masked: u32,
+    orders: &Orders,
     list: &Neighbours,
     coef: &Array<F>,
     params: &Array<F>,
     basis_of: &Reconstruction<F>,
-    volumes: &Array<F>,
-    reverse: &Array<u32>,
-    w: &Array<F>,
-    wgrad: &Array<F>,
+    faces: &Faces<F>,
+    motion: &Motion<F>,
     du: &mut Array<F>,
-    #[comptime] vars: usize,
-    #[comptime] dim: usize,
-    #[comptime] order: u32,
-    #[comptime] terms: usize,
-    #[comptime] flux: u32,
-    #[comptime] conservative: bool,
-    #[comptime] moving: bool,
+    #[comptime] shape: FluxShape,
 ) {
+    let vars = comptime![shape.vars];
+    let dim = comptime![shape.dim];
+    let order = comptime![shape.order];
+    let terms = comptime![shape.terms];
+    let flux = comptime![shape.flux];
+    let conservative = comptime![shape.conservative];
+    let moving = comptime![shape.moving];
     let i = ABSOLUTE_POS;
     let mut skip = i >= list.n as usize;
-    if !skip && masked == 1 {
-        skip = active[i] == 0;
+    if !skip && orders.masked == 1 {
+        skip = orders.active[i] == 0;
     }
     if !skip {
         let nu = list.n as usize;
         let count = list.counts[i];
         let (base, stride) = slot_base(list, i);
         let slots_u = list.slots as usize;
-        let order_i = u32::min(orders[i], order);
+        let order_i = u32::min(orders.orders[i], order);
         let mut ui = Array::<F>::new(vars);
         let mut ul = Array::<F>::new(vars);
         let mut ur = Array::<F>::new(vars);
@@ -233,8 +230,8 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                     nrm[d] = coef[d * slots_u + s];
                     if comptime![conservative] {
                         // The antisymmetric face weight p_ij = V_i b_ij - V_j b_ji.
-                        nrm[d] = volumes[i] * nrm[d]
-                            - volumes[j] * coef[d * slots_u + reverse[s] as usize];
+                        nrm[d] = faces.volumes[i] * nrm[d]
+                            - faces.volumes[j] * coef[d * slots_u + faces.reverse[s] as usize];
                     }
                     delta[d] = F::new(0.5) * offset::<F>(pos, i, j, d);
                 }
@@ -244,7 +241,7 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                     ur[v] = u[v * nu + j];
                 }
                 if comptime![order > 1] {
-                    let t = basis_of.terms_for_order[u32::min(order_i, orders[j]) as usize];
+                    let t = basis_of.terms_for_order[u32::min(order_i, orders.orders[j]) as usize];
                     if t > 0 {
                         basis::<F>(basis_of, &delta, &mut phi, terms);
                         #[unroll]
@@ -283,12 +280,12 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                         let mut slope = F::new(0.0);
                         #[unroll]
                         for b in 0..dim {
-                            slope += (wgrad[(i * dim + a) * dim + b]
-                                - wgrad[(j * dim + a) * dim + b])
+                            slope += (motion.gradient[(i * dim + a) * dim + b]
+                                - motion.gradient[(j * dim + a) * dim + b])
                                 * delta[b];
                         }
-                        let wm =
-                            F::new(0.5) * (w[a * nu + i] + w[a * nu + j]) + F::new(0.25) * slope;
+                        let wm = F::new(0.5) * (motion.w[a * nu + i] + motion.w[a * nu + j])
+                            + F::new(0.25) * slope;
                         wn += wm * nrm[a];
                     }
                 }
@@ -378,7 +375,7 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                 sum += acc[v * LANES + l];
             }
             if comptime![conservative] {
-                du[v * nu + i] = -sum / volumes[i];
+                du[v * nu + i] = -sum / faces.volumes[i];
             } else {
                 du[v * nu + i] = F::new(-2.0) * sum;
             }
@@ -1132,6 +1129,42 @@ impl<F: GpuFloat> DeviceMuscl<F> {
     }
 }
 
+/// The per-particle reconstruction orders, and the particles to recompute where `masked` is 1
+/// (MOOD).
+#[derive(CubeLaunch, CubeType)]
+struct Orders {
+    orders: Array<u32>,
+    active: Array<u32>,
+    masked: u32,
+}
+
+/// The conservative formulation's particle volumes and reverse slots.
+#[derive(CubeLaunch, CubeType)]
+struct Faces<F: Float> {
+    volumes: Array<F>,
+    reverse: Array<u32>,
+}
+
+/// A moving cloud's particle velocities (`D` arrays end to end) and their MLS gradients.
+#[derive(CubeLaunch, CubeType)]
+struct Motion<F: Float> {
+    w: Array<F>,
+    gradient: Array<F>,
+}
+
+/// The flux kernel's compile-time choices: variables, dimension, MUSCL order and reconstruction
+/// terms, the numerical flux's code, the conservative formulation, a moving cloud.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FluxShape {
+    vars: usize,
+    dim: usize,
+    order: u32,
+    terms: usize,
+    flux: u32,
+    conservative: bool,
+    moving: bool,
+}
+
 /// One launch of the flux pass (the arrays checked by [`DeviceMuscl::passes`]).
 pub(crate) struct FluxLaunch<'a, F: GpuFloat> {
     /// The scheme: its derivatives, parameters, basis, reverse slots and compile-time choices.
@@ -1161,25 +1194,27 @@ pub(crate) fn launch_flux<F: GpuFloat, Q: DeviceFormulas>(gpu: &Gpu, l: &FluxLau
             l.pos.arg(),
             l.u.arg(),
             s.derivatives.arg(),
-            l.orders.arg(),
-            l.active.unwrap_or(&s.no_mask).arg(),
-            l.active.is_some() as u32,
+            OrdersLaunch::new(
+                l.orders.arg(),
+                l.active.unwrap_or(&s.no_mask).arg(),
+                l.active.is_some() as u32
+            ),
             l.list.arg(),
             s.mls.coefficients().arg(),
             s.params.arg(),
             s.reconstruction(),
-            l.volumes.arg(),
-            s.reverse.arg(),
-            w.arg(),
-            gradient.arg(),
+            FacesLaunch::new(l.volumes.arg(), s.reverse.arg()),
+            MotionLaunch::new(w.arg(), gradient.arg()),
             l.du.arg(),
-            s.equation.variables(l.dim),
-            l.dim,
-            s.order as u32,
-            s.terms,
-            code_of(s.flux),
-            s.formulation == Formulation::Conservative,
-            moving
+            FluxShape {
+                vars: s.equation.variables(l.dim),
+                dim: l.dim,
+                order: s.order as u32,
+                terms: s.terms,
+                flux: code_of(s.flux),
+                conservative: s.formulation == Formulation::Conservative,
+                moving,
+            }
         )
     );
 }

@@ -44,27 +44,42 @@ fn bin_axis<F: Float>(x: F, lo: F, inv: F, cells: u32) -> u32 {
     u32::min(c, cells - 1)
 }
 
-#[cube(launch_unchecked)]
-fn bin_kernel<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    z: &Array<F>,
+/// The points a search bins: positions, their count and dimension, and the grid (`gf`: lower
+/// corner, inverse bin widths, lengths, half lengths; `gu`: bins per axis, periodic axes).
+#[derive(CubeLaunch, CubeType)]
+struct Points<F: Float> {
+    x: Array<F>,
+    y: Array<F>,
+    z: Array<F>,
     n: u32,
     dim: u32,
-    gf: &Array<F>,
-    gu: &Array<u32>,
+    gf: Array<F>,
+    gu: Array<u32>,
+}
+
+/// The particles sorted by bin: each particle's bin, the bins' starts, the sorted indices.
+#[derive(CubeLaunch, CubeType)]
+struct Bins {
+    bin_of: Array<u32>,
+    bin_start: Array<u32>,
+    sorted: Array<u32>,
+}
+
+#[cube(launch_unchecked)]
+fn bin_kernel<F: Float>(
+    p: &Points<F>,
     bin_of: &mut Array<u32>,
     rank: &mut Array<u32>,
     bin_count: &mut Array<Atomic<u32>>,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let mut b = bin_axis::<F>(x[i], gf[0], gf[3], gu[0]);
-        if dim > 1 {
-            b += gu[0] * bin_axis::<F>(y[i], gf[1], gf[4], gu[1]);
+    if i < p.n as usize {
+        let mut b = bin_axis::<F>(p.x[i], p.gf[0], p.gf[3], p.gu[0]);
+        if p.dim > 1 {
+            b += p.gu[0] * bin_axis::<F>(p.y[i], p.gf[1], p.gf[4], p.gu[1]);
         }
-        if dim > 2 {
-            b += gu[0] * gu[1] * bin_axis::<F>(z[i], gf[2], gf[5], gu[2]);
+        if p.dim > 2 {
+            b += p.gu[0] * p.gu[1] * bin_axis::<F>(p.z[i], p.gf[2], p.gf[5], p.gu[2]);
         }
         bin_of[i] = b;
         rank[i] = bin_count[b as usize].fetch_add(1u32);
@@ -154,17 +169,9 @@ fn image<F: Float>(d: F, periodic: u32, length: F, half: F) -> F {
 /// up to `max` (2).
 #[cube(launch_unchecked)]
 fn neighbours_kernel<F: Float + ScalarArgSettings>(
-    x: &Array<F>,
-    y: &Array<F>,
-    z: &Array<F>,
-    n: u32,
-    dim: u32,
-    gf: &Array<F>,
-    gu: &Array<u32>,
+    p: &Points<F>,
     r2: F,
-    bin_of: &Array<u32>,
-    bin_start: &Array<u32>,
-    sorted: &Array<u32>,
+    bins: &Bins,
     mode: u32,
     starts: &Array<u32>,
     max: u32,
@@ -172,22 +179,22 @@ fn neighbours_kernel<F: Float + ScalarArgSettings>(
     indices: &mut Array<u32>,
 ) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
+    if i < p.n as usize {
         let me = i as u32;
-        let (cx, cy, cz) = (gu[0], gu[1], gu[2]);
-        let b = bin_of[i];
+        let (cx, cy, cz) = (p.gu[0], p.gu[1], p.gu[2]);
+        let b = bins.bin_of[i];
         let bx = b % cx;
         let by = (b / cx) % cy;
         let bz = b / (cx * cy);
-        let fx = axis_first(bx, cx, gu[3]);
-        let fy = axis_first(by, cy, gu[4]);
-        let fz = axis_first(bz, cz, gu[5]);
-        let lx = axis_len(bx, cx, gu[3]);
-        let ly = axis_len(by, cy, gu[4]);
-        let lz = axis_len(bz, cz, gu[5]);
-        let xi = x[i];
-        let yi = y[i];
-        let zi = z[i];
+        let fx = axis_first(bx, cx, p.gu[3]);
+        let fy = axis_first(by, cy, p.gu[4]);
+        let fz = axis_first(bz, cz, p.gu[5]);
+        let lx = axis_len(bx, cx, p.gu[3]);
+        let ly = axis_len(by, cy, p.gu[4]);
+        let lz = axis_len(bz, cz, p.gu[5]);
+        let xi = p.x[i];
+        let yi = p.y[i];
+        let zi = p.z[i];
         let mut row = 0u32;
         if mode == 1 {
             row = starts[i];
@@ -200,25 +207,25 @@ fn neighbours_kernel<F: Float + ScalarArgSettings>(
                 for kx in 0..lx {
                     let ex = (fx + kx) % cx;
                     let c = (ex + cx * (ey + cy * ez)) as usize;
-                    for s in bin_start[c]..bin_start[c + 1] {
-                        let j = sorted[s as usize];
+                    for s in bins.bin_start[c]..bins.bin_start[c + 1] {
+                        let j = bins.sorted[s as usize];
                         if j != me {
                             let ju = j as usize;
-                            let dx = image::<F>(x[ju] - xi, gu[3], gf[6], gf[9]);
+                            let dx = image::<F>(p.x[ju] - xi, p.gu[3], p.gf[6], p.gf[9]);
                             let mut d2 = dx * dx;
-                            if dim > 1 {
-                                let dy = image::<F>(y[ju] - yi, gu[4], gf[7], gf[10]);
+                            if p.dim > 1 {
+                                let dy = image::<F>(p.y[ju] - yi, p.gu[4], p.gf[7], p.gf[10]);
                                 d2 += dy * dy;
                             }
-                            if dim > 2 {
-                                let dz = image::<F>(z[ju] - zi, gu[5], gf[8], gf[11]);
+                            if p.dim > 2 {
+                                let dz = image::<F>(p.z[ju] - zi, p.gu[5], p.gf[8], p.gf[11]);
                                 d2 += dz * dz;
                             }
                             if d2 <= r2 {
                                 if mode == 1 {
                                     indices[(row + k) as usize] = j;
                                 } else if mode == 2 {
-                                    indices[(k * n) as usize + i] = j;
+                                    indices[(k * p.n) as usize + i] = j;
                                 }
                                 k += 1;
                             }
@@ -230,8 +237,8 @@ fn neighbours_kernel<F: Float + ScalarArgSettings>(
         if mode == 0 {
             counts[i] = k;
         } else if mode == 2 {
-            for p in k..max {
-                indices[(p * n) as usize + i] = me;
+            for q in k..max {
+                indices[(q * p.n) as usize + i] = me;
             }
         }
     }
@@ -454,6 +461,21 @@ struct Geometry<'a, R> {
     r2: R,
 }
 
+impl<R: GpuFloat> Geometry<'_, R> {
+    /// The points as the kernels' launch argument.
+    fn points<Rt: Runtime>(&self) -> PointsLaunch<R, Rt> {
+        PointsLaunch::new(
+            self.x.arg(),
+            self.y.arg(),
+            self.z.arg(),
+            self.n as u32,
+            self.dim,
+            self.gf.arg(),
+            self.gu.arg(),
+        )
+    }
+}
+
 impl GpuNeighbourSearch {
     /// A search for neighbours within `radius` on `gpu`.
     pub fn new(gpu: &Gpu, radius: f64) -> Result<Self, GpuError> {
@@ -650,13 +672,7 @@ impl GpuNeighbourSearch {
             gpu,
             g.n,
             bin_kernel::<R>(
-                g.x.arg(),
-                g.y.arg(),
-                g.z.arg(),
-                g.n as u32,
-                g.dim,
-                g.gf.arg(),
-                g.gu.arg(),
+                g.points(),
                 self.bin_of.arg(),
                 self.rank.arg(),
                 self.bin_count.arg()
@@ -703,17 +719,9 @@ impl GpuNeighbourSearch {
             gpu,
             g.n,
             neighbours_kernel::<R>(
-                g.x.arg(),
-                g.y.arg(),
-                g.z.arg(),
-                g.n as u32,
-                g.dim,
-                g.gf.arg(),
-                g.gu.arg(),
+                g.points(),
                 g.r2,
-                self.bin_of.arg(),
-                self.bin_start.arg(),
-                self.sorted.arg(),
+                BinsLaunch::new(self.bin_of.arg(), self.bin_start.arg(), self.sorted.arg()),
                 mode,
                 starts.arg(),
                 max,

@@ -5,6 +5,8 @@ use mote_core::Real;
 
 use super::Equation;
 use crate::error::CloudError;
+use crate::formula::scalar as formula;
+use crate::formula::{Lanes, splat};
 
 /// Linear advection `du/dt + sum_d A_d du/dx_d = 0`.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,10 +87,7 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
     #[inline(always)]
     fn flux(&self, u: &[R], n: [R; D], out: &mut [R]) {
         if let Some(a) = self.velocity {
-            let mut s = R::zero();
-            for d in 0..D {
-                s += n[d] * R::cast(a[d]);
-            }
+            let s = formula::advection_speed(&n, &a.map(R::cast), D);
             for (o, &x) in out.iter_mut().zip(u) {
                 *o = s * x;
             }
@@ -173,10 +172,7 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
 
     fn wave_speed_bounds(&self, u: &[R], n: [R; D]) -> (R, R) {
         if let Some(a) = self.velocity {
-            let mut s = R::zero();
-            for d in 0..D {
-                s += n[d] * R::cast(a[d]);
-            }
+            let s = formula::advection_speed(&n, &a.map(R::cast), D);
             return (s, s);
         }
         let s = self.max_wave_speed(u, n);
@@ -186,11 +182,7 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
     #[inline(always)]
     fn max_wave_speed(&self, _u: &[R], n: [R; D]) -> R {
         if let Some(a) = self.velocity {
-            let mut s = R::zero();
-            for d in 0..D {
-                s += n[d] * R::cast(a[d]);
-            }
-            return s.abs();
+            return formula::advection_speed(&n, &a.map(R::cast), D).abs();
         }
         let m = self.variables;
         let mut best = R::zero();
@@ -209,15 +201,9 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
     }
 }
 
-/// `a . n` per lane, summed in the same order as the scalar flux.
+/// `sum_d n_d a_d` in every lane (the formula's, on lanes).
 #[inline(always)]
 fn normal_speed<R: Real, const D: usize, const W: usize>(a: [f64; D], n: &[[R; W]; D]) -> [R; W] {
-    let mut s = [R::zero(); W];
-    for d in 0..D {
-        let ad = R::cast(a[d]);
-        for l in 0..W {
-            s[l] += n[d][l] * ad;
-        }
-    }
-    s
+    let a = splat::<R, D, W>(a.map(R::cast));
+    formula::advection_speed(Lanes::wrap(n), &a, D).0
 }

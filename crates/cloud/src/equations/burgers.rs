@@ -3,6 +3,8 @@
 use mote_core::Real;
 
 use super::Equation;
+use crate::formula::scalar as formula;
+use crate::formula::{Float, Lanes};
 
 /// Inviscid Burgers: the flux along every axis is `u^2 / 2`, so `F(u) . n = u^2 / 2 sum_d n_d`
 /// and the wave speed along `n` is `|u sum_d n_d|`.
@@ -22,16 +24,16 @@ impl<R: Real, const D: usize> Equation<R, D> for Burgers<D> {
 
     #[inline(always)]
     fn flux(&self, u: &[R], n: [R; D], out: &mut [R]) {
-        out[0] = R::cast(0.5) * u[0] * u[0] * sum(n);
+        out[0] = formula::burgers_flux(u[0], &n, D);
     }
 
     #[inline(always)]
     fn max_wave_speed(&self, u: &[R], n: [R; D]) -> R {
-        (u[0] * sum(n)).abs()
+        formula::burgers_speed(u[0], &n, D).abs()
     }
 
     fn wave_speed_bounds(&self, u: &[R], n: [R; D]) -> (R, R) {
-        let s = u[0] * sum(n);
+        let s = formula::burgers_speed(u[0], &n, D);
         (s, s)
     }
 
@@ -43,10 +45,7 @@ impl<R: Real, const D: usize> Equation<R, D> for Burgers<D> {
         n: &[[R; W]; D],
         out: &mut [[R; W]; M],
     ) {
-        let half = R::cast(0.5);
-        for l in 0..W {
-            out[0][l] = half * u[0][l] * u[0][l] * sum(std::array::from_fn::<R, D, _>(|d| n[d][l]));
-        }
+        out[0] = formula::burgers_flux(Lanes(u[0]), Lanes::wrap(n), D).0;
     }
 
     #[inline(always)]
@@ -56,16 +55,6 @@ impl<R: Real, const D: usize> Equation<R, D> for Burgers<D> {
         u: &[[R; W]; M],
         n: &[[R; W]; D],
     ) -> [R; W] {
-        std::array::from_fn(|l| (u[0][l] * sum(std::array::from_fn::<R, D, _>(|d| n[d][l]))).abs())
+        Float::abs(formula::burgers_speed(Lanes(u[0]), Lanes::wrap(n), D)).0
     }
-}
-
-/// `sum_d n_d`, in axis order.
-#[inline(always)]
-fn sum<R: Real, const D: usize>(n: [R; D]) -> R {
-    let mut s = R::zero();
-    for x in n {
-        s += x;
-    }
-    s
 }
