@@ -6,6 +6,7 @@ use mote_core::Real;
 use crate::cloud::MAX_VARIABLES;
 use crate::equations::{Equation, Euler};
 use crate::error::CloudError;
+use crate::formula::riemann;
 
 /// The numerical (Riemann) flux a scheme uses between two reconstructed states.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -88,9 +89,8 @@ pub fn rusanov_n<R: Real, const D: usize, E: Equation<R, D>, const M: usize>(
     eq.flux(ul, n, &mut fl[..m]);
     eq.flux(ur, n, &mut fr[..m]);
     let s = eq.max_wave_speed(ul, n).max(eq.max_wave_speed(ur, n));
-    let half = R::cast(0.5);
     for v in 0..m {
-        out[v] = half * (fl[v] + fr[v]) - half * s * (ur[v] - ul[v]);
+        out[v] = riemann::rusanov_flux(ul[v], ur[v], fl[v], fr[v], s);
     }
 }
 
@@ -152,11 +152,12 @@ pub fn rusanov_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize,
     let (fl, fr) = side_fluxes::<R, D, E, M, W>(eq, m, ul, ur, n);
     let sl = eq.max_wave_speed_lanes(m, ul, n);
     let sr = eq.max_wave_speed_lanes(m, ur, n);
-    let half = R::cast(0.5);
+    // The scalar formula in one loop over the lanes: LLVM vectorises the loop (the formula on
+    // `Lanes` would be separate lane loops, measured 15 % slower here).
     for v in 0..m {
         for l in 0..W {
             let s = sl[l].max(sr[l]);
-            out[v][l] = half * (fl[v][l] + fr[v][l]) - half * s * (ur[v][l] - ul[v][l]);
+            out[v][l] = riemann::rusanov_flux(ul[v][l], ur[v][l], fl[v][l], fr[v][l], s);
         }
     }
 }
@@ -172,10 +173,9 @@ pub fn central_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize,
     out: &mut [[R; W]; M],
 ) {
     let (fl, fr) = side_fluxes::<R, D, E, M, W>(eq, m, ul, ur, n);
-    let half = R::cast(0.5);
     for v in 0..m {
         for l in 0..W {
-            out[v][l] = half * (fl[v][l] + fr[v][l]);
+            out[v][l] = riemann::central_flux(fl[v][l], fr[v][l]);
         }
     }
 }
@@ -197,10 +197,7 @@ pub fn upwind_lanes<R: Real, const D: usize, E: Equation<R, D>, const M: usize, 
     let (fl, fr) = side_fluxes::<R, D, E, M, W>(eq, m, ul, ur, n);
     for v in 0..m {
         for l in 0..W {
-            let (du, df) = (ur[v][l] - ul[v][l], fr[v][l] - fl[v][l]);
-            // sign(df / du) without the division: both signs equal, or no jump.
-            let right_moving = (df >= R::zero()) == (du >= R::zero()) || du == R::zero();
-            out[v][l] = if right_moving { fl[v][l] } else { fr[v][l] };
+            out[v][l] = riemann::upwind_flux(ul[v][l], ur[v][l], fl[v][l], fr[v][l]);
         }
     }
 }

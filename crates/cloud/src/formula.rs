@@ -425,6 +425,21 @@ pub mod scalar {
     mote_formula::host!("formulas/scalar.rs");
 }
 
+/// The numerical fluxes every equation has (Rusanov, central, upwind) and the moving-cloud
+/// flux pieces (source: `crates/cloud/formulas/riemann.rs`).
+pub mod riemann {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/riemann.rs");
+}
+
+/// The kinetic transport's velocities and upwinding (source: `crates/cloud/formulas/kinetic.rs`).
+pub mod kinetic {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/kinetic.rs");
+}
+
 /// MOOD's tests: the relaxed maximum principle and the smooth-extremum test (source:
 /// `crates/cloud/formulas/mood.rs`).
 pub mod mood {

@@ -30,7 +30,7 @@ use mote_cloud::flux::FluxKind;
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::formula::scalar::{advection_speed, burgers_flux, burgers_speed};
-use crate::formula::{euler, finite};
+use crate::formula::{euler, finite, kinetic};
 use crate::gravity::GpuFloat;
 
 /// The numerical fluxes' kernel codes (bits of [`DeviceFormulas::OWN_FLUXES`]).
@@ -597,19 +597,7 @@ fn kinetic_velocity<F: Float>(
     #[comptime] dim: usize,
 ) -> F {
     let k = comptime![v / (vars / (2 * dim))];
-    let s = params[0] * nrm[comptime![k / 2]];
-    if comptime![k % 2 == 0] { s } else { -s }
-}
-
-/// `lambda max_d |n_d|`, the maximum from zero in axis order as on the CPU.
-#[cube]
-fn kinetic_max_speed<F: Float>(nrm: &Array<F>, params: &Array<F>, #[comptime] dim: usize) -> F {
-    let mut best = F::new(0.0);
-    #[unroll]
-    for d in 0..dim {
-        best = F::max(best, F::abs(nrm[d]));
-    }
-    params[0] * best
+    kinetic::kinetic_velocity::<F>(nrm[comptime![k / 2]], params[0], comptime![k % 2 == 0])
 }
 
 /// The kinetic transport's formulas: each variable advected with its own velocity.
@@ -643,7 +631,7 @@ impl DeviceFormulas for KineticFormulas {
         #[comptime] _vars: usize,
         #[comptime] dim: usize,
     ) -> F {
-        kinetic_max_speed::<F>(nrm, params, dim)
+        kinetic::kinetic_max_speed::<F>(nrm, params[0], dim)
     }
 
     fn speed_bounds<F: Float>(
@@ -653,7 +641,7 @@ impl DeviceFormulas for KineticFormulas {
         #[comptime] _vars: usize,
         #[comptime] dim: usize,
     ) -> (F, F) {
-        let s = kinetic_max_speed::<F>(nrm, params, dim);
+        let s = kinetic::kinetic_max_speed::<F>(nrm, params[0], dim);
         (-s, s)
     }
 
@@ -678,7 +666,7 @@ impl DeviceFormulas for KineticFormulas {
         #[unroll]
         for v in 0..vars {
             let a = kinetic_velocity::<F>(nrm, params, v, vars, dim);
-            out[v] = select(a > F::new(0.0), a * ul[v], a * ur[v]);
+            out[v] = kinetic::kinetic_upwind::<F>(a, ul[v], ur[v]);
         }
     }
 }

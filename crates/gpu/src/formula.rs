@@ -107,3 +107,20 @@ pub mod scalar {
 
     mote_formula::device!("../cloud/formulas/scalar.rs");
 }
+
+/// The numerical fluxes every equation has and the moving-cloud flux pieces (source:
+/// `crates/cloud/formulas/riemann.rs`).
+pub mod riemann {
+    use super::{and, ge, gt, ne, or};
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/riemann.rs");
+}
+
+/// The kinetic transport's formulas (source: `crates/cloud/formulas/kinetic.rs`).
+pub mod kinetic {
+    use super::gt;
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/kinetic.rs");
+}

@@ -54,6 +54,9 @@ use crate::equation::flux_code::{CENTRAL, RUSANOV};
 use crate::equation::{DeviceFormulas, code_of};
 use crate::error::GpuError;
 use crate::formula::finite;
+use crate::formula::riemann::{
+    carried_by_motion, central_flux, interface_velocity, relative_speed, rusanov_flux, upwind_flux,
+};
 use crate::gravity::GpuFloat;
 use crate::launch::{
     ListArgs, Neighbours, Placed, Positions, Reconstruction, ReconstructionLaunch, basis, launch,
@@ -284,8 +287,8 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                                 - motion.gradient[(j * dim + a) * dim + b])
                                 * delta[b];
                         }
-                        let wm = F::new(0.5) * (motion.w[a * nu + i] + motion.w[a * nu + j])
-                            + F::new(0.25) * slope;
+                        let (wi, wj) = (motion.w[a * nu + i], motion.w[a * nu + j]);
+                        let wm = interface_velocity::<F>(wi, wj, slope);
                         wn += wm * nrm[a];
                     }
                 }
@@ -299,16 +302,13 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                     if comptime![flux == RUSANOV] {
                         let (a0, a1) = Q::speed_bounds::<F>(&ul, &nrm, params, vars, dim);
                         let (b0, b1) = Q::speed_bounds::<F>(&ur, &nrm, params, vars, dim);
-                        speed = F::max(
-                            F::max(F::max(F::abs(a0 - wn), F::abs(a1 - wn)), F::abs(b0 - wn)),
-                            F::abs(b1 - wn),
-                        );
+                        speed = relative_speed::<F>(a0, a1, b0, b1, wn);
                     }
                     #[unroll]
                     for v in 0..vars {
                         let gl = fl[v] - wn * ul[v];
                         let gr = fr[v] - wn * ur[v];
-                        fl[v] = F::new(0.5) * (gl + gr) - F::new(0.5) * speed * (ur[v] - ul[v]);
+                        fl[v] = rusanov_flux::<F>(ul[v], ur[v], gl, gr, speed);
                     }
                 } else {
                     if comptime![Q::OWN_FLUXES & (1u32 << flux) != 0] {
@@ -325,28 +325,23 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                             );
                             #[unroll]
                             for v in 0..vars {
-                                fl[v] = F::new(0.5) * (fl[v] + fr[v])
-                                    - F::new(0.5) * speed * (ur[v] - ul[v]);
+                                fl[v] = rusanov_flux::<F>(ul[v], ur[v], fl[v], fr[v], speed);
                             }
                         } else if comptime![flux == CENTRAL] {
                             #[unroll]
                             for v in 0..vars {
-                                fl[v] = F::new(0.5) * (fl[v] + fr[v]);
+                                fl[v] = central_flux::<F>(fl[v], fr[v]);
                             }
                         } else {
-                            // Upwind (one variable): by the sign of the Rankine-Hugoniot speed.
-                            let du = ur[0] - ul[0];
-                            let df = fr[0] - fl[0];
-                            let right =
-                                (df >= F::new(0.0)) == (du >= F::new(0.0)) || du == F::new(0.0);
-                            fl[0] = select(right, fl[0], fr[0]);
+                            // Upwind (one variable).
+                            fl[0] = upwind_flux::<F>(ul[0], ur[0], fl[0], fr[0]);
                         }
                     }
                     if comptime![moving] {
                         // The fixed frame's flux, the `-u w_n` part upwinded on its own.
                         #[unroll]
                         for v in 0..vars {
-                            fl[v] -= wn * select(wn > F::new(0.0), ur[v], ul[v]);
+                            fl[v] -= carried_by_motion::<F>(ul[v], ur[v], wn);
                         }
                     }
                 }

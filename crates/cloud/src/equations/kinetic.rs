@@ -9,6 +9,8 @@ use mote_core::Real;
 
 use super::Equation;
 use crate::flux::{FluxKind, standard_flux_lanes};
+use crate::formula::Lanes;
+use crate::formula::kinetic as formula;
 
 /// Diagonal linear advection with the kinetic velocities `+-lambda e_d`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,8 +46,7 @@ impl<const D: usize> KineticTransport<D> {
     #[inline(always)]
     fn normal_velocity<R: Real>(&self, v: usize, n_d: R) -> R {
         let (_, plus) = self.direction(v);
-        let s = R::cast(self.speed) * n_d;
-        if plus { s } else { -s }
+        formula::kinetic_velocity(n_d, R::cast(self.speed), plus)
     }
 }
 
@@ -67,11 +68,7 @@ impl<R: Real, const D: usize> Equation<R, D> for KineticTransport<D> {
 
     #[inline(always)]
     fn max_wave_speed(&self, _u: &[R], n: [R; D]) -> R {
-        let mut best = R::zero();
-        for x in n {
-            best = best.max(x.abs());
-        }
-        R::cast(self.speed) * best
+        formula::kinetic_max_speed(&n, R::cast(self.speed), D)
     }
 
     #[inline(always)]
@@ -97,13 +94,7 @@ impl<R: Real, const D: usize> Equation<R, D> for KineticTransport<D> {
         _u: &[[R; W]; M],
         n: &[[R; W]; D],
     ) -> [R; W] {
-        std::array::from_fn(|l| {
-            let mut best = R::zero();
-            for d in 0..D {
-                best = best.max(n[d][l].abs());
-            }
-            R::cast(self.speed) * best
-        })
+        formula::kinetic_max_speed(Lanes::wrap(n), Lanes::splat(R::cast(self.speed)), D).0
     }
 
     fn supports_flux(&self, kind: FluxKind) -> bool {
@@ -134,11 +125,7 @@ impl<R: Real, const D: usize> Equation<R, D> for KineticTransport<D> {
             let d = self.direction(v).0;
             for l in 0..W {
                 let a = self.normal_velocity(v, n[d][l]);
-                out[v][l] = if a > R::zero() {
-                    a * ul[v][l]
-                } else {
-                    a * ur[v][l]
-                };
+                out[v][l] = formula::kinetic_upwind(a, ul[v][l], ur[v][l]);
             }
         }
     }

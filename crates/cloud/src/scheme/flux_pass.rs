@@ -27,6 +27,7 @@ use super::{Formulation, MAX_ORDER};
 use crate::cloud::{Geometry, MAX_VARIABLES};
 use crate::equations::Equation;
 use crate::flux::FluxKind;
+use crate::formula::riemann;
 use crate::mls::Basis;
 use crate::search::{NeighbourList, SlotLayout, Slots};
 
@@ -463,7 +464,6 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         let vol = geometry.volumes;
         let periodic = geometry.periodic;
         let lengths = geometry.lengths.map(R::cast);
-        let half = R::cast(0.5);
         let two = R::cast(2.0);
         let conservative = formulation == Formulation::Conservative;
         let checks = eq.checks_reconstruction();
@@ -663,7 +663,6 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             // the scheme at second order.
             let mut wn = [R::zero(); W];
             if let Some(vel) = velocity {
-                let quarter = R::cast(0.25);
                 for a in 0..D {
                     for l in 0..W {
                         // SAFETY: j_l[l] < n, the length of every velocity array (asserted
@@ -675,7 +674,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                             let gj = unsafe { *vel.grad.get_unchecked((j * D + a) * D + b) };
                             slope += (gi[a][b][l] - gj) * delta[b][l];
                         }
-                        let wm = half * (wi[a][l] + wj) + quarter * slope;
+                        let wm = riemann::interface_velocity(wi[a][l], wj, slope);
                         wn[l] += wm * normal[a][l];
                     }
                 }
@@ -692,30 +691,21 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                             let b: [R; M] = std::array::from_fn(|v| ur[v][l]);
                             let (a0, a1) = eq.wave_speed_bounds(&a[..m], nl);
                             let (b0, b1) = eq.wave_speed_bounds(&b[..m], nl);
-                            s[l] = (a0 - wn[l])
-                                .abs()
-                                .max((a1 - wn[l]).abs())
-                                .max((b0 - wn[l]).abs())
-                                .max((b1 - wn[l]).abs());
+                            s[l] = riemann::relative_speed(a0, a1, b0, b1, wn[l]);
                         }
                     }
                     for v in 0..m {
                         for l in 0..W {
                             let gl = fl[v][l] - wn[l] * ul[v][l];
                             let gr = fr[v][l] - wn[l] * ur[v][l];
-                            f[v][l] = half * (gl + gr) - half * s[l] * (ur[v][l] - ul[v][l]);
+                            f[v][l] = riemann::rusanov_flux(ul[v][l], ur[v][l], gl, gr, s[l]);
                         }
                     }
                 } else {
                     eq.numerical_flux_lanes::<M, W>(flux, m, &ul, &ur, &normal, &mut f);
                     for v in 0..m {
                         for l in 0..W {
-                            let carried = if wn[l] > R::zero() {
-                                ur[v][l]
-                            } else {
-                                ul[v][l]
-                            };
-                            f[v][l] -= wn[l] * carried;
+                            f[v][l] -= riemann::carried_by_motion(ul[v][l], ur[v][l], wn[l]);
                         }
                     }
                 }
