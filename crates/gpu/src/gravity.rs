@@ -16,8 +16,9 @@ use mote_core::{Precision, Real, Vec3Span, Vec3SpanMut};
 use mote_gravity::{ForceSolver, Softening, SolverInfo};
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
+use crate::launch::launch;
 
 /// A float the kernels compute in (`f32`, `f64`).
 pub trait GpuFloat: Float + CubeElement + ScalarArgSettings + Real {}
@@ -224,38 +225,23 @@ impl GpuDirectSolver {
             return Ok(());
         }
         let (count, dim, tile) = self.grid(n);
-        let eps2 = self.eps2::<F>();
-        fn launch<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            a: [&DeviceArray<F>; 7],
-            eps2: F,
-            tile: usize,
-        ) {
-            // SAFETY: every array holds n elements (checked), the kernel indexes below n and
-            // writes only its own target's entries.
-            unsafe {
-                accelerations_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    dim,
-                    a[0].arg(),
-                    a[1].arg(),
-                    a[2].arg(),
-                    a[3].arg(),
-                    a[4].arg(),
-                    a[5].arg(),
-                    a[6].arg(),
-                    eps2,
-                    tile,
-                )
-            }
-        }
-        let args = [x, y, z, m, ax, ay, az];
-        with_client!(&self.gpu.client, |c| launch(
-            c, count, dim, args, eps2, tile
-        ));
+        // Every array holds n elements (checked), the kernel indexes below n and writes only
+        // its own target's entries.
+        launch!(
+            self.gpu,
+            @grid (count, dim),
+            accelerations_kernel::<F>(
+                x.arg(),
+                y.arg(),
+                z.arg(),
+                m.arg(),
+                ax.arg(),
+                ay.arg(),
+                az.arg(),
+                self.eps2::<F>(),
+                tile
+            )
+        );
         self.interactions += (n as u64) * (n as u64 - 1);
         Ok(())
     }
@@ -274,35 +260,20 @@ impl GpuDirectSolver {
             return Ok(());
         }
         let (count, dim, tile) = self.grid(n);
-        fn launch<Rt: Runtime, F: GpuFloat>(
-            client: &ComputeClient<Rt>,
-            count: CubeCount,
-            dim: CubeDim,
-            a: [&DeviceArray<F>; 5],
-            eps2: F,
-            tile: usize,
-        ) {
-            // SAFETY: as for the accelerations.
-            unsafe {
-                potentials_kernel::launch_unchecked::<F, Rt>(
-                    client,
-                    count,
-                    dim,
-                    a[0].arg(),
-                    a[1].arg(),
-                    a[2].arg(),
-                    a[3].arg(),
-                    a[4].arg(),
-                    eps2,
-                    tile,
-                )
-            }
-        }
-        let args = [&s.x, &s.y, &s.z, &s.m, phi];
-        let eps2 = self.eps2::<F>();
-        with_client!(&self.gpu.client, |c| launch(
-            c, count, dim, args, eps2, tile
-        ));
+        // As for the accelerations.
+        launch!(
+            self.gpu,
+            @grid (count, dim),
+            potentials_kernel::<F>(
+                s.x.arg(),
+                s.y.arg(),
+                s.z.arg(),
+                s.m.arg(),
+                phi.arg(),
+                self.eps2::<F>(),
+                tile
+            )
+        );
         Ok(())
     }
 

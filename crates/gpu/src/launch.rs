@@ -24,7 +24,17 @@ use crate::search::{DeviceCloud, DeviceLayout, DeviceNeighbours};
 /// runtime type inferred from the client. The caller states the kernel's safety argument above
 /// the launch: every kernel checks its unit index against its element count and writes only its
 /// own entries, and the argument arrays have the lengths their constructors checked.
+/// `launch!(gpu, @grid (count, cube), kernel(..))` takes the grid as given (tiled kernels).
 macro_rules! launch {
+    ($gpu:expr, @grid $grid:expr, $kernel:ident $(::<$($g:ty),+>)? ($($arg:expr),* $(,)?)) => {{
+        let (count, cube) = $grid;
+        $crate::device::with_client!(&$gpu.client, |client| {
+            // SAFETY: stated by the caller (see the macro's documentation).
+            unsafe {
+                $kernel::launch_unchecked::<$($($g,)+)? _>(client, count, cube, $($arg),*)
+            }
+        })
+    }};
     ($gpu:expr, $n:expr, $kernel:ident $(::<$($g:ty),+>)? ($($arg:expr),* $(,)?)) => {{
         let (count, cube) = $crate::primitives::grid($n, $gpu.workgroup());
         $crate::device::with_client!(&$gpu.client, |client| {

@@ -25,7 +25,7 @@ use mote_cloud::{Cloud, CloudError, Domain, SearchGrid};
 use mote_core::{Budgeted, BudgetedBuffer, CapacityError, CapacityUnit, Scaling};
 
 use crate::array::DeviceArray;
-use crate::device::{Gpu, with_client};
+use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::launch::launch;
@@ -732,20 +732,12 @@ impl GpuNeighbourSearch {
     }
 
     fn launch_pick(&self, gpu: &Gpu, n: usize) {
-        fn launch<Rt: Runtime>(client: &ComputeClient<Rt>, s: &GpuNeighbourSearch, n: usize) {
-            // SAFETY: starts holds n + 1 entries; out[1] exists.
-            unsafe {
-                pick_kernel::launch_unchecked::<Rt>(
-                    client,
-                    CubeCount::Static(1, 1, 1),
-                    CubeDim::new_1d(1),
-                    s.starts.arg(),
-                    n as u32,
-                    s.scalars.arg(),
-                )
-            }
-        }
-        with_client!(&gpu.client, |c| launch(c, self, n));
+        // starts holds n + 1 entries; out[1] exists; unit 0 writes it.
+        launch!(
+            gpu,
+            1,
+            pick_kernel(self.starts.arg(), n as u32, self.scalars.arg())
+        );
     }
 }
 
