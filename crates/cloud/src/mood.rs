@@ -171,6 +171,71 @@ pub struct MoodStats {
     pub unresolved: u64,
 }
 
+/// MOOD's round control, the same for every backend: a backend runs the detection and the
+/// reduction as its own passes and reports their counts here, which decides whether the stage
+/// goes on and keeps the statistics.
+#[derive(Clone, Debug)]
+pub struct Rounds {
+    max_iterations: usize,
+    round: usize,
+    stats: MoodStats,
+}
+
+impl Rounds {
+    /// Rounds of at most `settings.max_iterations` reductions per stage.
+    pub fn new(settings: &MoodSettings) -> Self {
+        Self {
+            max_iterations: settings.max_iterations,
+            round: 0,
+            stats: MoodStats::default(),
+        }
+    }
+
+    /// A stage starts: its first round.
+    pub fn begin_stage(&mut self) {
+        self.round = 0;
+        self.stats.stages += 1;
+    }
+
+    /// After a detection with `failures` failing particles, `inadmissible` of them for
+    /// admissibility: whether to reduce orders (something failed and the stage has rounds left).
+    pub fn detected(&mut self, failures: u64, inadmissible: u64) -> bool {
+        self.stats.failures += failures;
+        self.stats.inadmissible += inadmissible;
+        if failures == 0 {
+            return false;
+        }
+        if self.round >= self.max_iterations {
+            self.stats.capped_stages += 1;
+            return false;
+        }
+        true
+    }
+
+    /// After a reduction of `reductions` orders for `failures` failing particles: whether the
+    /// orders changed (the caller recomputes and checks again), else the failures are unresolved.
+    pub fn reduced(&mut self, failures: u64, reductions: u64) -> bool {
+        if reductions == 0 {
+            self.stats.unresolved += failures;
+            return false;
+        }
+        self.round += 1;
+        self.stats.iterations += 1;
+        self.stats.reductions += reductions;
+        true
+    }
+
+    /// The statistics so far, and resets them.
+    pub fn take_stats(&mut self) -> MoodStats {
+        std::mem::take(&mut self.stats)
+    }
+
+    /// The statistics so far.
+    pub fn stats(&self) -> MoodStats {
+        self.stats
+    }
+}
+
 /// MOOD's working state: the current orders and per-particle flags.
 pub struct Mood<R: Real> {
     settings: MoodSettings,
@@ -182,8 +247,7 @@ pub struct Mood<R: Real> {
     /// `curvature[(i m + v) D + d]`: second derivative of variable `v` along axis `d`.
     curvature: Buffer<R>,
     curvature_ready: bool,
-    round: usize,
-    stats: MoodStats,
+    rounds: Rounds,
 }
 
 /// Fail codes.
@@ -198,6 +262,7 @@ impl<R: Real> Mood<R> {
         settings.validate()?;
         let b = |name| Buffer::new(name, Scaling::PerParticle(1));
         Ok(Self {
+            rounds: Rounds::new(&settings),
             settings,
             orders: b("mood_order"),
             next: b("mood_next_order"),
@@ -206,8 +271,6 @@ impl<R: Real> Mood<R> {
             active: b("mood_active"),
             curvature: Buffer::new("mood_curvature", Scaling::PerParticle(1)),
             curvature_ready: false,
-            round: 0,
-            stats: MoodStats::default(),
         })
     }
 
@@ -233,12 +296,12 @@ impl<R: Real> Mood<R> {
 
     /// The statistics so far, and resets them.
     pub fn take_stats(&mut self) -> MoodStats {
-        std::mem::take(&mut self.stats)
+        self.rounds.take_stats()
     }
 
     /// The statistics so far.
     pub fn stats(&self) -> MoodStats {
-        self.stats
+        self.rounds.stats()
     }
 
     /// Orders back to each particle's maximum, `min(max_orders[i], order)`: the first stage of
@@ -265,8 +328,7 @@ impl<R: Real> Mood<R> {
     pub fn begin_stage(&mut self) {
         self.active.as_mut_slice().fill(1);
         self.curvature_ready = false;
-        self.round = 0;
-        self.stats.stages += 1;
+        self.rounds.begin_stage();
     }
 
     /// Checks `candidate` against `input` for the particles marked active, reduces orders
@@ -327,13 +389,8 @@ impl<R: Real> Mood<R> {
         }
         let fail = self.fail.as_slice();
         let failures = fail.iter().filter(|&&f| f != PASS).count() as u64;
-        self.stats.failures += failures;
-        self.stats.inadmissible += fail.iter().filter(|&&f| f == INADMISSIBLE).count() as u64;
-        if failures == 0 {
-            return Ok(false);
-        }
-        if self.round >= self.settings.max_iterations {
-            self.stats.capped_stages += 1;
+        let inadmissible = fail.iter().filter(|&&f| f == INADMISSIBLE).count() as u64;
+        if !self.rounds.detected(failures, inadmissible) {
             return Ok(false);
         }
         // 3. New orders, in the pull form.
@@ -383,8 +440,7 @@ impl<R: Real> Mood<R> {
             .zip(next)
             .map(|(&a, &b)| u64::from(a - b.min(a)))
             .sum();
-        if reductions == 0 {
-            self.stats.unresolved += failures;
+        if !self.rounds.reduced(failures, reductions) {
             return Ok(false);
         }
         backend.for_each_block(self.active.as_mut_slice(), 1024, |first, out| {
@@ -395,9 +451,6 @@ impl<R: Real> Mood<R> {
             }
         });
         std::mem::swap(&mut self.orders, &mut self.next);
-        self.round += 1;
-        self.stats.iterations += 1;
-        self.stats.reductions += reductions;
         Ok(true)
     }
 

@@ -16,7 +16,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
 
 use cubecl::prelude::*;
-use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
+use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats, Rounds};
 
 use crate::array::DeviceArray;
 use crate::device::Gpu;
@@ -322,8 +322,7 @@ pub struct DeviceMood<F> {
     /// The MLS basis functions of the second derivatives along each axis (u2), if the fit has
     /// them.
     second: Option<DeviceArray<u32>>,
-    round: usize,
-    stats: MoodStats,
+    rounds: Rounds,
 }
 
 impl<F: GpuFloat> DeviceMood<F> {
@@ -361,8 +360,7 @@ impl<F: GpuFloat> DeviceMood<F> {
             consts: gpu.output::<F>("mood_constants", 3).with_scaling(fixed),
             consts_spacing: f64::NAN,
             second: second.map(|s| gpu.upload("mood_second", &s).with_scaling(fixed)),
-            round: 0,
-            stats: MoodStats::default(),
+            rounds: Rounds::new(&settings),
         })
     }
 
@@ -383,7 +381,7 @@ impl<F: GpuFloat> DeviceMood<F> {
 
     /// The statistics so far, and resets them.
     pub fn take_stats(&mut self) -> MoodStats {
-        std::mem::take(&mut self.stats)
+        self.rounds.take_stats()
     }
 
     /// Orders back to each particle's maximum, `min(max_orders[i], order)` (at least 1): the
@@ -422,8 +420,7 @@ impl<F: GpuFloat> DeviceMood<F> {
     pub fn begin_stage(&mut self, gpu: &Gpu) {
         gpu.fill_u32(&self.active, 1);
         self.curvature_ready = false;
-        self.round = 0;
-        self.stats.stages += 1;
+        self.rounds.begin_stage();
     }
 
     /// Checks `candidate` against `input` (the variables end to end) for the particles marked
@@ -529,13 +526,7 @@ impl<F: GpuFloat> DeviceMood<F> {
         );
         let counted = gpu.download(&self.counters)?;
         let failures = u64::from(counted[0]);
-        self.stats.failures += failures;
-        self.stats.inadmissible += u64::from(counted[1]);
-        if failures == 0 {
-            return Ok(false);
-        }
-        if self.round >= self.settings.max_iterations {
-            self.stats.capped_stages += 1;
+        if !self.rounds.detected(failures, u64::from(counted[1])) {
             return Ok(false);
         }
         // 4. New orders, in the pull form: each unit reads its own and its neighbours' codes
@@ -574,15 +565,11 @@ impl<F: GpuFloat> DeviceMood<F> {
             active_kernel(orders.arg(), next.arg(), list.arg(), self.active.arg())
         );
         let reductions = u64::from(gpu.download(&self.counters)?[0]);
-        if reductions == 0 {
-            // Nothing changed, so no particle is marked active: the caller recomputes nothing.
-            self.stats.unresolved += failures;
+        // Without reductions no particle is marked active: the caller recomputes nothing.
+        if !self.rounds.reduced(failures, reductions) {
             return Ok(false);
         }
         std::mem::swap(&mut self.orders, &mut self.next);
-        self.round += 1;
-        self.stats.iterations += 1;
-        self.stats.reductions += reductions;
         Ok(true)
     }
 }
