@@ -71,24 +71,24 @@ use crate::weno::DeviceWeno;
 pub(crate) const LANES: usize = 8;
 
 /// `out[first + a] = sum_s coef[a * slots + s] (u[offset + j(s)] - u[offset + i])` for the
-/// `terms` functions, over particle `i`'s slots (from [`slot_base`]; every unit runs the longest
-/// list's iterations, masking its own), summed in `LANES` lanes by slot position and the lanes
-/// added in order: the CPU's batched derivative pass. `acc` holds `terms * LANES`.
+/// `terms` functions, over particle `i`'s slots (`slots_of`: base and stride from
+/// [`slot_base`], and the count; every unit runs the longest list's iterations, masking its
+/// own), summed in `LANES` lanes by slot position and the lanes added in order: the CPU's
+/// batched derivative pass. `acc` holds `terms * LANES`.
 #[cube]
 pub(crate) fn lane_sums<F: Float>(
     u: &Array<F>,
     offset: usize,
     i: usize,
     list: &Neighbours,
-    base: usize,
-    stride: usize,
+    slots_of: (usize, usize, u32),
     coef: &Array<F>,
     acc: &mut Array<F>,
     out: &mut Array<F>,
     first: usize,
     #[comptime] terms: usize,
 ) {
-    let count = list.counts[i];
+    let (base, stride, count) = slots_of;
     let slots = list.slots as usize;
     let ui = u[offset + i];
     #[unroll]
@@ -132,6 +132,8 @@ fn derivatives_kernel<F: Float>(
     if i < list.n as usize {
         let nu = list.n as usize;
         let (base, stride) = slot_base(list, i);
+        // The slots once per particle, for every variable.
+        let slots_of = (base, stride, list.counts[i]);
         let mut acc = Array::<F>::new(terms * LANES);
         #[unroll]
         for v in 0..vars {
@@ -141,8 +143,7 @@ fn derivatives_kernel<F: Float>(
                 v * nu,
                 i,
                 list,
-                base,
-                stride,
+                slots_of,
                 coef,
                 &mut acc,
                 derivs,

@@ -92,6 +92,7 @@ fn weno_kernel<F: Float>(
         } else if comptime![step == ADD] {
             if valid[i] == 1 {
                 let (first, stride) = slot_base(list, i);
+                let slots_of = (first, stride, list.counts[i]);
                 let mut d = Array::<F>::new(terms);
                 let mut acc = Array::<F>::new(terms * crate::muscl::LANES);
                 #[unroll]
@@ -102,8 +103,7 @@ fn weno_kernel<F: Float>(
                         v * nu,
                         i,
                         list,
-                        first,
-                        stride,
+                        slots_of,
                         coef,
                         &mut acc,
                         &mut d,
