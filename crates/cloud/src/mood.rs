@@ -34,7 +34,8 @@ use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, Spl
 use crate::cloud::{Geometry, INTERIOR, MAX_VARIABLES};
 use crate::equations::Equation;
 use crate::error::CloudError;
-use crate::formula;
+use crate::formula::mood_passes::{self as passes, FAIL, INADMISSIBLE, PASS};
+use crate::formula::pass::Neighbours;
 use crate::mls::Mls;
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -88,6 +89,19 @@ impl Default for MoodSettings {
             strategy: HaloStrategy::Epd1,
             delta: None,
             max_iterations: 20,
+        }
+    }
+}
+
+impl HaloStrategy {
+    /// The strategy's code in the per-particle passes.
+    pub fn code(self) -> u32 {
+        use crate::formula::mood_passes::{EPD0, EPD1, EPD2, STRICT};
+        match self {
+            HaloStrategy::Epd0 => EPD0,
+            HaloStrategy::Epd1 => EPD1,
+            HaloStrategy::Epd2 => EPD2,
+            HaloStrategy::Strict => STRICT,
         }
     }
 }
@@ -250,12 +264,6 @@ pub struct Mood<R: Real> {
     rounds: Rounds,
 }
 
-/// Fail codes.
-const PASS: u8 = 0;
-const FAIL: u8 = 1;
-const INADMISSIBLE: u8 = 2;
-const NO_CAP: u8 = u8::MAX;
-
 impl<R: Real> Mood<R> {
     /// MOOD with `settings` (an error for a non-positive delta or zero iterations).
     pub fn new(settings: MoodSettings) -> Result<Self, CloudError> {
@@ -333,7 +341,8 @@ impl<R: Real> Mood<R> {
 
     /// Checks `candidate` against `input` for the particles marked active, reduces orders
     /// where it fails, and marks the particles to recompute. `true` when some order changed
-    /// (the caller then recomputes the slope of the active particles).
+    /// (the caller then recomputes the slope of the active particles). Each pass is one of
+    /// the per-particle functions the device runs too (`formulas/mood_passes.rs`).
     #[allow(clippy::too_many_arguments)]
     pub fn detect_and_reduce<const D: usize, E: Equation<R, D>, L: SlotLayout>(
         &mut self,
@@ -350,19 +359,32 @@ impl<R: Real> Mood<R> {
         }
         let m = input.len();
         let delta = self.settings.delta_for::<R>();
+        let (delta_r, tiny) = (R::cast(delta), R::cast(delta * delta * delta));
         let criterion = self.settings.criterion;
-        let idx = list.indices();
+        let view = Neighbours::of(list);
         let tags = geometry.tags;
         // 1. Detection (u1 and admissibility).
         {
             let active = self.active.as_slice();
             backend.for_each_block(self.fail.as_mut_slice(), 1024, |first, out| {
+                let mut c = [R::zero(); MAX_VARIABLES];
                 for k in 0..SplitOutputs::len(&out) {
                     let i = first + k;
                     out[k] = if active[i] == 0 || tags[i] != INTERIOR {
                         PASS
                     } else {
-                        detect(equation, criterion, delta, list, idx, input, candidate, i)
+                        for v in 0..m {
+                            c[v] = candidate[v][i];
+                        }
+                        if !equation.admissible(&c[..m]) {
+                            INADMISSIBLE
+                        } else if criterion == Criterion::Always
+                            || passes::leaves_range(input, candidate, &view, i, delta_r, tiny, m)
+                        {
+                            FAIL
+                        } else {
+                            PASS
+                        }
                     };
                 }
             });
@@ -381,7 +403,9 @@ impl<R: Real> Mood<R> {
             backend.for_each_block(self.fail.as_mut_slice(), 1024, |first, out| {
                 for k in 0..SplitOutputs::len(&out) {
                     let i = first + k;
-                    if out[k] == FAIL && smooth_extremum(list, idx, curvature, m, D, i, delta, h2) {
+                    if out[k] == FAIL
+                        && passes::smooth_extremum(curvature, &view, i, h2, delta_r, m, D)
+                    {
                         out[k] = PASS;
                     }
                 }
@@ -394,44 +418,19 @@ impl<R: Real> Mood<R> {
             return Ok(false);
         }
         // 3. New orders, in the pull form.
-        let strategy = self.settings.strategy;
+        let strategy = self.settings.strategy.code();
         let orders = self.orders.as_slice();
-        let lower = |j: usize| orders[j].saturating_sub(1).max(1);
-        if strategy == HaloStrategy::Epd2 {
+        if strategy == passes::EPD2 {
             backend.for_each_block(self.cap.as_mut_slice(), 1024, |first, out| {
                 for k in 0..SplitOutputs::len(&out) {
-                    let i = first + k;
-                    let mut c = if fail[i] != PASS { lower(i) } else { NO_CAP };
-                    for s in list.slots(i) {
-                        let j = idx[s] as usize;
-                        if fail[j] != PASS {
-                            c = c.min(lower(j));
-                        }
-                    }
-                    out[k] = c;
+                    out[k] = passes::halo_cap(fail, orders, &view, first + k);
                 }
             });
         }
         let cap = self.cap.as_slice();
         backend.for_each_block(self.next.as_mut_slice(), 1024, |first, out| {
             for k in 0..SplitOutputs::len(&out) {
-                let i = first + k;
-                let own = if fail[i] != PASS { lower(i) } else { orders[i] };
-                let neighbours = list.slots(i).map(|s| idx[s] as usize);
-                out[k] = match strategy {
-                    HaloStrategy::Epd0 => own,
-                    HaloStrategy::Strict => {
-                        if fail[i] != PASS || neighbours.clone().any(|j| fail[j] != PASS) {
-                            lower(i)
-                        } else {
-                            orders[i]
-                        }
-                    }
-                    HaloStrategy::Epd1 => neighbours
-                        .filter(|&j| fail[j] != PASS)
-                        .fold(own, |o, j| o.min(lower(j))),
-                    HaloStrategy::Epd2 => neighbours.fold(own.min(cap[i]), |o, j| o.min(cap[j])),
-                };
+                out[k] = passes::next_order(fail, orders, cap, &view, first + k, strategy);
             }
         });
         let next = self.next.as_slice();
@@ -445,9 +444,7 @@ impl<R: Real> Mood<R> {
         }
         backend.for_each_block(self.active.as_mut_slice(), 1024, |first, out| {
             for k in 0..SplitOutputs::len(&out) {
-                let i = first + k;
-                let changed = |j: usize| next[j] != orders[j];
-                out[k] = u8::from(changed(i) || list.slots(i).any(|s| changed(idx[s] as usize)));
+                out[k] = u8::from(passes::order_changed(orders, next, &view, first + k));
             }
         });
         std::mem::swap(&mut self.orders, &mut self.next);
@@ -463,15 +460,7 @@ impl<R: Real> Mood<R> {
         input: &[&[R]],
         backend: CpuBackend,
     ) -> Result<bool, CloudError> {
-        let basis = mls.basis();
-        let terms: Option<Vec<usize>> = (0..D)
-            .map(|d| {
-                let mut e = [0u8; D];
-                e[d] = 2;
-                basis.index_of(e)
-            })
-            .collect();
-        let Some(terms) = terms else {
+        let Some(terms) = mls.basis().second_derivatives() else {
             return Ok(false);
         };
         if self.curvature_ready {
@@ -480,7 +469,7 @@ impl<R: Real> Mood<R> {
         let m = input.len();
         let n = input.first().map_or(0, |x| x.len());
         self.curvature.resize(n * m * D, R::zero())?;
-        let idx = list.indices();
+        let view = Neighbours::of(list);
         let coeffs: Vec<&[R]> = terms.iter().map(|&a| mls.coefficients(a)).collect();
         backend.for_each_block(
             mote_core::Chunks::new(self.curvature.as_mut_slice(), m * D),
@@ -491,11 +480,7 @@ impl<R: Real> Mood<R> {
                     let rec = out.chunk_mut(k);
                     for v in 0..m {
                         for d in 0..D {
-                            let mut c = R::zero();
-                            for s in list.slots(i) {
-                                c += coeffs[d][s] * (input[v][idx[s] as usize] - input[v][i]);
-                            }
-                            rec[v * D + d] = c;
+                            rec[v * D + d] = passes::curvature(input, coeffs[d], 0, &view, i, v);
                         }
                     }
                 }
@@ -504,82 +489,6 @@ impl<R: Real> Mood<R> {
         self.curvature_ready = true;
         Ok(true)
     }
-}
-
-/// The fail code of particle `i`.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn detect<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout>(
-    equation: &E,
-    criterion: Criterion,
-    delta: f64,
-    list: &NeighbourList<L>,
-    idx: &[u32],
-    input: &[&[R]],
-    candidate: &[&[R]],
-    i: usize,
-) -> u8 {
-    let m = input.len();
-    let mut c = [R::zero(); MAX_VARIABLES];
-    for v in 0..m {
-        c[v] = candidate[v][i];
-    }
-    if !equation.admissible(&c[..m]) {
-        return INADMISSIBLE;
-    }
-    match criterion {
-        Criterion::None => PASS,
-        Criterion::Always => FAIL,
-        Criterion::U1 | Criterion::U2 => {
-            let delta_r = R::cast(delta);
-            let tiny = R::cast(delta * delta * delta);
-            for v in 0..m {
-                let (mut lo, mut hi) = (input[v][i], input[v][i]);
-                for s in list.slots(i) {
-                    let x = input[v][idx[s] as usize];
-                    lo = lo.min(x);
-                    hi = hi.max(x);
-                }
-                if formula::mood::exceeds_range(c[v], lo, hi, delta_r, tiny) {
-                    return FAIL;
-                }
-            }
-            PASS
-        }
-    }
-}
-
-/// u2: whether every variable's curvature along every axis has one sign over `i` and its
-/// neighbours, with magnitudes within a factor of two (or negligible: below `delta` after
-/// scaling by `h^2`).
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn smooth_extremum<R: Real, L: SlotLayout>(
-    list: &NeighbourList<L>,
-    idx: &[u32],
-    curvature: &[R],
-    m: usize,
-    dims: usize,
-    i: usize,
-    delta: f64,
-    h2: R,
-) -> bool {
-    let delta = R::cast(delta);
-    for v in 0..m {
-        for d in 0..dims {
-            let at = |j: usize| curvature[(j * m + v) * dims + d];
-            let (mut lo, mut hi) = (at(i), at(i));
-            for s in list.slots(i) {
-                let x = at(idx[s] as usize);
-                lo = lo.min(x);
-                hi = hi.max(x);
-            }
-            if formula::mood::breaks_smoothness(lo, hi, h2, delta) {
-                return false;
-            }
-        }
-    }
-    true
 }
 
 impl<R: Real> Budgeted for Mood<R> {

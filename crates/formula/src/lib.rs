@@ -23,7 +23,9 @@
 //! - state vectors as `&Array<F>` / `&mut Array<F>` parameters indexed by integers; no local
 //!   arrays (scratch space comes in as a parameter);
 //! - compile-time sizes as `#[comptime] dim: usize` parameters, loops over them marked
-//!   `#[unroll]`;
+//!   `#[unroll]`, decisions on them as `if comptime![strategy == EPD2]` (the plain
+//!   expression on the host);
+//! - integer constants as `pub const NAME: Type = value;` items (no attributes added);
 //! - results as return values (values of `F`, masks, tuples of them) or written into `&mut`
 //!   arrays;
 //! - comparisons as `lt(a, b)`, `le`, `gt`, `ge`, `ne`, their results of type `Mask<F>`
@@ -136,11 +138,13 @@ fn items(tokens: TokenStream, target: Target) -> TokenStream {
             continue;
         }
         if !in_prefix && (is_punct(t, '#') || is_ident(t, "pub") || is_ident(t, "fn")) {
-            // The start of an item: its attributes first.
-            out.extend(item_attributes(target));
+            // The start of an item: a function's attributes first (constants take none).
+            if is_function(&tokens[i..]) {
+                out.extend(item_attributes(target));
+            }
             in_prefix = true;
         }
-        if is_ident(t, "fn") {
+        if is_ident(t, "fn") || is_ident(t, "const") {
             in_prefix = false;
         }
         match t {
@@ -153,6 +157,29 @@ fn items(tokens: TokenStream, target: Target) -> TokenStream {
         i += 1;
     }
     out.into_iter().collect()
+}
+
+/// Whether the item starting at `tokens[0]` (attributes, visibility, then its keyword) is a
+/// function.
+fn is_function(tokens: &[TokenTree]) -> bool {
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if is_punct(t, '#') && tokens.get(i + 1).is_some_and(is_bracket) {
+            i += 2;
+        } else if is_ident(t, "pub") {
+            i += 1;
+            // `pub(crate)`.
+            if tokens.get(i).is_some_and(
+                |t| matches!(t, TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis),
+            ) {
+                i += 1;
+            }
+        } else {
+            return is_ident(t, "fn");
+        }
+    }
+    false
 }
 
 fn item_attributes(target: Target) -> TokenStream {
@@ -171,7 +198,8 @@ fn transform_group(g: &Group, target: Target) -> TokenTree {
     TokenTree::Group(group)
 }
 
-/// Removes `#[unroll]` and `#[comptime]` (with any arguments) for the host, recursively.
+/// Removes `#[unroll]` and `#[comptime]` (with any arguments) and unwraps `comptime![..]` for
+/// the host, recursively.
 fn body(tokens: TokenStream, target: Target) -> TokenStream {
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let mut out: Vec<TokenTree> = Vec::new();
@@ -183,6 +211,21 @@ fn body(tokens: TokenStream, target: Target) -> TokenStream {
             && tokens.get(i + 1).is_some_and(is_device_attribute)
         {
             i += 2;
+            continue;
+        }
+        // `comptime![e]`: `e` (an invisible group: its precedence kept) on the host, where every
+        // value is a run-time one.
+        if target == Target::Host
+            && is_ident(t, "comptime")
+            && tokens.get(i + 1).is_some_and(|t| is_punct(t, '!'))
+            && tokens.get(i + 2).is_some_and(is_bracket)
+        {
+            if let TokenTree::Group(g) = &tokens[i + 2] {
+                let mut group = Group::new(Delimiter::None, body(g.stream(), target));
+                group.set_span(g.span());
+                out.push(TokenTree::Group(group));
+            }
+            i += 3;
             continue;
         }
         match t {

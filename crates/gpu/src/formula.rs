@@ -77,6 +77,52 @@ pub fn or(a: bool, b: bool) -> bool {
     a || b
 }
 
+/// The names the per-particle passes add to the formula dialect, for the device: the
+/// neighbour list's launch struct ([`crate::launch::Neighbours`]), states with the variables end
+/// to end, MOOD's integers as `u32` (the CPU's: [`mote_cloud::formula::pass`]).
+pub(crate) mod pass {
+    use cubecl::prelude::*;
+
+    pub(crate) use crate::launch::{Neighbours, slot_base};
+
+    /// A pass's states: the variables end to end (`u[v n + i]`).
+    pub type States<F> = Array<F>;
+
+    /// MOOD's orders.
+    pub type Order = u32;
+
+    /// MOOD's per-particle codes.
+    pub type Flag = u32;
+
+    /// Variable `v` of particle `i` of `n`.
+    #[cube]
+    pub fn value<F: Float>(u: &Array<F>, v: usize, i: usize, n: usize) -> F {
+        u[v * n + i]
+    }
+
+    /// `a` where `c`, else `b` (integers).
+    #[cube]
+    pub fn choose<T: CubePrimitive>(c: bool, a: T, b: T) -> T {
+        select(c, a, b)
+    }
+
+    /// Where a particle's slot loop ends: at the longest list (every unit runs the same count,
+    /// masking the slots past its own: the software driver's loop limits, see [`crate::mls`]).
+    #[cube]
+    pub fn slot_end(list: &Neighbours, _count: u32) -> u32 {
+        list.max_count
+    }
+}
+
+/// MOOD's per-particle passes (source: `crates/cloud/formulas/mood_passes.rs`).
+pub(crate) mod mood_passes {
+    use super::mood::{breaks_smoothness, exceeds_range};
+    use super::pass::*;
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/mood_passes.rs");
+}
+
 /// The Euler equations' formulas (source: `crates/cloud/formulas/euler.rs`).
 pub mod euler {
     use super::{and, finite, ge, gt, is_nan, lt, ne, or};

@@ -12,35 +12,33 @@
 
 // Kernels: negated comparisons keep the CPU's NaN behaviour; a bounds test stays apart from the
 // read it guards (a kernel's `&&` need not short-circuit), and a compile-time
-// `if comptime![..]` apart from the run-time test inside it.
-#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::collapsible_if)]
+// `if comptime![..]` apart from the run-time test inside it or beside it (the same result for
+// `always` as for a failing range test, but without the neighbour loop).
+#![allow(
+    clippy::neg_cmp_op_on_partial_ord,
+    clippy::collapsible_if,
+    clippy::if_same_then_else
+)]
 
 use cubecl::prelude::*;
-use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats, Rounds};
+use mote_cloud::mood::{Criterion, MoodSettings, MoodStats, Rounds};
 
 use crate::array::DeviceArray;
 use crate::device::Gpu;
 use crate::equation::DeviceFormulas;
 use crate::error::GpuError;
-use crate::formula::mood::{breaks_smoothness, exceeds_range};
+use crate::formula::mood_passes::{
+    EPD2, FAIL, INADMISSIBLE, PASS, curvature, halo_cap, leaves_range, next_order, order_changed,
+    smooth_extremum,
+};
 use crate::gravity::GpuFloat;
-use crate::launch::{ListArgs, Neighbours, launch, slot_base};
+use crate::launch::{ListArgs, Neighbours, launch};
 use crate::muscl::DeviceMuscl;
 use crate::search::{DeviceCloud, DeviceNeighbours};
-
-const PASS: u32 = 0;
-const FAIL: u32 = 1;
-const INADMISSIBLE: u32 = 2;
-const NO_CAP: u32 = u32::MAX;
 
 const ALWAYS: u32 = 1;
 const U1: u32 = 2;
 const U2: u32 = 3;
-
-const EPD0: u32 = 0;
-const EPD1: u32 = 1;
-const EPD2: u32 = 2;
-const STRICT: u32 = 3;
 
 /// `orders[i] = clamp(max_orders[i], 1, cap)`.
 #[cube(launch_unchecked)]
@@ -82,71 +80,40 @@ fn detect_kernel<F: Float, Q: DeviceFormulas>(
                 fail[i] = INADMISSIBLE;
             } else if comptime![criterion == ALWAYS] {
                 fail[i] = FAIL;
-            } else {
-                let count = list.counts[i];
-                let (base, stride) = slot_base(list, i);
-                let delta = consts[0];
-                #[unroll]
-                for v in 0..vars {
-                    let mut lo = input[v * nu + i];
-                    let mut hi = lo;
-                    for k in 0..list.max_count {
-                        if k < count {
-                            let x =
-                                input[v * nu + list.indices[base + k as usize * stride] as usize];
-                            lo = F::min(lo, x);
-                            hi = F::max(hi, x);
-                        }
-                    }
-                    if exceeds_range::<F>(c[v], lo, hi, delta, consts[1]) {
-                        fail[i] = FAIL;
-                    }
-                }
+            } else if leaves_range::<F>(input, candidate, list, i, consts[0], consts[1], vars) {
+                fail[i] = FAIL;
             }
         }
     }
 }
 
 /// u2: `curvature[(i vars + v) dim + d]`, the second derivative of variable `v` along axis
-/// `d` from the MLS coefficients of the basis function `second[d]` (slots summed in order, as
-/// on the CPU).
+/// `d` from the MLS coefficients of the basis function `second[d]`.
 #[cube(launch_unchecked)]
 fn curvature_kernel<F: Float>(
     input: &Array<F>,
     list: &Neighbours,
     coef: &Array<F>,
     second: &Array<u32>,
-    curvature: &mut Array<F>,
+    out: &mut Array<F>,
     #[comptime] vars: usize,
     #[comptime] dim: usize,
 ) {
     let i = ABSOLUTE_POS;
     if i < list.n as usize {
-        let nu = list.n as usize;
-        let count = list.counts[i];
-        let (base, stride) = slot_base(list, i);
         #[unroll]
         for v in 0..vars {
-            let ui = input[v * nu + i];
             #[unroll]
             for d in 0..dim {
                 let row = second[d] as usize * list.slots as usize;
-                let mut c = F::new(0.0);
-                for k in 0..list.max_count {
-                    if k < count {
-                        let s = base + k as usize * stride;
-                        c += coef[row + s] * (input[v * nu + list.indices[s] as usize] - ui);
-                    }
-                }
-                curvature[(i * vars + v) * dim + d] = c;
+                out[(i * vars + v) * dim + d] = curvature::<F>(input, coef, row, list, i, v);
             }
         }
     }
 }
 
-/// u2: a failure (not an inadmissible state) passes when every variable's curvature along every
-/// axis has one sign over the particle and its neighbours, within a factor of two (or is
-/// negligible: below `delta` after scaling by `h^2`). `consts`: `delta`, `delta^3`, `h^2`.
+/// u2: a failure (not an inadmissible state) passes when it is a smooth extremum. `consts`:
+/// `delta`, `delta^3`, `h^2`.
 #[cube(launch_unchecked)]
 fn smooth_kernel<F: Float>(
     curvature: &Array<F>,
@@ -159,29 +126,7 @@ fn smooth_kernel<F: Float>(
     let i = ABSOLUTE_POS;
     if i < list.n as usize {
         if fail[i] == FAIL {
-            let count = list.counts[i];
-            let (base, stride) = slot_base(list, i);
-            let mut smooth = true;
-            #[unroll]
-            for v in 0..vars {
-                #[unroll]
-                for d in 0..dim {
-                    let mut lo = curvature[(i * vars + v) * dim + d];
-                    let mut hi = lo;
-                    for k in 0..list.max_count {
-                        if k < count {
-                            let j = list.indices[base + k as usize * stride] as usize;
-                            let x = curvature[(j * vars + v) * dim + d];
-                            lo = F::min(lo, x);
-                            hi = F::max(hi, x);
-                        }
-                    }
-                    if breaks_smoothness::<F>(lo, hi, consts[2], consts[0]) {
-                        smooth = false;
-                    }
-                }
-            }
-            if smooth {
+            if smooth_extremum::<F>(curvature, list, i, consts[2], consts[0], vars, dim) {
                 fail[i] = PASS;
             }
         }
@@ -203,30 +148,12 @@ fn count_kernel(fail: &Array<u32>, n: u32, counters: &mut Array<Atomic<u32>>) {
     }
 }
 
-/// One order lower, never below 1.
-#[cube]
-fn lower(order: u32) -> u32 {
-    u32::max(order, 2) - 1
-}
-
-/// epd2: `cap[i]`, the lowest reduced order of the failing particles among `i` and its
-/// neighbours (`NO_CAP` if none fails).
+/// epd2: `cap[i]`, the lowest reduced order of the failing particles in reach.
 #[cube(launch_unchecked)]
 fn cap_kernel(fail: &Array<u32>, orders: &Array<u32>, list: &Neighbours, cap: &mut Array<u32>) {
     let i = ABSOLUTE_POS;
     if i < list.n as usize {
-        let count = list.counts[i];
-        let (base, stride) = slot_base(list, i);
-        let mut c = select(fail[i] != PASS, lower(orders[i]), NO_CAP);
-        for k in 0..list.max_count {
-            if k < count {
-                let j = list.indices[base + k as usize * stride] as usize;
-                if fail[j] != PASS {
-                    c = u32::min(c, lower(orders[j]));
-                }
-            }
-        }
-        cap[i] = c;
+        cap[i] = halo_cap(fail, orders, list, i);
     }
 }
 
@@ -243,35 +170,8 @@ fn next_kernel(
 ) {
     let i = ABSOLUTE_POS;
     if i < list.n as usize {
-        let count = list.counts[i];
-        let (base, stride) = slot_base(list, i);
         let order = orders[i];
-        let failing = fail[i] != PASS;
-        let own = select(failing, lower(order), order);
-        let mut o = own;
-        if comptime![strategy == EPD2] {
-            o = u32::min(own, cap[i]);
-        }
-        let mut any = failing;
-        for k in 0..list.max_count {
-            if k < count {
-                let j = list.indices[base + k as usize * stride] as usize;
-                if comptime![strategy == EPD1] {
-                    if fail[j] != PASS {
-                        o = u32::min(o, lower(orders[j]));
-                    }
-                } else if comptime![strategy == EPD2] {
-                    o = u32::min(o, cap[j]);
-                } else if comptime![strategy == STRICT] {
-                    if fail[j] != PASS {
-                        any = true;
-                    }
-                }
-            }
-        }
-        if comptime![strategy == STRICT] {
-            o = select(any, lower(order), order);
-        }
+        let o = next_order(fail, orders, cap, list, i, strategy);
         next[i] = o;
         if o < order {
             counters[0].fetch_add(order - o);
@@ -289,18 +189,7 @@ fn active_kernel(
 ) {
     let i = ABSOLUTE_POS;
     if i < list.n as usize {
-        let count = list.counts[i];
-        let (base, stride) = slot_base(list, i);
-        let mut changed = next[i] != orders[i];
-        for k in 0..list.max_count {
-            if k < count {
-                let j = list.indices[base + k as usize * stride] as usize;
-                if next[j] != orders[j] {
-                    changed = true;
-                }
-            }
-        }
-        active[i] = select(changed, 1u32, 0u32);
+        active[i] = select(order_changed(orders, next, list, i), 1u32, 0u32);
     }
 }
 
@@ -336,13 +225,7 @@ impl<F: GpuFloat> DeviceMood<F> {
         // The CPU's checks (delta, iterations) and its delta for this precision.
         mote_cloud::mood::Mood::<F>::new(settings)?;
         let basis = mote_cloud::mls::Basis::<D>::new(scheme.mls().degree())?;
-        let second: Option<Vec<u32>> = (0..D)
-            .map(|d| {
-                let mut e = [0u8; D];
-                e[d] = 2;
-                basis.index_of(e).map(|a| a as u32)
-            })
-            .collect();
+        let second = basis.second_derivatives().map(|t| t.map(|a| a as u32));
         let b = |name| gpu.output::<u32>(name, 0);
         let fixed = mote_core::Scaling::Fixed;
         Ok(Self {
@@ -531,12 +414,7 @@ impl<F: GpuFloat> DeviceMood<F> {
         }
         // 4. New orders, in the pull form: each unit reads its own and its neighbours' codes
         // and orders and writes its own cap, next order and flag.
-        let strategy = match self.settings.strategy {
-            HaloStrategy::Epd0 => EPD0,
-            HaloStrategy::Epd1 => EPD1,
-            HaloStrategy::Epd2 => EPD2,
-            HaloStrategy::Strict => STRICT,
-        };
+        let strategy = self.settings.strategy.code();
         gpu.fill_u32(&self.counters, 0);
         let (fail, orders, cap, next) = (&self.fail, &self.orders, &self.cap, &self.next);
         if strategy == EPD2 {

@@ -121,6 +121,18 @@ impl<const D: usize> Basis<D> {
         self.exponents.iter().position(|&x| x == e)
     }
 
+    /// The functions of the second derivative along each axis (`x_d^2`), if the degree has
+    /// them (MOOD's u2 curvatures).
+    pub fn second_derivatives(&self) -> Option<[usize; D]> {
+        let mut terms = [0; D];
+        for (d, t) in terms.iter_mut().enumerate() {
+            let mut e = [0u8; D];
+            e[d] = 2;
+            *t = self.index_of(e)?;
+        }
+        Some(terms)
+    }
+
     /// Basis size for `degree` in `D` dimensions without building it: `C(degree + D, D) - 1`.
     pub fn size(degree: usize) -> usize {
         let mut c = 1usize;

@@ -96,6 +96,9 @@ pub trait SlotLayout: Budgeted + Send + Sync + Sized {
     fn indices(&self) -> &[u32];
     /// Number of neighbours of each particle.
     fn counts(&self) -> &[u32];
+
+    /// Each particle's first slot when rows are contiguous (row-major), else `None`.
+    fn starts(&self) -> Option<&[usize]>;
     /// Length of every per-slot array in this layout (the total neighbour count row-major,
     /// particles x maximum count slot-major).
     fn slot_count(&self) -> usize {
@@ -190,6 +193,10 @@ impl SlotLayout for RowMajor {
         self.counts.as_slice()
     }
 
+    fn starts(&self) -> Option<&[usize]> {
+        Some(self.starts.as_slice())
+    }
+
     fn build<F>(
         &mut self,
         counts: &[u32],
@@ -261,6 +268,10 @@ impl SlotLayout for SlotMajor {
 
     fn counts(&self) -> &[u32] {
         self.counts.as_slice()
+    }
+
+    fn starts(&self) -> Option<&[usize]> {
+        None
     }
 
     fn build<F>(
