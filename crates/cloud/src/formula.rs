@@ -448,6 +448,14 @@ pub mod mood {
     mote_formula::host!("formulas/mood.rs");
 }
 
+/// The WENO-type reconstruction's smoothness weight and mix (source:
+/// `crates/cloud/formulas/weno.rs`).
+pub mod weno {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/weno.rs");
+}
+
 /// The names the per-particle passes add to the formula dialect, for the CPU: a particle's
 /// neighbour slots, states as one slice per variable, MOOD's small integers. A pass file
 /// (`crates/cloud/formulas/*_passes.rs`) computes one particle's entry; the CPU runs it in its

@@ -77,6 +77,13 @@ pub fn or(a: bool, b: bool) -> bool {
     a || b
 }
 
+/// The WENO-type reconstruction's weight and mix (source: `crates/cloud/formulas/weno.rs`).
+pub mod weno {
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/weno.rs");
+}
+
 /// The names the per-particle passes add to the formula dialect, for the device: the
 /// neighbour list's launch struct ([`crate::launch::Neighbours`]), states with the variables end
 /// to end, MOOD's integers as `u32` (the CPU's: [`mote_cloud::formula::pass`]).

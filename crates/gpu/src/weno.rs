@@ -23,6 +23,7 @@ use mote_core::{Budgeted, BudgetedBuffer, Scaling};
 use crate::array::DeviceArray;
 use crate::device::Gpu;
 use crate::error::GpuError;
+use crate::formula::weno::{weno_add, weno_weight};
 use crate::gravity::GpuFloat;
 use crate::launch::{ListArgs, Neighbours, launch, slot_base};
 use crate::mls::DeviceMls;
@@ -33,25 +34,6 @@ use crate::search::DeviceNeighbours;
 const START: u32 = 0;
 const ADD: u32 = 1;
 const FINISH: u32 = 2;
-
-/// `1 / (eps + sum_a (scale_a d_a)^2)^2` for the `terms` values of `d` starting at `first`.
-#[cube]
-fn weight<F: Float>(
-    d: &Array<F>,
-    first: usize,
-    scale: &Array<F>,
-    eps: F,
-    #[comptime] terms: usize,
-) -> F {
-    let mut beta = F::new(0.0);
-    #[unroll]
-    for a in 0..terms {
-        let x = scale[a] * d[first + a];
-        beta += x * x;
-    }
-    let q = eps + beta;
-    F::new(1.0) / (q * q)
-}
 
 /// One step of the mix for every particle (see the module docs): `START` from the central
 /// derivatives in `derivs`, `ADD` one one-sided fit's (`coef`, `valid`), `FINISH` back into
@@ -79,15 +61,10 @@ fn weno_kernel<F: Float>(
             #[unroll]
             for v in 0..vars {
                 let ui = u[v * nu + i];
-                let eps = consts[terms + 1] * (F::new(1.0) + ui * ui);
                 let record = i * vars * terms + v * terms;
-                let w0 = gamma * weight::<F>(derivs, record, consts, eps, terms);
-                let base = (i * vars + v) * width;
-                #[unroll]
-                for a in 0..terms {
-                    mix[base + a] = w0 * derivs[record + a];
-                }
-                mix[base + terms] = w0;
+                let w0 =
+                    gamma * weno_weight::<F>(derivs, record, consts, ui, consts[terms + 1], terms);
+                weno_add::<F>(mix, (i * vars + v) * width, derivs, record, w0, terms, true);
             }
         } else if comptime![step == ADD] {
             if valid[i] == 1 {
@@ -110,14 +87,8 @@ fn weno_kernel<F: Float>(
                         0,
                         terms,
                     );
-                    let eps = consts[terms + 1] * (F::new(1.0) + ui * ui);
-                    let w = weight::<F>(&d, 0, consts, eps, terms);
-                    let base = (i * vars + v) * width;
-                    #[unroll]
-                    for a in 0..terms {
-                        mix[base + a] += w * d[a];
-                    }
-                    mix[base + terms] += w;
+                    let w = weno_weight::<F>(&d, 0, consts, ui, consts[terms + 1], terms);
+                    weno_add::<F>(mix, (i * vars + v) * width, &d, 0, w, terms, false);
                 }
             }
         } else {

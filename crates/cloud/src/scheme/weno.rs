@@ -22,6 +22,7 @@ use mote_core::{
 
 use super::flux_pass;
 use crate::error::CloudError;
+use crate::formula::weno::{weno_add, weno_weight};
 use crate::mls::{Basis, Mls};
 use crate::search::{NeighbourList, SlotLayout};
 
@@ -96,18 +97,6 @@ impl<R: Real, const D: usize> Weno<R, D> {
         let gamma = R::cast(self.central_weight);
         let tiny = R::cast(1e-10);
         // `1 / (eps + beta)^2` for derivatives `d` of a particle whose value is `ui`.
-        let weight = |d: &[R], ui: R| {
-            let eps = tiny * (R::one() + ui * ui);
-            let mut beta = R::zero();
-            for a in 0..mr {
-                let x = scale[a] * d[a];
-                beta += x * x;
-            }
-            let q = eps + beta;
-            R::one() / (q * q)
-        };
-        // Start from the central fit (weight times `gamma`), then add each one-sided fit
-        // where it exists: one pass over the particles per fit.
         let mix_in = |mix: &mut [R], source: &[R], valid: Option<&[u8]>, gamma: R, start: bool| {
             backend.for_each_block(Chunks::new(mix, m * width), 256, |first, mut out| {
                 for k in 0..SplitOutputs::len(&out) {
@@ -117,20 +106,9 @@ impl<R: Real, const D: usize> Weno<R, D> {
                     }
                     let record = out.chunk_mut(k);
                     for v in 0..m {
-                        let d = &source[(i * m + v) * mr..(i * m + v + 1) * mr];
-                        let w = gamma * weight(d, u[v][i]);
-                        let mix = &mut record[v * width..(v + 1) * width];
-                        if start {
-                            for a in 0..mr {
-                                mix[a] = w * d[a];
-                            }
-                            mix[mr] = w;
-                        } else {
-                            for a in 0..mr {
-                                mix[a] += w * d[a];
-                            }
-                            mix[mr] += w;
-                        }
+                        let at = (i * m + v) * mr;
+                        let w = gamma * weno_weight(source, at, scale, u[v][i], tiny, mr);
+                        weno_add(record, v * width, source, at, w, mr, start);
                     }
                 }
             });
