@@ -456,6 +456,14 @@ pub mod weno {
     mote_formula::host!("formulas/weno.rs");
 }
 
+/// The kinetic relaxation's Maxwellian components and relaxation (source:
+/// `crates/cloud/formulas/relaxation.rs`).
+pub mod relaxation {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/relaxation.rs");
+}
+
 /// The names the per-particle passes add to the formula dialect, for the CPU: a particle's
 /// neighbour slots, states as one slice per variable, MOOD's small integers. A pass file
 /// (`crates/cloud/formulas/*_passes.rs`) computes one particle's entry; the CPU runs it in its

@@ -84,6 +84,13 @@ pub mod weno {
     mote_formula::device!("../cloud/formulas/weno.rs");
 }
 
+/// The kinetic relaxation's formulas (source: `crates/cloud/formulas/relaxation.rs`).
+pub mod relaxation {
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/relaxation.rs");
+}
+
 /// The names the per-particle passes add to the formula dialect, for the device: the
 /// neighbour list's launch struct ([`crate::launch::Neighbours`]), states with the variables end
 /// to end, MOOD's integers as `u32` (the CPU's: [`mote_cloud::formula::pass`]).

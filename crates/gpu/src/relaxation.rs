@@ -23,6 +23,7 @@ use crate::device::Gpu;
 use crate::equation::{DeviceEquation, DeviceFormulas};
 use crate::error::GpuError;
 use crate::formula::finite;
+use crate::formula::relaxation::{maxwellian_pair, relaxation_source, relaxed};
 use crate::gravity::GpuFloat;
 use crate::launch::launch;
 
@@ -70,21 +71,20 @@ fn relaxation_kernel<F: Float + ScalarArgSettings, Q: DeviceFormulas>(
             Q::flux::<F>(&u, &nrm, params, &mut flux, m, dim);
             #[unroll]
             for v in 0..m {
-                let plus = share * u[v] + half_inv_speed * flux[v];
-                let minus = share * u[v] - half_inv_speed * flux[v];
+                let (plus, minus) = maxwellian_pair::<F>(u[v], flux[v], share, half_inv_speed);
                 let a = (2 * d * m + v) * nu + i;
                 let b = ((2 * d + 1) * m + v) * nu + i;
                 if comptime![solve] {
-                    let x = (f[a] + r * plus) * inv;
-                    let y = (f[b] + r * minus) * inv;
+                    let x = relaxed::<F>(f[a], plus, r, inv);
+                    let y = relaxed::<F>(f[b], minus, r, inv);
                     f[a] = x;
                     f[b] = y;
                     if !(finite::<F>(x) && finite::<F>(y)) {
                         failed[0].fetch_min(i as u32);
                     }
                 } else {
-                    slope[a] = (plus - f[a]) * r;
-                    slope[b] = (minus - f[b]) * r;
+                    slope[a] = relaxation_source::<F>(f[a], plus, r);
+                    slope[b] = relaxation_source::<F>(f[b], minus, r);
                 }
             }
         }

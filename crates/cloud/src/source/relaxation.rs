@@ -21,6 +21,7 @@ use super::PointSource;
 use crate::cloud::MAX_VARIABLES;
 use crate::equations::{Equation, KineticTransport};
 use crate::error::CloudError;
+use crate::formula::relaxation as formula;
 
 /// The relaxation source of a kinetic representation of the conservation law `E`.
 #[derive(Clone, Debug)]
@@ -108,8 +109,8 @@ impl<const D: usize, E> KineticRelaxation<D, E> {
             axis[d] = R::one();
             self.equation.flux(u, axis, &mut flux[..m]);
             for v in 0..m {
-                f[2 * d * m + v] = share * u[v] + inv * flux[v];
-                f[(2 * d + 1) * m + v] = share * u[v] - inv * flux[v];
+                (f[2 * d * m + v], f[(2 * d + 1) * m + v]) =
+                    formula::maxwellian_pair(u[v], flux[v], share, inv);
             }
         }
     }
@@ -158,7 +159,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> PointSource<R> for KineticRelax
         self.maxwellian(&u[..m], &mut eq[..f.len()]);
         let rate = R::one() / R::cast(self.epsilon);
         for (o, (&e, &x)) in out.iter_mut().zip(eq.iter().zip(f)) {
-            *o = (e - x) * rate;
+            *o = formula::relaxation_source(x, e, rate);
         }
     }
 
@@ -172,7 +173,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> PointSource<R> for KineticRelax
         let inv = R::one() / (R::one() + r);
         let mut ok = true;
         for (x, &e) in f.iter_mut().zip(&eq) {
-            *x = (*x + r * e) * inv;
+            *x = formula::relaxed(*x, e, r, inv);
             ok &= x.is_finite();
         }
         ok
