@@ -17,6 +17,7 @@ use mote_core::Real;
 use crate::cloud::{Cloud, INTERIOR};
 use crate::domain::Shape;
 use crate::error::CloudError;
+use crate::formula::boundary::reflected;
 use crate::search::{NeighbourList, SlotLayout};
 
 /// What a boundary particle's state is, given what it can see.
@@ -135,7 +136,7 @@ impl<R: Real, const D: usize> BoundaryCondition<R, D> for SlipWall {
             mn += interior[k + d] * R::cast(normal[d]);
         }
         for d in 0..D {
-            out[k + d] = interior[k + d] - R::cast(2.0) * mn * R::cast(normal[d]);
+            out[k + d] = reflected(interior[k + d], mn, R::cast(normal[d]));
         }
     }
     fn builtin(&self) -> Option<BuiltinCondition> {

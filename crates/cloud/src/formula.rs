@@ -464,6 +464,14 @@ pub mod relaxation {
     mote_formula::host!("formulas/relaxation.rs");
 }
 
+/// The boundary conditions' formulas: the slip wall's reflection (source:
+/// `crates/cloud/formulas/boundary.rs`).
+pub mod boundary {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/boundary.rs");
+}
+
 /// The names the per-particle passes add to the formula dialect, for the CPU: a particle's
 /// neighbour slots, states as one slice per variable, MOOD's small integers. A pass file
 /// (`crates/cloud/formulas/*_passes.rs`) computes one particle's entry; the CPU runs it in its

@@ -30,6 +30,7 @@ use mote_cloud::boundary::{Boundaries, BuiltinCondition, Front, FrontAhead};
 use crate::array::DeviceArray;
 use crate::device::Gpu;
 use crate::error::GpuError;
+use crate::formula::boundary::reflected;
 use crate::gravity::GpuFloat;
 use crate::launch::launch;
 
@@ -84,7 +85,7 @@ fn apply_kernel<F: Float>(
             #[unroll]
             for d in 0..dim {
                 u[(first + d) * nu + i] =
-                    u[(first + d) * nu + j] - F::new(2.0) * mn * t.normal[k * 3 + d];
+                    reflected::<F>(u[(first + d) * nu + j], mn, t.normal[k * 3 + d]);
             }
         }
     }

@@ -91,6 +91,13 @@ pub mod relaxation {
     mote_formula::device!("../cloud/formulas/relaxation.rs");
 }
 
+/// The boundary conditions' formulas (source: `crates/cloud/formulas/boundary.rs`).
+pub mod boundary {
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/boundary.rs");
+}
+
 /// The names the per-particle passes add to the formula dialect, for the device: the
 /// neighbour list's launch struct ([`crate::launch::Neighbours`]), states with the variables end
 /// to end, MOOD's integers as `u32` (the CPU's: [`mote_cloud::formula::pass`]).
