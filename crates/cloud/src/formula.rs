@@ -464,6 +464,14 @@ pub mod relaxation {
     mote_formula::host!("formulas/relaxation.rs");
 }
 
+/// The Taylor basis evaluated at an offset, directly (the MLS fits) and by the recursion (the
+/// reconstructions) (source: `crates/cloud/formulas/basis.rs`).
+pub mod basis {
+    use super::prelude::*;
+
+    mote_formula::host!("formulas/basis.rs");
+}
+
 /// The boundary conditions' formulas: the slip wall's reflection (source:
 /// `crates/cloud/formulas/boundary.rs`).
 pub mod boundary {

@@ -91,6 +91,13 @@ pub mod relaxation {
     mote_formula::device!("../cloud/formulas/relaxation.rs");
 }
 
+/// The Taylor basis at an offset (source: `crates/cloud/formulas/basis.rs`).
+pub mod basis {
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../cloud/formulas/basis.rs");
+}
+
 /// The boundary conditions' formulas (source: `crates/cloud/formulas/boundary.rs`).
 pub mod boundary {
     use cubecl::prelude::*;

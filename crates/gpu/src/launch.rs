@@ -194,7 +194,7 @@ impl<'a, F: GpuFloat> Placed<'a, F> {
 }
 
 /// The Taylor basis of the MUSCL reconstruction as kernels evaluate it on an offset: per term
-/// its `recursion` (`parent, axis`, the parent [`ROOT`] for first-degree terms) and `factor`
+/// its `recursion` (`parent, axis`: [`crate::formula::basis::taylor_recursive`]) and `factor`
 /// (`phi_a = phi_parent * delta_axis * factor_a`), the `parity` `(-1)^|a|` and the term count
 /// of each interface order.
 #[derive(CubeLaunch, CubeType)]
@@ -203,28 +203,4 @@ pub(crate) struct Reconstruction<F: Float> {
     pub factor: Array<F>,
     pub parity: Array<F>,
     pub terms_for_order: Array<u32>,
-}
-
-/// The recursion's parent of a first-degree basis function: the constant 1.
-pub(crate) const ROOT: u32 = u32::MAX;
-
-/// The first `terms` basis functions at the offset `delta` into `phi` (the recursion).
-#[cube]
-pub(crate) fn basis<F: Float>(
-    r: &Reconstruction<F>,
-    delta: &Array<F>,
-    phi: &mut Array<F>,
-    #[comptime] terms: usize,
-) {
-    #[unroll]
-    for a in 0..terms {
-        let parent = r.recursion[2 * a];
-        let axis = r.recursion[2 * a + 1] as usize;
-        let from = if parent == ROOT {
-            F::new(1.0)
-        } else {
-            phi[parent as usize]
-        };
-        phi[a] = from * delta[axis] * r.factor[a];
-    }
 }

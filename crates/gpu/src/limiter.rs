@@ -20,8 +20,9 @@
 use cubecl::prelude::*;
 use mote_cloud::scheme::{Limiter, LimiterKind, LimiterMode};
 
+use crate::formula::basis::taylor_recursive;
 use crate::formula::limiter::{bounded_factor, limited_slope};
-use crate::launch::{Neighbours, Positions, Reconstruction, basis, offset, slot_base};
+use crate::launch::{Neighbours, Positions, Reconstruction, offset, slot_base};
 
 /// The limiter kinds as the kernel's compile-time code.
 pub(crate) const BARTH_JESPERSEN: u32 = 1;
@@ -126,7 +127,13 @@ pub(crate) fn limiter_kernel<F: Float>(
                         for d in 0..dim {
                             delta[d] = F::new(0.5) * offset::<F>(pos, i, j, d);
                         }
-                        basis::<F>(basis_of, &delta, &mut phi, scaled);
+                        taylor_recursive::<F>(
+                            &delta,
+                            &basis_of.recursion,
+                            &basis_of.factor,
+                            &mut phi,
+                            scaled,
+                        );
                         let mut change = F::new(0.0);
                         #[unroll]
                         for a in 0..scaled {

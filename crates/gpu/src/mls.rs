@@ -24,6 +24,7 @@ use mote_core::{Budgeted, BudgetedBuffer, Precision, Scaling};
 use crate::array::DeviceArray;
 use crate::device::Gpu;
 use crate::error::GpuError;
+use crate::formula::basis::taylor;
 use crate::gravity::GpuFloat;
 use crate::launch::{ListArgs, Neighbours, launch, slot_base};
 use crate::search::{DeviceCloud, DeviceNeighbours};
@@ -127,36 +128,6 @@ fn offset_and_weight<F: Float, G: Float>(
     w
 }
 
-/// The basis at `q` into `phi` (the CPU's power tables and multiplication order).
-#[cube]
-fn eval_basis<G: Float>(
-    q: &Array<G>,
-    tables: &FitTables<G>,
-    pw: &mut Array<G>,
-    phi: &mut Array<G>,
-    #[comptime] dim: usize,
-    #[comptime] degree: usize,
-    #[comptime] cap: usize,
-) {
-    #[unroll]
-    for a in 0..dim {
-        pw[a * (degree + 1)] = G::new(1.0);
-        #[unroll]
-        for k in 1..degree + 1 {
-            pw[a * (degree + 1) + k] = pw[a * (degree + 1) + k - 1] * q[a];
-        }
-    }
-    #[unroll]
-    for f in 0..cap {
-        let mut v = tables.inverse_factorial[f];
-        #[unroll]
-        for a in 0..dim {
-            v *= pw[a * (degree + 1) + tables.exponents[f * 3 + a] as usize];
-        }
-        phi[f] = v;
-    }
-}
-
 /// The weight `w` of a neighbour at scaled offset `q`, or 0 for a one-sided fit when the
 /// neighbour lies on the other side of `axis` (`high`: keep `q[axis] >= 0`; else `<= 0`).
 #[cube]
@@ -228,7 +199,16 @@ fn mls_kernel<F: Float, G: Float>(
                 if w > G::new(0.0) {
                     positive += 1u32;
                 }
-                eval_basis::<G>(&q, tables, &mut pw, &mut phi, dim, degree, cap);
+                taylor::<G>(
+                    &q,
+                    &tables.exponents,
+                    &tables.inverse_factorial,
+                    &mut pw,
+                    &mut phi,
+                    dim,
+                    degree,
+                    cap,
+                );
                 #[unroll]
                 for r in 0..cap {
                     let wr = w * phi[r];
@@ -304,7 +284,16 @@ fn mls_kernel<F: Float, G: Float>(
                 let j = list.indices[s] as usize;
                 let w0 = offset_and_weight::<F, G>(x, y, z, i, j, tables, weight_kind, &mut q, dim);
                 let w = side_weight::<G>(w0, &q, one_sided, axis, high);
-                eval_basis::<G>(&q, tables, &mut pw, &mut phi, dim, degree, cap);
+                taylor::<G>(
+                    &q,
+                    &tables.exponents,
+                    &tables.inverse_factorial,
+                    &mut pw,
+                    &mut phi,
+                    dim,
+                    degree,
+                    cap,
+                );
                 #[unroll]
                 for r in 0..cap {
                     phi[r] *= scale[r];
@@ -498,24 +487,18 @@ impl<F: GpuFloat> DeviceMls<F> {
         for a in 0..D {
             per[a] = periodic[a] as u32;
         }
-        let mut exponents = vec![0u32; 3 * m];
-        let mut inverse_factorial = vec![0.0f64; m];
-        let mut unscale = vec![0.0f64; m];
-        let fact = |k: u8| (1..=k as u64).product::<u64>() as f64;
-        for (k, e) in basis.exponents().iter().enumerate() {
-            for a in 0..D {
-                exponents[3 * k + a] = e[a] as u32;
-            }
-            inverse_factorial[k] = 1.0 / e.iter().map(|&p| fact(p)).product::<f64>();
-            unscale[k] = h.powi(-(e.iter().map(|&p| p as i32).sum::<i32>()));
-        }
+        let unscale: Vec<f64> = basis
+            .exponents()
+            .iter()
+            .map(|e| h.powi(-(e.iter().map(|&p| p as i32).sum::<i32>())))
+            .collect();
         gpu.fill_u32(&self.failed, u32::MAX);
         let fit_f64 = gpu.supports(Precision::F64);
         let tables = |min_positive: f64| Tables {
             geo: geo.to_vec(),
             periodic: per,
-            exponents: exponents.clone(),
-            inverse_factorial: inverse_factorial.clone(),
+            exponents: basis.powers().to_vec(),
+            inverse_factorial: basis.inverse_factorials().to_vec(),
             unscale: unscale.clone(),
             consts: {
                 let mut c = consts;
@@ -610,7 +593,7 @@ struct Tables {
     /// The domain's lengths, then the half lengths.
     geo: Vec<f64>,
     periodic: [u32; 3],
-    /// The basis exponents, three per function.
+    /// The basis exponents, `D` per function.
     exponents: Vec<u32>,
     inverse_factorial: Vec<f64>,
     unscale: Vec<f64>,

@@ -53,14 +53,15 @@ pub use crate::equation::DeviceEquation;
 use crate::equation::flux_code::{CENTRAL, RUSANOV};
 use crate::equation::{DeviceFormulas, code_of};
 use crate::error::GpuError;
+use crate::formula::basis::taylor_recursive;
 use crate::formula::finite;
 use crate::formula::riemann::{
     carried_by_motion, central_flux, interface_velocity, relative_speed, rusanov_flux, upwind_flux,
 };
 use crate::gravity::GpuFloat;
 use crate::launch::{
-    ListArgs, Neighbours, Placed, Positions, Reconstruction, ReconstructionLaunch, basis, launch,
-    offset, slot_base,
+    ListArgs, Neighbours, Placed, Positions, Reconstruction, ReconstructionLaunch, launch, offset,
+    slot_base,
 };
 use crate::limiter::limiter_kernel;
 use crate::mls::DeviceMls;
@@ -247,7 +248,13 @@ fn flux_kernel<F: Float, Q: DeviceFormulas>(
                 if comptime![order > 1] {
                     let t = basis_of.terms_for_order[u32::min(order_i, orders.orders[j]) as usize];
                     if t > 0 {
-                        basis::<F>(basis_of, &delta, &mut phi, terms);
+                        taylor_recursive::<F>(
+                            &delta,
+                            &basis_of.recursion,
+                            &basis_of.factor,
+                            &mut phi,
+                            terms,
+                        );
                         #[unroll]
                         for v in 0..vars {
                             #[unroll]
@@ -557,21 +564,8 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         // The CPU scheme's reconstruction basis and its recursion (see `Basis`).
         let basis = mote_cloud::mls::Basis::<D>::new((order - 1).max(1))?;
         let terms = if order > 1 { basis.len() } else { 0 };
-        let exponents = basis.exponents();
-        let mut recursion = Vec::with_capacity(2 * basis.len());
-        let mut recursion_inv = Vec::with_capacity(basis.len());
-        for e in exponents {
-            let d = e.iter().position(|&k| k > 0).expect("degree >= 1");
-            let mut p = *e;
-            p[d] -= 1;
-            let parent = if p.iter().all(|&k| k == 0) {
-                crate::launch::ROOT
-            } else {
-                basis.index_of(p).expect("the parent precedes") as u32
-            };
-            recursion.extend([parent, d as u32]);
-            recursion_inv.push(F::cast(1.0 / e[d] as f64));
-        }
+        let recursion = basis.recursion();
+        let recursion_inv = basis.recursion_factors::<F>();
         let parity: Vec<F> = basis.parities().into_iter().map(F::cast).collect();
         let terms_for_order: Vec<u32> = (0..=mote_cloud::scheme::MAX_ORDER)
             .map(|k| {
@@ -593,11 +587,9 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             derivatives: gpu
                 .output("muscl_derivatives", 0)
                 .with_scaling(mote_core::Scaling::PerParticle((m * terms).max(1))),
-            recursion: gpu
-                .upload("muscl_recursion", &recursion)
-                .with_scaling(fixed),
+            recursion: gpu.upload("muscl_recursion", recursion).with_scaling(fixed),
             recursion_inv: gpu
-                .upload("muscl_recursion_factor", &recursion_inv)
+                .upload("muscl_recursion_factor", recursion_inv)
                 .with_scaling(fixed),
             parity: gpu.upload("muscl_parity", &parity).with_scaling(fixed),
             terms_for_order: gpu

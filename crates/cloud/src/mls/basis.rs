@@ -1,6 +1,9 @@
 //! The Taylor-monomial basis of the MLS fits.
 
+use mote_core::{Precision, Real};
+
 use crate::error::CloudError;
+use crate::formula::basis::{ROOT, taylor, taylor_recursive};
 
 /// Highest polynomial degree supported.
 pub const MAX_DEGREE: usize = 5;
@@ -16,10 +19,16 @@ pub const MAX_DEGREE: usize = 5;
 pub struct Basis<const D: usize> {
     degree: usize,
     exponents: Vec<[u8; D]>,
+    /// The exponents end to end (`D` per function), as the evaluation formula reads them.
+    powers: Vec<u32>,
     inverse_factorial: Vec<f64>,
-    /// For the recursive evaluation: function `k` is `phi[parent[k]] * q[axis[k]] / power`,
-    /// with `parent = usize::MAX` standing for the constant 1.
-    recursion: Vec<(usize, usize, f64)>,
+    /// For the recursive evaluation: function `k` is `phi[parent] * q[axis] * factor[k]`
+    /// (`parent, axis = recursion[2 k], recursion[2 k + 1]`, the parent [`ROOT`] standing for
+    /// the constant 1, `factor` the inverse of the power on `axis`).
+    recursion: Vec<u32>,
+    factor: Vec<f64>,
+    /// `factor` in `f32` (the recursion runs in the working precision).
+    factor_f32: Vec<f32>,
 }
 
 impl<const D: usize> Basis<D> {
@@ -44,28 +53,31 @@ impl<const D: usize> Basis<D> {
             .collect();
         // phi_a = phi_(a - e_d) * q_d / a_d for the first axis d with a_d > 0: the parent has a
         // lower total degree, so it comes earlier in the order.
-        let recursion = exponents
-            .iter()
-            .map(|e| {
-                let d = e.iter().position(|&k| k > 0).expect("degree >= 1");
-                let mut p = *e;
-                p[d] -= 1;
-                let parent = if p.iter().all(|&k| k == 0) {
-                    usize::MAX
-                } else {
-                    exponents
-                        .iter()
-                        .position(|x| *x == p)
-                        .expect("parent precedes")
-                };
-                (parent, d, 1.0 / e[d] as f64)
-            })
-            .collect();
+        let mut recursion = Vec::with_capacity(2 * exponents.len());
+        let mut factor = Vec::with_capacity(exponents.len());
+        for e in &exponents {
+            let d = e.iter().position(|&k| k > 0).expect("degree >= 1");
+            let mut p = *e;
+            p[d] -= 1;
+            let parent = if p.iter().all(|&k| k == 0) {
+                ROOT
+            } else {
+                exponents
+                    .iter()
+                    .position(|x| *x == p)
+                    .expect("parent precedes") as u32
+            };
+            recursion.extend([parent, d as u32]);
+            factor.push(1.0 / e[d] as f64);
+        }
         Ok(Self {
             degree,
+            powers: exponents.iter().flatten().map(|&k| k as u32).collect(),
             exponents,
             inverse_factorial,
             recursion,
+            factor_f32: factor.iter().map(|&x| x as f32).collect(),
+            factor,
         })
     }
 
@@ -116,6 +128,31 @@ impl<const D: usize> Basis<D> {
         &self.exponents
     }
 
+    /// The exponents end to end, `D` per function (the tables of [`taylor`]).
+    pub fn powers(&self) -> &[u32] {
+        &self.powers
+    }
+
+    /// Every function's inverse multi-factorial `1 / a!`.
+    pub fn inverse_factorials(&self) -> &[f64] {
+        &self.inverse_factorial
+    }
+
+    /// The recursion of [`taylor_recursive`]: `parent, axis` per function.
+    pub fn recursion(&self) -> &[u32] {
+        &self.recursion
+    }
+
+    /// The recursion's factors in precision `R`.
+    #[inline(always)]
+    pub fn recursion_factors<R: Real>(&self) -> &[R] {
+        // Sizes match (bytemuck checks them), and `PRECISION` names the type.
+        match R::PRECISION {
+            Precision::F64 => bytemuck::cast_slice(&self.factor),
+            Precision::F32 => bytemuck::cast_slice(&self.factor_f32),
+        }
+    }
+
     /// The index of the function with exponents `e`.
     pub fn index_of(&self, e: [u8; D]) -> Option<usize> {
         self.exponents.iter().position(|&x| x == e)
@@ -142,41 +179,30 @@ impl<const D: usize> Basis<D> {
         c - 1
     }
 
-    /// The first `out.len()` functions at `q`, by the recursion `phi_a = phi_(a - e_d) q_d / a_d`:
-    /// two multiplications per function, in the run's precision (for the per-pair
-    /// reconstruction of the hot flux pass).
+    /// The first `out.len()` functions at `q`, by the recursion `phi_a = phi_(a - e_d) q_d / a_d`
+    /// ([`taylor_recursive`]): two multiplications per function, in the run's precision (for
+    /// the per-pair reconstruction of the hot flux pass).
     #[inline(always)]
-    pub fn eval_recursive<R: mote_core::Real>(&self, q: [R; D], out: &mut [R]) {
-        for k in 0..out.len() {
-            let (parent, d, inv) = self.recursion[k];
-            let base = if parent == usize::MAX {
-                R::one()
-            } else {
-                out[parent]
-            };
-            out[k] = base * q[d] * R::cast(inv);
-        }
+    pub fn eval_recursive<R: Real>(&self, q: [R; D], out: &mut [R]) {
+        let terms = out.len();
+        taylor_recursive(&q, &self.recursion, self.recursion_factors(), out, terms);
     }
 
-    /// Evaluates every function at the scaled offset `q = d / h` into `out`.
+    /// Evaluates every function at the scaled offset `q = d / h` into `out` ([`taylor`]).
     #[inline(always)]
     pub fn eval(&self, q: [f64; D], out: &mut [f64]) {
-        let mut pw = [[1.0f64; MAX_DEGREE + 1]; D];
-        for a in 0..D {
-            for k in 1..=self.degree {
-                pw[a][k] = pw[a][k - 1] * q[a];
-            }
-        }
-        for (f, (e, inv)) in out
-            .iter_mut()
-            .zip(self.exponents.iter().zip(&self.inverse_factorial))
-        {
-            let mut v = *inv;
-            for a in 0..D {
-                v *= pw[a][e[a] as usize];
-            }
-            *f = v;
-        }
+        let mut pw = [[0.0f64; MAX_DEGREE + 1]; D];
+        let terms = out.len();
+        taylor(
+            &q,
+            &self.powers,
+            &self.inverse_factorial,
+            pw.as_flattened_mut(),
+            out,
+            D,
+            self.degree,
+            terms,
+        );
     }
 }
 
