@@ -128,6 +128,29 @@ fn offset_and_weight<F: Float, G: Float>(
     w
 }
 
+/// The basis at `q` into `phi` from the fit's tables (the shared formula `taylor`).
+#[cube]
+fn basis_at<G: Float>(
+    q: &Array<G>,
+    tables: &FitTables<G>,
+    pw: &mut Array<G>,
+    phi: &mut Array<G>,
+    #[comptime] dim: usize,
+    #[comptime] degree: usize,
+    #[comptime] cap: usize,
+) {
+    taylor::<G>(
+        q,
+        &tables.exponents,
+        &tables.inverse_factorial,
+        pw,
+        phi,
+        dim,
+        degree,
+        cap,
+    );
+}
+
 /// The weight `w` of a neighbour at scaled offset `q`, or 0 for a one-sided fit when the
 /// neighbour lies on the other side of `axis` (`high`: keep `q[axis] >= 0`; else `<= 0`).
 #[cube]
@@ -199,16 +222,7 @@ fn mls_kernel<F: Float, G: Float>(
                 if w > G::new(0.0) {
                     positive += 1u32;
                 }
-                taylor::<G>(
-                    &q,
-                    &tables.exponents,
-                    &tables.inverse_factorial,
-                    &mut pw,
-                    &mut phi,
-                    dim,
-                    degree,
-                    cap,
-                );
+                basis_at::<G>(&q, tables, &mut pw, &mut phi, dim, degree, cap);
                 #[unroll]
                 for r in 0..cap {
                     let wr = w * phi[r];
@@ -284,16 +298,7 @@ fn mls_kernel<F: Float, G: Float>(
                 let j = list.indices[s] as usize;
                 let w0 = offset_and_weight::<F, G>(x, y, z, i, j, tables, weight_kind, &mut q, dim);
                 let w = side_weight::<G>(w0, &q, one_sided, axis, high);
-                taylor::<G>(
-                    &q,
-                    &tables.exponents,
-                    &tables.inverse_factorial,
-                    &mut pw,
-                    &mut phi,
-                    dim,
-                    degree,
-                    cap,
-                );
+                basis_at::<G>(&q, tables, &mut pw, &mut phi, dim, degree, cap);
                 #[unroll]
                 for r in 0..cap {
                     phi[r] *= scale[r];
