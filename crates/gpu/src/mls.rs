@@ -492,11 +492,7 @@ impl<F: GpuFloat> DeviceMls<F> {
         for a in 0..D {
             per[a] = periodic[a] as u32;
         }
-        let unscale: Vec<f64> = basis
-            .exponents()
-            .iter()
-            .map(|e| h.powi(-(e.iter().map(|&p| p as i32).sum::<i32>())))
-            .collect();
+        let unscale = basis.unscale(h);
         gpu.fill_u32(&self.failed, u32::MAX);
         let fit_f64 = gpu.supports(Precision::F64);
         let tables = |min_positive: f64| Tables {

@@ -153,6 +153,15 @@ impl<const D: usize> Basis<D> {
         }
     }
 
+    /// `1 / h^|a|` per function: what turns the coefficients of a fit in `d / h` into
+    /// derivatives (the CPU's and the device's fits).
+    pub fn unscale(&self, h: f64) -> Vec<f64> {
+        self.exponents
+            .iter()
+            .map(|e| h.powi(-(e.iter().map(|&k| k as i32).sum::<i32>())))
+            .collect()
+    }
+
     /// The index of the function with exponents `e`.
     pub fn index_of(&self, e: [u8; D]) -> Option<usize> {
         self.exponents.iter().position(|&x| x == e)

@@ -197,12 +197,7 @@ impl<R: Real, const D: usize> Mls<R, D> {
         let periodic = cloud.domain().periodic();
         let lengths = cloud.domain().lengths();
         let indices = list.indices();
-        // 1 / h^|a| per basis function: the coefficients come out as derivatives.
-        let unscale: Vec<f64> = basis
-            .exponents()
-            .iter()
-            .map(|e| h.powi(-(e.iter().map(|&k| k as i32).sum::<i32>())))
-            .collect();
+        let unscale = basis.unscale(h);
         let writers: Vec<L::Writer<'_, R>> = self
             .coefficients
             .iter_mut()
