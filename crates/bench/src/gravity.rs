@@ -1,13 +1,17 @@
-//! `mote bench gravity`: direct-summation forces on the CPU or a device.
+//! `mote bench gravity`: direct-summation or tree forces on the CPU, direct summation on a
+//! device.
 
 use std::error::Error;
 use std::time::Instant;
 
 use clap::Args;
+use mote_core::Budgeted;
 use mote_core::{CpuBackend, DeviceSpec, Precision, PrecisionJob, Real};
 use mote_gpu::{Gpu, GpuDirectSolver};
+use mote_gravity::accuracy::ForceErrors;
 use mote_gravity::initial_conditions::plummer;
-use mote_gravity::{DirectSolver, ForceSolver, KernelChoice, Softening};
+use mote_gravity::tree::{Multipole, TreeSettings, TreeSolver};
+use mote_gravity::{DirectSolver, ForceSolver, KernelChoice, Softening, SolverInfo};
 use serde::Serialize;
 
 /// Options of `mote bench gravity`.
@@ -40,6 +44,58 @@ pub struct GravityArgs {
     /// Units per workgroup of the GPU kernel.
     #[arg(long, default_value_t = 256)]
     workgroup: u32,
+    /// Force solver: direct summation or the Barnes-Hut tree.
+    #[arg(long, default_value = "direct")]
+    solver: SolverKind,
+    /// The tree's opening angle.
+    #[arg(long, default_value_t = TreeSettings::THETA)]
+    theta: f64,
+    /// The tree's moments: monopole or quadrupole.
+    #[arg(long, default_value = "monopole")]
+    multipole: Multipole,
+    /// Most particles in a tree leaf.
+    #[arg(long, default_value_t = TreeSettings::LEAF_SIZE)]
+    leaf_size: usize,
+    /// Most targets sharing one tree walk.
+    #[arg(long, default_value_t = TreeSettings::GROUP_SIZE)]
+    group_size: usize,
+    /// Particles whose tree forces are compared with the compensated reference (0: none).
+    #[arg(long, default_value_t = 1024)]
+    error_samples: usize,
+}
+
+/// `--solver`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SolverKind {
+    /// Direct summation, O(N^2).
+    Direct,
+    /// The Barnes-Hut tree, O(N log N).
+    Tree,
+}
+
+/// What `--solver tree` adds to the report.
+#[derive(Debug, Serialize)]
+pub struct TreeReport {
+    theta: f64,
+    multipole: Multipole,
+    leaf_size: usize,
+    group_size: usize,
+    /// Median over the timed evaluations of the build's seconds.
+    build_seconds: f64,
+    /// Median of the walk's (lists and their evaluation) seconds.
+    walk_seconds: f64,
+    /// Interactions per particle, particles and nodes.
+    interactions_per_particle: f64,
+    nodes: usize,
+    groups: usize,
+    /// The tree's arrays per particle, as priced in the memory budget.
+    tree_bytes_per_particle: u64,
+    /// Relative force errors against the compensated reference on `error_samples` particles.
+    error_samples: usize,
+    error_rms: f64,
+    error_p50: f64,
+    error_p99: f64,
+    error_max: f64,
 }
 
 /// `--backend`.
@@ -82,8 +138,12 @@ pub struct BenchResult {
     seconds_min: f64,
     seconds_max: f64,
     interactions_per_second: f64,
+    /// Particles per second per force evaluation: N over the median seconds.
+    particles_per_second: f64,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     gpu: Option<GpuReport>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    tree: Option<TreeReport>,
 }
 
 /// Runs `mote bench gravity` on `threads` threads (0: all cores) and prints the result.
@@ -106,13 +166,25 @@ pub fn run(args: &GravityArgs, threads: usize) -> Result<(), Box<dyn Error>> {
     )?;
     let softening = Softening::new(args.softening)?;
     let cpu = DirectSolver::new(softening, args.kernel, CpuBackend::threads(threads))?;
-    let result = match args.backend {
-        BackendKind::Cpu => args.precision.dispatch(GravityBench {
+    let result = match (args.backend, args.solver) {
+        (BackendKind::Gpu, SolverKind::Tree) => {
+            return Err("--solver tree runs on the CPU (--backend cpu) for now".into());
+        }
+        (BackendKind::Cpu, SolverKind::Tree) => {
+            let settings =
+                TreeSettings::new(args.theta, args.multipole, args.leaf_size, args.group_size)?;
+            args.precision.dispatch(GravityBench {
+                args,
+                solver: BenchSolver::Tree(settings, softening, CpuBackend::threads(threads)),
+                repeats: args.repeats,
+            })?
+        }
+        (BackendKind::Cpu, SolverKind::Direct) => args.precision.dispatch(GravityBench {
             args,
             solver: BenchSolver::Cpu(cpu),
             repeats: args.repeats,
         })?,
-        BackendKind::Gpu => {
+        (BackendKind::Gpu, SolverKind::Direct) => {
             let mut gpu = Gpu::open(args.device)?;
             gpu.set_workgroup(args.workgroup)?;
             let solver = GpuDirectSolver::new(gpu, softening, args.precision)?;
@@ -151,6 +223,25 @@ pub fn run(args: &GravityArgs, threads: usize) -> Result<(), Box<dyn Error>> {
             result.repeats,
             result.interactions_per_second
         );
+        if let Some(t) = &result.tree {
+            println!(
+                "  tree theta={} {} leaf={} group={}: build {:.3e} s, walk {:.3e} s, {:.0} interactions per particle, {} nodes, {} bytes per particle; errors rms {:.2e} p50 {:.2e} p99 {:.2e} max {:.2e} ({} samples)",
+                t.theta,
+                t.multipole,
+                t.leaf_size,
+                t.group_size,
+                t.build_seconds,
+                t.walk_seconds,
+                t.interactions_per_particle,
+                t.nodes,
+                t.tree_bytes_per_particle,
+                t.error_rms,
+                t.error_p50,
+                t.error_p99,
+                t.error_max,
+                t.error_samples
+            );
+        }
         if let Some(g) = &result.gpu {
             println!(
                 "  device {} (workgroup {}): upload {:.3e} s, kernel {:.3e} s, download {:.3e} s per evaluation; CPU {:.3e} interactions/s, speed-up {:.2}",
@@ -171,6 +262,8 @@ pub fn run(args: &GravityArgs, threads: usize) -> Result<(), Box<dyn Error>> {
 enum BenchSolver {
     Cpu(DirectSolver),
     Gpu(Box<GpuDirectSolver>),
+    /// The tree's solver is typed by the precision: made in [`GravityBench::run`].
+    Tree(TreeSettings, Softening, CpuBackend),
 }
 
 struct GravityBench<'a> {
@@ -185,9 +278,14 @@ impl PrecisionJob for GravityBench<'_> {
     fn run<R: Real>(mut self) -> Self::Output {
         let n = self.args.particles;
         let mut p = plummer::<R>(n, 1)?;
+        if let BenchSolver::Tree(settings, softening, backend) = self.solver {
+            let solver = TreeSolver::<R>::new(softening, settings, self.args.kernel, backend)?;
+            return Ok(tree_bench(self.args, solver, p, self.repeats));
+        }
         let solver: &mut dyn ForceSolver<R> = match &mut self.solver {
             BenchSolver::Cpu(s) => s,
             BenchSolver::Gpu(s) => s.as_mut(),
+            BenchSolver::Tree(..) => unreachable!("timed above"),
         };
         // Warm-up: page in the arrays, start the thread pool or compile the kernel, settle the
         // clocks.
@@ -198,6 +296,7 @@ impl PrecisionJob for GravityBench<'_> {
         let solver: &mut dyn ForceSolver<R> = match &mut self.solver {
             BenchSolver::Cpu(s) => s,
             BenchSolver::Gpu(s) => s.as_mut(),
+            BenchSolver::Tree(..) => unreachable!("timed above"),
         };
         let mut times: Vec<f64> = (0..self.repeats)
             .map(|_| {
@@ -232,6 +331,7 @@ impl PrecisionJob for GravityBench<'_> {
                     }),
                 )
             }
+            BenchSolver::Tree(..) => unreachable!("timed above"),
         };
         Ok(BenchResult {
             family: "gravity",
@@ -245,7 +345,78 @@ impl PrecisionJob for GravityBench<'_> {
             seconds_min: times[0],
             seconds_max: times[times.len() - 1],
             interactions_per_second: (n as f64) * (n as f64 - 1.0) / median,
+            particles_per_second: n as f64 / median,
             gpu,
+            tree: None,
         })
     }
+}
+
+/// Times `repeats` tree evaluations after a warm-up, then measures the last one's errors.
+fn tree_bench<R: Real>(
+    args: &GravityArgs,
+    mut solver: TreeSolver<R>,
+    mut p: mote_core::ParticleData<R>,
+    repeats: usize,
+) -> BenchResult {
+    let n = p.len();
+    solver.update(&mut p);
+    let mut runs: Vec<(f64, mote_gravity::tree::TreeStats)> = (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            solver.update(&mut p);
+            (t.elapsed().as_secs_f64(), solver.stats())
+        })
+        .collect();
+    let mut times: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    let median = crate::cloud::median(&mut times);
+    let mut build: Vec<f64> = runs.iter().map(|r| r.1.build_seconds).collect();
+    let mut walk: Vec<f64> = runs.iter().map(|r| r.1.walk_seconds).collect();
+    let stats = runs.pop().expect("at least one repeat").1;
+    let errors = ForceErrors::measure(
+        p.positions(),
+        p.masses(),
+        solver.softening().epsilon2::<f64>(),
+        p.accelerations(),
+        args.error_samples,
+        CpuBackend::threads(args_threads(&solver)),
+    );
+    let settings = solver.settings();
+    let bytes = mote_core::MemoryModel::of(&[&solver as &dyn Budgeted]).per_particle;
+    BenchResult {
+        family: "gravity",
+        backend: "cpu".to_string(),
+        kernel: solver.name(),
+        particles: n,
+        precision: R::PRECISION,
+        threads: args_threads(&solver),
+        repeats: times.len(),
+        seconds_median: median,
+        seconds_min: times[0],
+        seconds_max: times[times.len() - 1],
+        interactions_per_second: stats.interactions as f64 / median,
+        particles_per_second: n as f64 / median,
+        gpu: None,
+        tree: Some(TreeReport {
+            theta: settings.theta,
+            multipole: settings.multipole,
+            leaf_size: settings.leaf_size,
+            group_size: settings.group_size,
+            build_seconds: crate::cloud::median(&mut build),
+            walk_seconds: crate::cloud::median(&mut walk),
+            interactions_per_particle: stats.interactions as f64 / n as f64,
+            nodes: stats.nodes,
+            groups: stats.groups,
+            tree_bytes_per_particle: bytes,
+            error_samples: errors.samples,
+            error_rms: errors.rms,
+            error_p50: errors.p50,
+            error_p99: errors.p99,
+            error_max: errors.max,
+        }),
+    }
+}
+
+fn args_threads<R: Real>(solver: &TreeSolver<R>) -> usize {
+    solver.backend().thread_count()
 }

@@ -271,7 +271,6 @@ impl<R: Real, const D: usize> Cloud<R, D> {
         }
         (0..n)
             .map(|i| {
-                let mut key = 0u64;
                 let q: [u64; D] = std::array::from_fn(|a| {
                     let w = hi[a] - lo[a];
                     let t = if w > 0.0 {
@@ -281,12 +280,7 @@ impl<R: Real, const D: usize> Cloud<R, D> {
                     };
                     (t * scale).round() as u64
                 });
-                for b in (0..bits).rev() {
-                    for qa in q.iter() {
-                        key = (key << 1) | ((qa >> b) & 1);
-                    }
-                }
-                key
+                mote_core::morton::interleave(q, bits)
             })
             .collect()
     }

@@ -180,6 +180,18 @@ impl CpuBackend {
         }
     }
 
+    /// Runs `f` on this backend's threads: rayon's parallel iterators inside `f` use them
+    /// ([`CpuBackend::Serial`]: one thread). For passes whose work items are not particle
+    /// blocks (the gravity tree's groups); such a pass keeps its results independent of the
+    /// thread count itself, by giving every item its own output.
+    pub fn install<T: Send>(self, f: impl FnOnce() -> T + Send) -> T {
+        match self {
+            CpuBackend::Serial => pool(1).install(f),
+            CpuBackend::Threads { threads: 0 } => f(),
+            CpuBackend::Threads { threads } => pool(threads).install(f),
+        }
+    }
+
     /// A deterministic reduction: `map` is applied to the fixed ranges
     /// `0..block_len, block_len..2*block_len, ...` of `0..n` and the partial results are combined
     /// left to right, in range order, whatever the thread count. `None` when `n == 0`.

@@ -13,6 +13,7 @@
 //!   [`memory::memory_estimate`], sized once with [`memory::reserve`], and growth past the
 //!   reservation is a [`CapacityError`].
 //! - [`platform`]: CPU model, cores, memory and run-time SIMD detection.
+//! - [`morton`]: Morton (Z-order) keys, for the clouds' ordering and the gravity tree.
 //! - [`rng`]: seeded random numbers that are bit-identical on every platform.
 //!
 //! The crate has no GPU dependency: device buffers and kernels live in `mote-gpu`, which mirrors
@@ -24,6 +25,7 @@ pub mod backend;
 pub mod buffer;
 pub mod columns;
 pub mod memory;
+pub mod morton;
 pub mod particles;
 pub mod platform;
 pub mod real;

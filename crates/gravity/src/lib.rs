@@ -6,14 +6,17 @@
 //! - [`solver`]: the [`ForceSolver`] trait integrators call;
 //! - [`direct`]: direct summation: the f64 compensated reference kernel and the fast SIMD kernels
 //!   (AVX-512F, AVX2+FMA, portable), chosen at run time once per evaluation;
+//! - [`tree`]: Barnes-Hut tree gravity (monopole or quadrupole), O(N log N), for large N;
 //! - [`integrators`]: kick-drift-kick leapfrog (velocity Verlet), Yoshida 4th order, classical RK4;
 //! - [`initial_conditions`]: Plummer sphere, uniform sphere, cold collapse, Kepler pair, disc
 //!   galaxy, galaxy collision, all seeded and reproducible across platforms;
+//! - [`accuracy`]: force errors of an approximate solver against the reference kernel;
 //! - [`diagnostics`]: energies, momenta, virial ratio, Lagrangian radii;
 //! - [`Simulation`]: particles + solver + integrator + clock.
 
 #![warn(missing_docs)]
 
+pub mod accuracy;
 pub mod diagnostics;
 pub mod direct;
 pub mod error;
@@ -25,6 +28,7 @@ pub use mote_core::rng;
 pub mod simulation;
 pub mod softening;
 pub mod solver;
+pub mod tree;
 
 pub use diagnostics::Diagnostics;
 pub use direct::{DirectSolver, Kernel, KernelChoice};
@@ -34,3 +38,4 @@ pub use simulation::Simulation;
 
 pub use softening::Softening;
 pub use solver::{ForceSolver, SolverInfo};
+pub use tree::{Multipole, TreeSettings, TreeSolver};

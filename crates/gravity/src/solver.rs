@@ -1,6 +1,6 @@
 //! The interface integrators call to evaluate gravity.
 
-use mote_core::{ParticleData, Real, Vec3Span, Vec3SpanMut};
+use mote_core::{Budgeted, ParticleData, Real, Vec3Span, Vec3SpanMut};
 
 use crate::softening::Softening;
 
@@ -28,6 +28,12 @@ pub trait ForceSolver<R: Real>: SolverInfo {
     /// The total potential energy `W = -1/2 sum_i sum_(j != i) m_i m_j / sqrt(r_ij^2 + eps^2)`,
     /// with the same softening as the accelerations, accumulated in `f64`.
     fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64;
+
+    /// The solver's own memory (the tree's arrays), priced in the run's budget with the
+    /// particles; `None` for solvers that keep none.
+    fn budgeted(&mut self) -> Option<&mut dyn Budgeted> {
+        None
+    }
 
     /// Recomputes the accelerations of `particles` from their positions and masses.
     fn update(&mut self, particles: &mut ParticleData<R>) {

@@ -7,7 +7,7 @@
 //! thread count.
 
 pub mod reference;
-mod simd;
+pub(crate) mod simd;
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,7 +17,7 @@ use mote_core::{CpuBackend, Precision, Real, SimdLevel, Vec3Span, Vec3SpanMut};
 use crate::error::GravityError;
 use crate::softening::Softening;
 use crate::solver::{ForceSolver, SolverInfo};
-use simd::{DirectKernels, Sources};
+use simd::{DirectKernels, Sources, Targets};
 
 /// Targets per block handed to a thread: enough to amortise a task, few enough to balance.
 const TARGET_BLOCK: usize = 64;
@@ -226,6 +226,12 @@ fn run_fast<R: Real, T: Real + DirectKernels>(
     let kernel = T::kernel(level);
     backend.for_each_block(out, TARGET_BLOCK, |start, block| {
         let (ax, ay, az) = block.components_mut();
-        kernel(&sources, start, ax, ay, az);
+        kernel(
+            &sources,
+            Targets::of_sources(&sources, start, ax.len()),
+            ax,
+            ay,
+            az,
+        );
     });
 }

@@ -1,8 +1,9 @@
 //! The fast direct-summation kernels: explicit SIMD for AVX-512F and AVX2+FMA, and a portable
 //! kernel, for `f32` and `f64`.
 //!
-//! Every kernel computes the accelerations of a block of targets. For each target it sums over
-//! *all* sources `0..N` in ascending order into per-lane accumulators (one per SIMD lane, eight
+//! Every kernel computes the accelerations of a block of targets (in direct summation, a block of
+//! the sources themselves; in the tree walk, a group's particles against its interaction list).
+//! For each target it sums over *all* sources `0..N` in ascending order into per-lane accumulators (one per SIMD lane, eight
 //! for the portable kernel) and reduces the lanes in a fixed order at the end: a target's
 //! result depends on nothing but the inputs, so it is bitwise identical at any thread count and
 //! any block split. Sources are read with contiguous loads straight from the component arrays.
@@ -33,8 +34,30 @@ pub(crate) struct Sources<'a, R> {
     pub eps2: R,
 }
 
-/// A kernel: accelerations of targets `start..start + ax.len()` into `ax`, `ay`, `az`.
-pub(crate) type BlockKernel<R> = fn(&Sources<'_, R>, usize, &mut [R], &mut [R], &mut [R]);
+/// The positions of the targets a kernel computes accelerations for: the sources themselves
+/// in direct summation, a tree group's particles in the tree walk.
+#[derive(Clone, Copy)]
+pub(crate) struct Targets<'a, R> {
+    pub x: &'a [R],
+    pub y: &'a [R],
+    pub z: &'a [R],
+}
+
+impl<'a, R> Targets<'a, R> {
+    /// Targets `start..start + len` of the sources.
+    pub fn of_sources(s: &Sources<'a, R>, start: usize, len: usize) -> Self {
+        let r = start..start + len;
+        Targets {
+            x: &s.x[r.clone()],
+            y: &s.y[r.clone()],
+            z: &s.z[r],
+        }
+    }
+}
+
+/// A kernel: the accelerations of `targets` caused by every source, into `ax`, `ay`, `az`
+/// (overwritten).
+pub(crate) type BlockKernel<R> = fn(&Sources<'_, R>, Targets<'_, R>, &mut [R], &mut [R], &mut [R]);
 
 /// The kernels of one scalar type.
 pub(crate) trait DirectKernels: Real {
@@ -82,11 +105,16 @@ impl DirectKernels for f64 {
 const LANES: usize = 8;
 
 /// The portable kernel: plain Rust over `LANES` independent accumulators.
-fn portable<R: Real>(s: &Sources<'_, R>, start: usize, ax: &mut [R], ay: &mut [R], az: &mut [R]) {
+fn portable<R: Real>(
+    s: &Sources<'_, R>,
+    t: Targets<'_, R>,
+    ax: &mut [R],
+    ay: &mut [R],
+    az: &mut [R],
+) {
     let n = s.x.len();
     for k in 0..ax.len() {
-        let i = start + k;
-        let (xi, yi, zi) = (s.x[i], s.y[i], s.z[i]);
+        let (xi, yi, zi) = (t.x[k], t.y[k], t.z[k]);
         let mut acc = [[R::zero(); LANES]; 3];
         for j0 in (0..n).step_by(LANES) {
             for (l, j) in (j0..n.min(j0 + LANES)).enumerate() {
@@ -127,7 +155,7 @@ mod x86 {
     //! to its instruction. Each safe wrapper is only handed out by `DirectKernels::kernel` after
     //! run-time detection confirmed the instruction set.
 
-    use super::{Sources, reduce_lanes};
+    use super::{Sources, Targets, reduce_lanes};
     use std::arch::x86_64::*;
 
     /// The vector operations the kernel needs. All are `unsafe` because they require the CPU
@@ -166,7 +194,7 @@ mod x86 {
     /// features (so every [`Lanes`] operation inlines to its instruction), and the safe entry
     /// points.
     ///
-    /// `block` computes targets `start..start + ax.len()`, `T` targets at a time sharing each
+    /// `block` computes the accelerations of `targets`, `T` targets at a time sharing each
     /// source load, then the remaining ones singly.
     ///
     /// The Newton steps are written as `y' <- y' (3 a^2 - s y'^2)` on a scaled estimate
@@ -218,12 +246,12 @@ mod x86 {
                 }
             }
 
-            /// Accelerations of the `T` targets from `i`, into `out[k..k + T]`.
+            /// Accelerations of the `T` targets from `k`, into `out[k..k + T]`.
             #[inline]
             #[target_feature(enable = $features)]
             unsafe fn targets<V: Lanes, const T: usize>(
                 s: &Sources<'_, V::S>,
-                i: usize,
+                tg: Targets<'_, V::S>,
                 k: usize,
                 out: [&mut [V::S]; 3],
             ) where
@@ -239,9 +267,9 @@ mod x86 {
                     // Scale of the estimate after the Newton steps: 1, 2, 16.
                     let a = [1.0, 2.0, 16.0][V::NEWTON];
                     let unscale = V::scalar(1.0 / (a * a * a));
-                    let mut t = [[s.x[i]; 3]; T];
+                    let mut t = [[tg.x[k]; 3]; T];
                     for (q, tq) in t.iter_mut().enumerate() {
-                        *tq = [s.x[i + q], s.y[i + q], s.z[i + q]];
+                        *tq = [tg.x[k + q], tg.y[k + q], tg.z[k + q]];
                     }
                     let mut sum = [[V::zero(); 3]; T];
                     let full = n / V::W * V::W;
@@ -274,7 +302,7 @@ mod x86 {
             #[target_feature(enable = $features)]
             unsafe fn block<V: Lanes, const T: usize>(
                 s: &Sources<'_, V::S>,
-                start: usize,
+                tg: Targets<'_, V::S>,
                 ax: &mut [V::S],
                 ay: &mut [V::S],
                 az: &mut [V::S],
@@ -284,26 +312,26 @@ mod x86 {
                 let n = s.x.len();
                 let m = ax.len();
                 assert!(s.y.len() == n && s.z.len() == n && s.m.len() == n, "source arrays of unequal length");
-                assert!(start + m <= n && ay.len() == m && az.len() == m, "targets out of range");
+                assert!(tg.x.len() == m && tg.y.len() == m && tg.z.len() == m && ay.len() == m && az.len() == m, "target and output arrays of unequal length");
                 let mut k = 0;
                 // SAFETY: the features are enabled; the targets are in range (asserted).
                 unsafe {
                     while k + T <= m {
-                        targets::<V, T>(s, start + k, k, [&mut *ax, &mut *ay, &mut *az]);
+                        targets::<V, T>(s, tg, k, [&mut *ax, &mut *ay, &mut *az]);
                         k += T;
                     }
                     while k < m {
-                        targets::<V, 1>(s, start + k, k, [&mut *ax, &mut *ay, &mut *az]);
+                        targets::<V, 1>(s, tg, k, [&mut *ax, &mut *ay, &mut *az]);
                         k += 1;
                     }
                 }
             }
 
             $(
-                pub(in super::super) fn $name(s: &Sources<'_, $scalar>, start: usize, ax: &mut [$scalar], ay: &mut [$scalar], az: &mut [$scalar]) {
+                pub(in super::super) fn $name(s: &Sources<'_, $scalar>, t: Targets<'_, $scalar>, ax: &mut [$scalar], ay: &mut [$scalar], az: &mut [$scalar]) {
                     // SAFETY: `DirectKernels::kernel` hands this function out only after
                     // run-time detection of the features.
-                    unsafe { block::<$lanes, $targets>(s, start, ax, ay, az) }
+                    unsafe { block::<$lanes, $targets>(s, t, ax, ay, az) }
                 }
             )+
         };

@@ -1,0 +1,497 @@
+//! Tree construction: bounding cube, Morton keys, one sort, and a node array built top-down
+//! over the sorted keys with its moments summed bottom-up.
+//!
+//! The nodes are component arrays like the particles (centre of mass, mass, squared opening
+//! radius, quadrupole, child and body ranges). Children of a node are contiguous, in Morton
+//! order; a node whose particles all fall into one octant takes that octant's smaller cell
+//! instead of gaining a single child, so every internal node has at least two children. A node
+//! becomes a leaf at `leaf_size` particles or fewer, at the keys' finest level (particles closer
+//! than `side / 2^21` share a leaf, whatever their number), or when the node capacity (one node
+//! per particle, the memory the budget priced) would be exceeded: a larger leaf costs time,
+//! never accuracy, since an opened leaf is summed exactly.
+
+use mote_core::morton::{interleave, quantise};
+use mote_core::{Budgeted, BudgetedBuffer, Buffer, CpuBackend, Real, Scaling, Vec3Span};
+use rayon::slice::ParallelSliceMut;
+
+use super::{Multipole, TreeError, TreeSettings};
+
+/// Bits of a key per axis: 63-bit keys.
+pub(crate) const KEY_BITS: u32 = 21;
+
+/// The tree over one set of positions, rebuilt at every force evaluation.
+pub struct Tree<R: Real> {
+    /// `key << 32 | index`, sorted: the particles in Morton order.
+    keys: Buffer<u128>,
+    /// `order[k]`: the original index of the `k`-th particle in tree order.
+    pub(crate) order: Buffer<u32>,
+    /// Positions and masses in tree order.
+    pub(crate) pos: [Buffer<R>; 3],
+    pub(crate) mass: Buffer<R>,
+    /// Accelerations in tree order.
+    pub(crate) acc: [Buffer<R>; 3],
+    /// Node centre of mass (x, y, z) and `(s / theta + delta)^2`: a node is accepted for targets
+    /// farther than this from its centre of mass. One record: the walk reads them together.
+    pub(crate) geometry: Buffer<[R; 4]>,
+    /// Node masses.
+    pub(crate) node_mass: Buffer<R>,
+    /// First child, number of children (0: a leaf), first particle (tree order), number of
+    /// particles.
+    pub(crate) links: Buffer<[u32; 4]>,
+    /// Traceless quadrupole `sum m (3 d d - |d|^2 I)` about the centre of mass: xx, xy, xz, yy,
+    /// yz (zz = -xx - yy). Empty for monopole trees.
+    pub(crate) quad: [Buffer<R>; 5],
+    /// The groups of targets sharing a walk (first particle, count): runs of sibling nodes of
+    /// at most `group_size` particles, or larger leaves; they tile `0..N` in ascending order.
+    pub(crate) groups: Buffer<[u32; 2]>,
+    /// Nodes in use.
+    pub(crate) nodes: usize,
+    multipole: Multipole,
+}
+
+/// A node's moments while the tree is built: always `f64`.
+#[derive(Clone, Copy, Default)]
+struct Moments {
+    mass: f64,
+    com: [f64; 3],
+    /// xx, xy, xz, yy, yz, zz.
+    quad: [f64; 6],
+}
+
+impl<R: Real> Tree<R> {
+    /// An empty tree for `multipole` moments.
+    pub fn new(multipole: Multipole) -> Self {
+        fn p<T: bytemuck::Pod>(name: &'static str) -> Buffer<T> {
+            Buffer::new(name, Scaling::PerParticle(1))
+        }
+        Self {
+            keys: p("tree keys"),
+            order: p("tree order"),
+            pos: [p("tree x"), p("tree y"), p("tree z")],
+            mass: p("tree mass"),
+            acc: [p("tree ax"), p("tree ay"), p("tree az")],
+            geometry: p("node centre of mass and opening radius"),
+            node_mass: p("node mass"),
+            links: p("node children and particles"),
+            quad: [
+                p("node quadrupole xx"),
+                p("node quadrupole xy"),
+                p("node quadrupole xz"),
+                p("node quadrupole yy"),
+                p("node quadrupole yz"),
+            ],
+            groups: p("tree groups"),
+            nodes: 0,
+            multipole,
+        }
+    }
+
+    /// Nodes of the last build.
+    pub fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    /// Groups of the last build.
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Builds the tree of `pos` and `mass`.
+    pub(crate) fn build(
+        &mut self,
+        pos: Vec3Span<'_, R>,
+        mass: &[R],
+        settings: &TreeSettings,
+        backend: CpuBackend,
+    ) -> Result<(), TreeError> {
+        let n = pos.len();
+        assert_eq!(mass.len(), n, "mass and position arrays of unequal length");
+        if n >= (1 << 31) {
+            return Err(TreeError::TooMany(n));
+        }
+        let (lo, side) = bounding_cube(pos, mass, backend)?;
+        self.resize(n);
+        self.nodes = 0;
+        self.groups.truncate(0);
+        if n == 0 {
+            return Ok(());
+        }
+
+        // Keys with the index in the low bits: unique, so the unstable parallel sort is
+        // deterministic.
+        let (x, y, z) = pos.components();
+        backend.for_each_particle(self.keys.as_mut_slice(), |i| {
+            let q = [
+                quantise(x[i].as_f64(), lo[0], side, KEY_BITS),
+                quantise(y[i].as_f64(), lo[1], side, KEY_BITS),
+                quantise(z[i].as_f64(), lo[2], side, KEY_BITS),
+            ];
+            ((interleave(q, KEY_BITS) as u128) << 32) | i as u128
+        });
+        let keys = self.keys.as_mut_slice();
+        backend.install(|| keys.par_sort_unstable());
+        let keys = self.keys.as_slice();
+        backend.for_each_particle(self.order.as_mut_slice(), |k| keys[k] as u32);
+        let order = self.order.as_slice();
+        let [px, py, pz] = &mut self.pos;
+        backend.for_each_particle(
+            (
+                px.as_mut_slice(),
+                py.as_mut_slice(),
+                pz.as_mut_slice(),
+                self.mass.as_mut_slice(),
+            ),
+            |k| {
+                let i = order[k] as usize;
+                (x[i], y[i], z[i], mass[i])
+            },
+        );
+
+        let mut b = Builder {
+            keys: self.keys.as_slice(),
+            x: self.pos[0].as_slice(),
+            y: self.pos[1].as_slice(),
+            z: self.pos[2].as_slice(),
+            m: self.mass.as_slice(),
+            settings,
+            quadrupole: self.multipole == Multipole::Quadrupole,
+            capacity: n,
+            used: 1,
+            out: NodeArrays {
+                geometry: self.geometry.as_mut_slice(),
+                mass: self.node_mass.as_mut_slice(),
+                links: self.links.as_mut_slice(),
+                quad: self.quad.each_mut().map(|b| b.as_mut_slice()),
+            },
+        };
+        b.node(0, 0, n, 0, lo, side);
+        self.nodes = b.used;
+        self.make_groups(0, settings.group_size);
+        Ok(())
+    }
+
+    /// Appends the groups under node `n`: the node itself if it holds at most `size`
+    /// particles or is a leaf; otherwise runs of consecutive children that together hold at
+    /// most `size` (so groups are fuller than single nodes), and the groups of larger children.
+    fn make_groups(&mut self, n: usize, size: usize) {
+        const WHY: &str = "groups are at most one per particle, as reserved";
+        let [first, children, start, count] = self.links.as_slice()[n];
+        if count as usize <= size || children == 0 {
+            self.groups.push([start, count]).expect(WHY);
+            return;
+        }
+        let mut run: Option<[u32; 2]> = None;
+        for c in first as usize..(first + children) as usize {
+            let [_, _, cs, cc] = self.links.as_slice()[c];
+            if cc as usize > size {
+                if let Some(r) = run.take() {
+                    self.groups.push(r).expect(WHY);
+                }
+                self.make_groups(c, size);
+                continue;
+            }
+            run = match run {
+                Some([rs, rc]) if (rc + cc) as usize <= size => Some([rs, rc + cc]),
+                Some(r) => {
+                    self.groups.push(r).expect(WHY);
+                    Some([cs, cc])
+                }
+                None => Some([cs, cc]),
+            };
+        }
+        if let Some(r) = run {
+            self.groups.push(r).expect(WHY);
+        }
+    }
+
+    /// Sizes the per-particle and per-node arrays for `n` particles (node capacity: `n`).
+    fn resize(&mut self, n: usize) {
+        const WHY: &str = "the tree's arrays are priced and reserved with the particles";
+        if self.keys.len() == n {
+            return;
+        }
+        self.keys.resize(n, 0).expect(WHY);
+        self.order.resize(n, 0).expect(WHY);
+        let zero = R::zero();
+        for b in self.pos.iter_mut().chain(&mut self.acc) {
+            b.resize(n, zero).expect(WHY);
+        }
+        self.mass.resize(n, zero).expect(WHY);
+        self.node_mass.resize(n, zero).expect(WHY);
+        self.geometry.resize(n, [zero; 4]).expect(WHY);
+        self.links.resize(n, [0; 4]).expect(WHY);
+        if self.multipole == Multipole::Quadrupole {
+            for b in &mut self.quad {
+                b.resize(n, zero).expect(WHY);
+            }
+        }
+    }
+}
+
+impl<R: Real> Budgeted for Tree<R> {
+    fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        let mut v: Vec<&dyn BudgetedBuffer> = vec![&self.keys, &self.order, &self.mass];
+        v.extend(self.pos.iter().map(|b| b as &dyn BudgetedBuffer));
+        v.extend(self.acc.iter().map(|b| b as &dyn BudgetedBuffer));
+        v.extend([
+            &self.geometry as &dyn BudgetedBuffer,
+            &self.node_mass,
+            &self.links,
+            &self.groups,
+        ]);
+        if self.multipole == Multipole::Quadrupole {
+            v.extend(self.quad.iter().map(|b| b as &dyn BudgetedBuffer));
+        }
+        v
+    }
+
+    fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        let quadrupole = self.multipole == Multipole::Quadrupole;
+        let mut v: Vec<&mut dyn BudgetedBuffer> =
+            vec![&mut self.keys, &mut self.order, &mut self.mass];
+        v.extend(self.pos.iter_mut().map(|b| b as &mut dyn BudgetedBuffer));
+        v.extend(self.acc.iter_mut().map(|b| b as &mut dyn BudgetedBuffer));
+        v.extend([
+            &mut self.geometry as &mut dyn BudgetedBuffer,
+            &mut self.node_mass,
+            &mut self.links,
+            &mut self.groups,
+        ]);
+        if quadrupole {
+            v.extend(self.quad.iter_mut().map(|b| b as &mut dyn BudgetedBuffer));
+        }
+        v
+    }
+}
+
+/// The smallest cube holding every particle: its lower corner and side (1 when all particles
+/// sit at one point). Fails on a non-finite position or mass.
+fn bounding_cube<R: Real>(
+    pos: Vec3Span<'_, R>,
+    mass: &[R],
+    backend: CpuBackend,
+) -> Result<([f64; 3], f64), TreeError> {
+    let (x, y, z) = pos.components();
+    let n = x.len();
+    type Bounds = ([f64; 3], [f64; 3], Option<usize>);
+    let bounds = backend.map_reduce(
+        n,
+        16_384,
+        |range| {
+            let mut lo = [f64::INFINITY; 3];
+            let mut hi = [f64::NEG_INFINITY; 3];
+            let mut bad = None;
+            for i in range {
+                let p = [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()];
+                if bad.is_none() && !(p.iter().all(|c| c.is_finite()) && mass[i].is_finite()) {
+                    bad = Some(i);
+                }
+                for a in 0..3 {
+                    lo[a] = lo[a].min(p[a]);
+                    hi[a] = hi[a].max(p[a]);
+                }
+            }
+            (lo, hi, bad)
+        },
+        |a: Bounds, b: Bounds| {
+            (
+                std::array::from_fn(|k| a.0[k].min(b.0[k])),
+                std::array::from_fn(|k| a.1[k].max(b.1[k])),
+                a.2.or(b.2),
+            )
+        },
+    );
+    let Some((lo, hi, bad)) = bounds else {
+        return Ok(([0.0; 3], 1.0));
+    };
+    if let Some(index) = bad {
+        return Err(TreeError::NonFinite { index });
+    }
+    let side = (0..3).map(|a| hi[a] - lo[a]).fold(0.0, f64::max);
+    if !side.is_finite() {
+        return Err(TreeError::Span);
+    }
+    Ok((lo, if side > 0.0 { side } else { 1.0 }))
+}
+
+/// The node arrays the builder writes.
+struct NodeArrays<'a, R> {
+    geometry: &'a mut [[R; 4]],
+    mass: &'a mut [R],
+    links: &'a mut [[u32; 4]],
+    quad: [&'a mut [R]; 5],
+}
+
+struct Builder<'a, R: Real> {
+    keys: &'a [u128],
+    x: &'a [R],
+    y: &'a [R],
+    z: &'a [R],
+    m: &'a [R],
+    settings: &'a TreeSettings,
+    quadrupole: bool,
+    capacity: usize,
+    used: usize,
+    out: NodeArrays<'a, R>,
+}
+
+/// The child octant of key `k` below a node at `level` (bit 2: x, bit 1: y, bit 0: z).
+#[inline]
+fn octant(k: u128, level: u32) -> usize {
+    ((k >> (32 + 3 * (KEY_BITS - 1 - level))) & 7) as usize
+}
+
+impl<R: Real> Builder<'_, R> {
+    /// Builds node `idx` over the particles `start..end` in the cell at `corner` with `side` at
+    /// depth `level`, and returns its moments.
+    #[allow(clippy::too_many_arguments)]
+    fn node(
+        &mut self,
+        idx: usize,
+        start: usize,
+        end: usize,
+        mut level: u32,
+        mut corner: [f64; 3],
+        mut side: f64,
+    ) -> Moments {
+        let (first, last) = (self.keys[start], self.keys[end - 1]);
+        // One occupied octant: take its cell instead of making a single child.
+        while level < KEY_BITS && octant(first, level) == octant(last, level) {
+            let o = octant(first, level);
+            side *= 0.5;
+            for (a, c) in corner.iter_mut().enumerate() {
+                if o >> (2 - a) & 1 == 1 {
+                    *c += side;
+                }
+            }
+            level += 1;
+        }
+        let count = end - start;
+        // Child ranges, in octant order.
+        let mut bounds = [start; 9];
+        let mut children = 0;
+        if count > self.settings.leaf_size && level < KEY_BITS {
+            let keys = &self.keys[start..end];
+            let mut lo = 0;
+            for o in 0..8 {
+                let hi = keys.partition_point(|&k| octant(k, level) <= o);
+                if hi > lo {
+                    bounds[children + 1] = start + hi;
+                    children += 1;
+                }
+                lo = hi;
+            }
+            if self.used + children > self.capacity {
+                children = 0;
+            }
+        }
+        let moments = if children == 0 {
+            self.leaf_moments(start, end, corner, side)
+        } else {
+            let first_child = self.used;
+            self.used += children;
+            let mut parts = [Moments::default(); 8];
+            for c in 0..children {
+                let (s, e) = (bounds[c], bounds[c + 1]);
+                // The child's cell: its octant of this cell.
+                let o = octant(self.keys[s], level);
+                let half = side * 0.5;
+                let child_corner = std::array::from_fn(|a| {
+                    corner[a] + if o >> (2 - a) & 1 == 1 { half } else { 0.0 }
+                });
+                parts[c] = self.node(first_child + c, s, e, level + 1, child_corner, half);
+            }
+            self.out.links[idx][0] = first_child as u32;
+            self.combine(&parts[..children], corner, side)
+        };
+        if children == 0 {
+            self.out.links[idx][0] = 0;
+        }
+        self.out.links[idx][1] = children as u32;
+        self.out.links[idx][2] = start as u32;
+        self.out.links[idx][3] = count as u32;
+        let centre = corner.map(|c| c + 0.5 * side);
+        let delta = (0..3)
+            .map(|a| (moments.com[a] - centre[a]).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let open = side / self.settings.theta + delta;
+        self.out.geometry[idx] = [
+            R::cast(moments.com[0]),
+            R::cast(moments.com[1]),
+            R::cast(moments.com[2]),
+            R::cast(open * open),
+        ];
+        self.out.mass[idx] = R::cast(moments.mass);
+        if self.quadrupole {
+            for (k, q) in [0, 1, 2, 3, 4].into_iter().enumerate() {
+                self.out.quad[k][idx] = R::cast(moments.quad[q]);
+            }
+        }
+        moments
+    }
+
+    /// Moments of the particles `start..end` directly.
+    fn leaf_moments(&self, start: usize, end: usize, corner: [f64; 3], side: f64) -> Moments {
+        let mut mass = 0.0;
+        let mut first = [0.0; 3];
+        for k in start..end {
+            let m = self.m[k].as_f64();
+            mass += m;
+            first[0] += m * self.x[k].as_f64();
+            first[1] += m * self.y[k].as_f64();
+            first[2] += m * self.z[k].as_f64();
+        }
+        let com = if mass != 0.0 {
+            first.map(|f| f / mass)
+        } else {
+            corner.map(|c| c + 0.5 * side)
+        };
+        let mut quad = [0.0; 6];
+        if self.quadrupole {
+            for k in start..end {
+                let d = [
+                    self.x[k].as_f64() - com[0],
+                    self.y[k].as_f64() - com[1],
+                    self.z[k].as_f64() - com[2],
+                ];
+                add_quadrupole(&mut quad, self.m[k].as_f64(), d);
+            }
+        }
+        Moments { mass, com, quad }
+    }
+
+    /// Moments of a node from its children's: masses add, centres of mass average, and each
+    /// child's quadrupole is shifted to the new centre (parallel-axis theorem).
+    fn combine(&self, parts: &[Moments], corner: [f64; 3], side: f64) -> Moments {
+        let mass: f64 = parts.iter().map(|p| p.mass).sum();
+        let com = if mass != 0.0 {
+            std::array::from_fn(|a| parts.iter().map(|p| p.mass * p.com[a]).sum::<f64>() / mass)
+        } else {
+            corner.map(|c| c + 0.5 * side)
+        };
+        let mut quad = [0.0; 6];
+        if self.quadrupole {
+            for p in parts {
+                for (q, pq) in quad.iter_mut().zip(p.quad) {
+                    *q += pq;
+                }
+                let d = std::array::from_fn(|a| p.com[a] - com[a]);
+                add_quadrupole(&mut quad, p.mass, d);
+            }
+        }
+        Moments { mass, com, quad }
+    }
+}
+
+/// Adds `m (3 d d - |d|^2 I)` to `q` (xx, xy, xz, yy, yz, zz).
+#[inline]
+fn add_quadrupole(q: &mut [f64; 6], m: f64, d: [f64; 3]) {
+    let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    q[0] += m * (3.0 * d[0] * d[0] - r2);
+    q[1] += m * 3.0 * d[0] * d[1];
+    q[2] += m * 3.0 * d[0] * d[2];
+    q[3] += m * (3.0 * d[1] * d[1] - r2);
+    q[4] += m * 3.0 * d[1] * d[2];
+    q[5] += m * (3.0 * d[2] * d[2] - r2);
+}

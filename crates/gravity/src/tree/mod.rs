@@ -1,0 +1,540 @@
+//! Tree gravity: a Barnes-Hut octree with monopole or quadrupole moments, O(N log N) per
+//! evaluation.
+//!
+//! [`TreeSolver`] rebuilds the [`Tree`] at every evaluation ([`build`]: bounding cube, Morton
+//! keys, a sort, nodes with their moments), then walks it once per group of targets
+//! ([`walk`]): a node of size `s` whose centre of mass lies `delta` from its cell's centre is
+//! accepted for a group when the group's nearest point is farther than `s / theta + delta`
+//! from the centre of mass. For `theta <= 1` this distance exceeds the largest distance from
+//! the centre of mass to any point of the cell (`sqrt(3)/2 s + delta`), so a cell is never
+//! accepted for a particle inside it. Each group's list is evaluated by the direct solver's
+//! SIMD kernels; lists depend only on the tree, so results are bitwise identical on any thread
+//! count. Softening is the direct solver's.
+//!
+//! ```
+//! use mote_core::{CpuBackend, ParticleData};
+//! use mote_gravity::tree::{TreeSettings, TreeSolver};
+//! use mote_gravity::{ForceSolver, KernelChoice, Softening};
+//!
+//! let mut p = ParticleData::<f64>::new();
+//! p.push([0.0, 0.0, 0.0], [0.0; 3], 1.0).unwrap();
+//! p.push([2.0, 0.0, 0.0], [0.0; 3], 1.0).unwrap();
+//! let mut solver = TreeSolver::new(
+//!     Softening::NONE,
+//!     TreeSettings::default(),
+//!     KernelChoice::Auto,
+//!     CpuBackend::Serial,
+//! )
+//! .unwrap();
+//! solver.update(&mut p);
+//! assert_eq!(p.accelerations().x(), &[0.25, -0.25]);
+//! ```
+
+pub mod build;
+mod walk;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+use mote_core::{Budgeted, BudgetedBuffer, CpuBackend, Precision, Real, Vec3Span, Vec3SpanMut};
+use rayon::prelude::*;
+
+use crate::direct::simd::DirectKernels;
+use crate::direct::{Kernel, KernelChoice};
+use crate::error::GravityError;
+use crate::softening::Softening;
+use crate::solver::{ForceSolver, SolverInfo};
+pub use build::Tree;
+use walk::{Lists, View};
+
+/// Which moments of a node's mass distribution accepted nodes contribute.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Multipole {
+    /// Mass at the centre of mass.
+    #[default]
+    Monopole,
+    /// The monopole plus the traceless quadrupole about the centre of mass.
+    Quadrupole,
+}
+
+impl Multipole {
+    /// `monopole` or `quadrupole`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Multipole::Monopole => "monopole",
+            Multipole::Quadrupole => "quadrupole",
+        }
+    }
+}
+
+impl fmt::Display for Multipole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Multipole {
+    type Err = GravityError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "monopole" => Ok(Multipole::Monopole),
+            "quadrupole" => Ok(Multipole::Quadrupole),
+            _ => Err(GravityError::UnknownName {
+                what: "multipole",
+                name: s.to_string(),
+                expected: "monopole, quadrupole",
+            }),
+        }
+    }
+}
+
+/// The tree's accuracy and shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeSettings {
+    /// Opening angle: smaller is more accurate and slower. In `(0, 1]`.
+    pub theta: f64,
+    /// Moments of accepted nodes.
+    pub multipole: Multipole,
+    /// Most particles in a leaf (a leaf at the keys' finest level may hold more).
+    pub leaf_size: usize,
+    /// Most targets sharing one interaction list.
+    pub group_size: usize,
+}
+
+impl TreeSettings {
+    /// Default opening angle.
+    pub const THETA: f64 = 0.5;
+    /// Default leaf size (measured: `docs/performance.md`).
+    pub const LEAF_SIZE: usize = 16;
+    /// Default group size (measured: `docs/performance.md`).
+    pub const GROUP_SIZE: usize = 128;
+
+    /// Checked settings.
+    pub fn new(
+        theta: f64,
+        multipole: Multipole,
+        leaf_size: usize,
+        group_size: usize,
+    ) -> Result<Self, GravityError> {
+        if !(theta > 0.0 && theta <= 1.0) {
+            return Err(GravityError::invalid(
+                "theta",
+                theta,
+                "an opening angle in (0, 1] (above 1 a cell could be accepted for a particle inside it)",
+            ));
+        }
+        if !(1..=65_536).contains(&leaf_size) {
+            return Err(GravityError::invalid(
+                "leaf_size",
+                leaf_size,
+                "a particle count in 1..=65536",
+            ));
+        }
+        if !(1..=65_536).contains(&group_size) {
+            return Err(GravityError::invalid(
+                "group_size",
+                group_size,
+                "a particle count in 1..=65536",
+            ));
+        }
+        Ok(Self {
+            theta,
+            multipole,
+            leaf_size,
+            group_size,
+        })
+    }
+}
+
+impl Default for TreeSettings {
+    fn default() -> Self {
+        Self {
+            theta: Self::THETA,
+            multipole: Multipole::Monopole,
+            leaf_size: Self::LEAF_SIZE,
+            group_size: Self::GROUP_SIZE,
+        }
+    }
+}
+
+/// Why a tree cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TreeError {
+    /// A position or mass is NaN or infinite.
+    #[error("particle {index} has a non-finite position or mass")]
+    NonFinite {
+        /// The first such particle.
+        index: usize,
+    },
+    /// The positions span more than the largest finite number.
+    #[error("the positions span more than the largest finite number")]
+    Span,
+    /// More particles than the tree's 31-bit indices address.
+    #[error("{0} particles: the tree indexes at most 2^31 - 1")]
+    TooMany(usize),
+}
+
+/// Timings and counts of the last evaluation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TreeStats {
+    /// Seconds to build the tree (bounds, keys, sort, nodes).
+    pub build_seconds: f64,
+    /// Seconds to walk it and evaluate the lists.
+    pub walk_seconds: f64,
+    /// Interactions (target-particle and target-node) evaluated.
+    pub interactions: u64,
+    /// Nodes built.
+    pub nodes: usize,
+    /// Groups walked.
+    pub groups: usize,
+}
+
+/// Barnes-Hut tree gravity on a CPU backend, in the precision `R` of the run.
+pub struct TreeSolver<R: Real> {
+    softening: Softening,
+    settings: TreeSettings,
+    kernel: Kernel,
+    backend: CpuBackend,
+    tree: Tree<R>,
+    interactions: u64,
+    stats: TreeStats,
+}
+
+impl<R: Real> TreeSolver<R> {
+    /// A solver with the given softening, tree settings, list kernel and backend. The kernel is
+    /// a fast one (`reference` is direct summation only); fails where the CPU cannot run it.
+    pub fn new(
+        softening: Softening,
+        settings: TreeSettings,
+        kernel: KernelChoice,
+        backend: CpuBackend,
+    ) -> Result<Self, GravityError> {
+        let kernel = kernel.resolve()?;
+        if kernel == Kernel::Reference {
+            return Err(GravityError::invalid(
+                "kernel",
+                "reference",
+                "a fast kernel (auto, scalar, avx2, avx512) for the tree: the reference kernel is direct summation's yardstick",
+            ));
+        }
+        let settings = TreeSettings::new(
+            settings.theta,
+            settings.multipole,
+            settings.leaf_size,
+            settings.group_size,
+        )?;
+        Ok(Self {
+            softening,
+            settings,
+            kernel,
+            backend,
+            tree: Tree::new(settings.multipole),
+            interactions: 0,
+            stats: TreeStats::default(),
+        })
+    }
+
+    /// The backend it runs on.
+    pub fn backend(&self) -> CpuBackend {
+        self.backend
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> TreeSettings {
+        self.settings
+    }
+
+    /// Timings and counts of the last evaluation.
+    pub fn stats(&self) -> TreeStats {
+        self.stats
+    }
+
+    /// The tree of the last evaluation.
+    pub fn tree(&self) -> &Tree<R> {
+        &self.tree
+    }
+
+    /// Computes the accelerations, or says why the input has no tree (a non-finite position
+    /// or mass, positions spanning more than the largest float); `acc` is untouched then.
+    pub fn try_accelerations(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        acc: Vec3SpanMut<'_, R>,
+    ) -> Result<(), TreeError> {
+        let n = positions.len();
+        assert_eq!(
+            acc.len(),
+            n,
+            "acceleration and position arrays of unequal length"
+        );
+        let clock = Instant::now();
+        self.tree
+            .build(positions, masses, &self.settings, self.backend)?;
+        let build_seconds = clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let Kernel::Fast(level) = self.kernel else {
+            unreachable!("the constructor refuses the reference kernel")
+        };
+        let eps2 = self.softening.epsilon2::<R>();
+        let interactions = match R::PRECISION {
+            Precision::F32 => walk_all::<R, f32>(&mut self.tree, level, eps2, self.backend),
+            Precision::F64 => walk_all::<R, f64>(&mut self.tree, level, eps2, self.backend),
+        };
+        // Back to the caller's order.
+        let order = self.tree.order.as_slice();
+        let (ax, ay, az) = acc.components_mut();
+        for (out, sorted) in [ax, ay, az].into_iter().zip(&self.tree.acc) {
+            for (k, &v) in sorted.as_slice()[..n].iter().enumerate() {
+                out[order[k] as usize] = v;
+            }
+        }
+        self.interactions += interactions;
+        self.stats = TreeStats {
+            build_seconds,
+            walk_seconds: clock.elapsed().as_secs_f64(),
+            interactions,
+            nodes: self.tree.node_count(),
+            groups: self.tree.group_count(),
+        };
+        Ok(())
+    }
+}
+
+impl<R: Real> SolverInfo for TreeSolver<R> {
+    fn name(&self) -> String {
+        format!(
+            "tree/{}/theta={}/{}",
+            self.kernel, self.settings.theta, self.settings.multipole
+        )
+    }
+
+    fn softening(&self) -> Softening {
+        self.softening
+    }
+
+    fn interactions(&self) -> u64 {
+        self.interactions
+    }
+}
+
+impl<R: Real> ForceSolver<R> for TreeSolver<R> {
+    /// Unusable input (see [`TreeSolver::try_accelerations`]) gives NaN accelerations, which the
+    /// run's finiteness check reports with the particle.
+    fn accelerations(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        mut acc: Vec3SpanMut<'_, R>,
+    ) {
+        if self
+            .try_accelerations(positions, masses, acc.reborrow())
+            .is_err()
+        {
+            acc.fill([R::nan(); 3]);
+        }
+    }
+
+    /// The potential energy of the tree's approximation (the same lists as the forces), in
+    /// `f64`; NaN where the input has no tree.
+    fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64 {
+        if self
+            .tree
+            .build(positions, masses, &self.settings, self.backend)
+            .is_err()
+        {
+            return f64::NAN;
+        }
+        let eps2 = self.softening.epsilon2::<f64>();
+        let tree = &self.tree;
+        let view = view::<R, R>(tree);
+        let groups = tree.groups.as_slice();
+        let partial: Vec<f64> = self.backend.install(|| {
+            groups
+                .par_iter()
+                .map_init(Lists::new, |lists, &[s, c]| {
+                    let (s, c) = (s as usize, c as usize);
+                    lists.collect(&view, s, c);
+                    lists.potential(&view, s, c, eps2)
+                })
+                .collect()
+        });
+        // Summed in group order: the same on every thread count.
+        let mut w = crate::direct::reference::CompensatedSum::default();
+        for p in partial {
+            w.add(p);
+        }
+        -0.5 * w.value()
+    }
+
+    fn budgeted(&mut self) -> Option<&mut dyn Budgeted> {
+        Some(&mut self.tree)
+    }
+}
+
+impl<R: Real> Budgeted for TreeSolver<R> {
+    fn buffers(&self) -> Vec<&dyn BudgetedBuffer> {
+        self.tree.buffers()
+    }
+
+    fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
+        self.tree.buffers_mut()
+    }
+}
+
+/// The tree's arrays as slices of `T`, which is `R` itself.
+fn view<R: Real, T: Real>(tree: &Tree<R>) -> View<'_, T> {
+    assert_eq!(R::PRECISION, T::PRECISION, "scalar types differ");
+    fn c<R: Real, T: Real>(b: &mote_core::Buffer<R>) -> &[T] {
+        bytemuck::cast_slice::<R, T>(b.as_slice())
+    }
+    let nodes = tree.nodes;
+    let quad = |k: usize| {
+        let q = c(&tree.quad[k]);
+        &q[..q.len().min(nodes)]
+    };
+    View {
+        x: c(&tree.pos[0]),
+        y: c(&tree.pos[1]),
+        z: c(&tree.pos[2]),
+        m: c(&tree.mass),
+        geometry: bytemuck::cast_slice::<[R; 4], [T; 4]>(tree.geometry.as_slice()),
+        mass: c(&tree.node_mass),
+        links: tree.links.as_slice(),
+        quad: [quad(0), quad(1), quad(2), quad(3), quad(4)],
+    }
+}
+
+/// Walks every group and evaluates its lists into the tree's acceleration arrays; returns the
+/// interactions evaluated.
+fn walk_all<R: Real, T: Real + DirectKernels>(
+    tree: &mut Tree<R>,
+    level: mote_core::SimdLevel,
+    eps2: R,
+    backend: CpuBackend,
+) -> u64 {
+    let kernel = T::kernel(level);
+    let eps2 = T::cast(eps2.as_f64());
+    // The accelerations are taken out while the rest of the tree is read.
+    let blank = || mote_core::Buffer::new("", mote_core::Scaling::PerParticle(1));
+    let mut acc = std::mem::replace(&mut tree.acc, [blank(), blank(), blank()]);
+    let interactions = walk_into(tree, &mut acc, kernel, eps2, backend);
+    tree.acc = acc;
+    interactions
+}
+
+fn walk_into<R: Real, T: Real + DirectKernels>(
+    tree: &Tree<R>,
+    acc: &mut [mote_core::Buffer<R>; 3],
+    kernel: crate::direct::simd::BlockKernel<T>,
+    eps2: T,
+    backend: CpuBackend,
+) -> u64 {
+    let [ax, ay, az] = acc;
+    let (mut ax, mut ay, mut az) = (
+        bytemuck::cast_slice_mut::<R, T>(ax.as_mut_slice()),
+        bytemuck::cast_slice_mut::<R, T>(ay.as_mut_slice()),
+        bytemuck::cast_slice_mut::<R, T>(az.as_mut_slice()),
+    );
+    let view = view::<R, T>(tree);
+    // One output range per group: the groups tile the particles in order.
+    let mut items = Vec::with_capacity(tree.groups.len());
+    for &[start, count] in tree.groups.as_slice() {
+        let count = count as usize;
+        let (hx, tx) = std::mem::take(&mut ax).split_at_mut(count);
+        let (hy, ty) = std::mem::take(&mut ay).split_at_mut(count);
+        let (hz, tz) = std::mem::take(&mut az).split_at_mut(count);
+        (ax, ay, az) = (tx, ty, tz);
+        items.push((start as usize, [hx, hy, hz]));
+    }
+    backend.install(|| {
+        items
+            .into_par_iter()
+            .map_init(Lists::new, |lists, (start, acc)| {
+                let count = acc[0].len();
+                lists.collect(&view, start, count);
+                lists.accelerations(&view, start, kernel, eps2, acc);
+                (count * lists.len()) as u64
+            })
+            .sum()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mote_core::ParticleData;
+
+    /// For every group and every node its walk accepts: the node holds none of the group's
+    /// particles, and every one of them lies beyond the node's opening radius.
+    fn check_acceptance(p: &ParticleData<f64>, settings: TreeSettings) -> usize {
+        let mut tree = Tree::<f64>::new(settings.multipole);
+        tree.build(p.positions(), p.masses(), &settings, CpuBackend::Serial)
+            .unwrap();
+        let view = view::<f64, f64>(&tree);
+        let mut lists = Lists::<f64>::new();
+        let mut accepted = 0;
+        for &[s, c] in tree.groups.as_slice() {
+            let (s, c) = (s as usize, c as usize);
+            lists.collect(&view, s, c);
+            for &e in &lists.index {
+                if e & walk::NODE == 0 {
+                    continue;
+                }
+                accepted += 1;
+                let n = (e & !walk::NODE) as usize;
+                let [_, _, ns, nc] = view.links[n];
+                let (ns, nc) = (ns as usize, nc as usize);
+                assert!(
+                    ns + nc <= s || s + c <= ns,
+                    "node {n} holds a target of group {s}"
+                );
+                let [cx, cy, cz, open2] = view.geometry[n];
+                for k in s..s + c {
+                    let d2 = (view.x[k] - cx).powi(2)
+                        + (view.y[k] - cy).powi(2)
+                        + (view.z[k] - cz).powi(2);
+                    assert!(d2 > open2, "target {k} inside node {n}'s opening radius");
+                }
+            }
+        }
+        accepted
+    }
+
+    #[test]
+    fn no_node_is_accepted_for_a_particle_inside_it() {
+        // A heavy clump in one corner of the box and light particles spread through it: the
+        // clump's centre of mass sits far from the geometric centres of the cells it shares
+        // with the light particles, where a criterion on the distance to the centre of mass
+        // alone would accept those cells for particles inside them.
+        let mut p = ParticleData::<f64>::new();
+        let mut rng = mote_core::rng::Rng::new(3);
+        for _ in 0..2000 {
+            let u = [rng.uniform(), rng.uniform(), rng.uniform()];
+            p.push(u.map(|c| 0.05 * c), [0.0; 3], 1.0).unwrap();
+        }
+        for _ in 0..2000 {
+            let u = [rng.uniform(), rng.uniform(), rng.uniform()];
+            p.push(u, [0.0; 3], 1e-3).unwrap();
+        }
+        for theta in [1.0, 0.7, 0.3] {
+            for leaf_size in [1, 8, 64] {
+                let settings =
+                    TreeSettings::new(theta, Multipole::Monopole, leaf_size, 64).unwrap();
+                assert!(check_acceptance(&p, settings) > 0);
+            }
+        }
+        let plummer = crate::initial_conditions::plummer::<f64>(3000, 9).unwrap();
+        assert!(
+            check_acceptance(
+                &plummer,
+                TreeSettings::new(1.0, Multipole::Quadrupole, 4, 16).unwrap()
+            ) > 0
+        );
+    }
+}

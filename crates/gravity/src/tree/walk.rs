@@ -1,0 +1,276 @@
+//! The group walk: one interaction list per group of targets, then the list evaluated by the
+//! direct solver's SIMD kernels.
+//!
+//! A group is a run of sibling nodes holding at most `group_size` particles together (or a leaf,
+//! whatever its size). Its walk
+//! starts at the root with the group's bounding box: a node is accepted when the box's nearest
+//! point lies farther than `s / theta + delta` from the node's centre of mass, opened
+//! otherwise; an opened leaf adds its particles. The list (particles and accepted nodes'
+//! monopoles as point masses, in walk order, plus the quadrupoles apart) depends only on the
+//! tree and the group, so each target's sum runs in the same order on any thread count.
+
+use mote_core::Real;
+
+use crate::direct::reference::CompensatedSum;
+use crate::direct::simd::{BlockKernel, Sources, Targets};
+use crate::softening::{force_factor, inverse_distance};
+
+/// The tree, read-only, in the walk's precision.
+pub(crate) struct View<'a, T> {
+    pub x: &'a [T],
+    pub y: &'a [T],
+    pub z: &'a [T],
+    pub m: &'a [T],
+    /// Centre of mass and squared opening radius.
+    pub geometry: &'a [[T; 4]],
+    pub mass: &'a [T],
+    /// First child, children, first particle, particles.
+    pub links: &'a [[u32; 4]],
+    /// Empty for monopole trees.
+    pub quad: [&'a [T]; 5],
+}
+
+/// Flag of [`Lists::index`] entries that are accepted nodes (the node index in the other bits).
+pub(crate) const NODE: u32 = 1 << 31;
+
+/// One thread's interaction lists, reused from group to group.
+pub(crate) struct Lists<T> {
+    /// Point masses: opened leaves' particles and accepted nodes' monopoles.
+    x: Vec<T>,
+    y: Vec<T>,
+    z: Vec<T>,
+    m: Vec<T>,
+    /// The particle (tree order) of each point mass, or [`NODE`] with the node's index (the
+    /// potential skips the target itself).
+    pub(crate) index: Vec<u32>,
+    /// Accepted nodes' quadrupoles: centre of mass x, y, z, then xx, xy, xz, yy, yz.
+    quad: [Vec<T>; 8],
+    stack: Vec<u32>,
+}
+
+impl<T: Real> Lists<T> {
+    pub fn new() -> Self {
+        Self {
+            x: Vec::new(),
+            y: Vec::new(),
+            z: Vec::new(),
+            m: Vec::new(),
+            index: Vec::new(),
+            quad: Default::default(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// Interactions per target of the current lists (point masses and quadrupoles).
+    pub fn len(&self) -> usize {
+        self.x.len() + self.quad[0].len()
+    }
+
+    fn clear(&mut self) {
+        for v in [&mut self.x, &mut self.y, &mut self.z, &mut self.m] {
+            v.clear();
+        }
+        self.index.clear();
+        for v in &mut self.quad {
+            v.clear();
+        }
+        self.stack.clear();
+    }
+
+    fn push_particles(&mut self, t: &View<'_, T>, start: usize, count: usize) {
+        let r = start..start + count;
+        self.x.extend_from_slice(&t.x[r.clone()]);
+        self.y.extend_from_slice(&t.y[r.clone()]);
+        self.z.extend_from_slice(&t.z[r.clone()]);
+        self.m.extend_from_slice(&t.m[r.clone()]);
+        self.index.extend(r.map(|k| k as u32));
+    }
+
+    /// Builds the lists of the group whose particles are `start..start + count` (tree order).
+    pub fn collect(&mut self, t: &View<'_, T>, start: usize, count: usize) {
+        self.clear();
+        let r = start..start + count;
+        let lo = [
+            min(&t.x[r.clone()]),
+            min(&t.y[r.clone()]),
+            min(&t.z[r.clone()]),
+        ];
+        let hi = [max(&t.x[r.clone()]), max(&t.y[r.clone()]), max(&t.z[r])];
+        let quadrupole = !t.quad[0].is_empty();
+        self.stack.push(0);
+        while let Some(n) = self.stack.pop() {
+            let n = n as usize;
+            let [cx, cy, cz, open2] = t.geometry[n];
+            let c = [cx, cy, cz];
+            // Squared distance from the group's box to the centre of mass.
+            let mut d2 = T::zero();
+            for a in 0..3 {
+                let d = (lo[a] - c[a]).max(c[a] - hi[a]).max(T::zero());
+                d2 += d * d;
+            }
+            let [child_start, child_count, first, bodies] = t.links[n];
+            let (first, bodies) = (first as usize, bodies as usize);
+            if d2 > open2 {
+                if bodies == 1 {
+                    self.push_particles(t, first, 1);
+                } else {
+                    self.x.push(c[0]);
+                    self.y.push(c[1]);
+                    self.z.push(c[2]);
+                    self.m.push(t.mass[n]);
+                    self.index.push(NODE | n as u32);
+                    if quadrupole {
+                        for (a, &ca) in c.iter().enumerate() {
+                            self.quad[a].push(ca);
+                        }
+                        for k in 0..5 {
+                            self.quad[3 + k].push(t.quad[k][n]);
+                        }
+                    }
+                }
+            } else if child_count == 0 {
+                self.push_particles(t, first, bodies);
+            } else {
+                // Reversed, so that children are taken in Morton order.
+                self.stack
+                    .extend((child_start..child_start + child_count).rev());
+            }
+        }
+    }
+
+    /// The accelerations of the targets `start..start + count` from the current lists, into
+    /// `acc` (overwritten).
+    pub fn accelerations(
+        &self,
+        t: &View<'_, T>,
+        start: usize,
+        kernel: BlockKernel<T>,
+        eps2: T,
+        acc: [&mut [T]; 3],
+    ) {
+        let count = acc[0].len();
+        let r = start..start + count;
+        let targets = Targets {
+            x: &t.x[r.clone()],
+            y: &t.y[r.clone()],
+            z: &t.z[r],
+        };
+        let sources = Sources {
+            x: &self.x,
+            y: &self.y,
+            z: &self.z,
+            m: &self.m,
+            eps2,
+        };
+        let [ax, ay, az] = acc;
+        kernel(&sources, targets, ax, ay, az);
+        if !self.quad[0].is_empty() {
+            quadrupole_accelerations(&self.quad, targets, eps2, [ax, ay, az]);
+        }
+    }
+
+    /// `sum_k m_k phi_k` over the targets `start..start + count`, with `phi_k` the potential
+    /// of every list entry except target `k` itself, in `f64`.
+    pub fn potential(&self, t: &View<'_, T>, start: usize, count: usize, eps2: f64) -> f64 {
+        let mut w = CompensatedSum::default();
+        for k in start..start + count {
+            let p = [t.x[k].as_f64(), t.y[k].as_f64(), t.z[k].as_f64()];
+            let mut phi = CompensatedSum::default();
+            for j in 0..self.x.len() {
+                if self.index[j] == k as u32 {
+                    continue;
+                }
+                let d = [
+                    self.x[j].as_f64() - p[0],
+                    self.y[j].as_f64() - p[1],
+                    self.z[j].as_f64() - p[2],
+                ];
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                phi.add(self.m[j].as_f64() * inverse_distance(r2, eps2));
+            }
+            for j in 0..self.quad[0].len() {
+                let q = |c: usize| self.quad[c][j].as_f64();
+                let d = [q(0) - p[0], q(1) - p[1], q(2) - p[2]];
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                let inv = inverse_distance(r2, eps2);
+                let qd = quadrupole_times([q(3), q(4), q(5), q(6), q(7)], d);
+                let dqd = d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2];
+                // -phi of the quadrupole term: (d Q d) / (2 r^5).
+                phi.add(0.5 * dqd * inv * inv * inv * inv * inv);
+            }
+            w.add(t.m[k].as_f64() * phi.value());
+        }
+        w.value()
+    }
+}
+
+fn min<T: Real>(v: &[T]) -> T {
+    v.iter().copied().fold(T::infinity(), T::min)
+}
+
+fn max<T: Real>(v: &[T]) -> T {
+    v.iter().copied().fold(T::neg_infinity(), T::max)
+}
+
+/// `Q d` for the traceless quadrupole `q` = xx, xy, xz, yy, yz (zz = -xx - yy).
+#[inline(always)]
+fn quadrupole_times<T: Real>(q: [T; 5], d: [T; 3]) -> [T; 3] {
+    let zz = -(q[0] + q[3]);
+    [
+        q[0] * d[0] + q[1] * d[1] + q[2] * d[2],
+        q[1] * d[0] + q[3] * d[1] + q[4] * d[2],
+        q[2] * d[0] + q[4] * d[1] + zz * d[2],
+    ]
+}
+
+/// Lanes of the quadrupole kernel's accumulators.
+const LANES: usize = 8;
+
+/// Adds the quadrupole terms `-Q d / s^5 + 5/2 (d Q d) d / s^7` (`d` from the target to the
+/// node's centre of mass, `s^2 = |d|^2 + eps^2`) of every node in `q` to `acc`.
+///
+/// The potential `-M / r - (r Q r) / (2 r^5)` of a node about its centre of mass has this
+/// gradient beyond the monopole's; softening replaces `r^2` by `r^2 + eps^2` as it does in the
+/// monopole term. Plain Rust over `LANES` accumulators, summed in a fixed order.
+fn quadrupole_accelerations<T: Real>(
+    q: &[Vec<T>; 8],
+    t: Targets<'_, T>,
+    eps2: T,
+    acc: [&mut [T]; 3],
+) {
+    let n = q[0].len();
+    let half5 = T::cast(2.5);
+    let [ax, ay, az] = acc;
+    for k in 0..ax.len() {
+        let p = [t.x[k], t.y[k], t.z[k]];
+        let mut sum = [[T::zero(); LANES]; 3];
+        for j0 in (0..n).step_by(LANES) {
+            for (l, j) in (j0..n.min(j0 + LANES)).enumerate() {
+                let d = [q[0][j] - p[0], q[1][j] - p[1], q[2][j] - p[2]];
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                let inv = inverse_distance(r2, eps2);
+                let inv2 = inv * inv;
+                let inv5 = force_factor(inv) * inv2;
+                let qd = quadrupole_times([q[3][j], q[4][j], q[5][j], q[6][j], q[7][j]], d);
+                let dqd = d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2];
+                let f = half5 * dqd * inv5 * inv2;
+                for a in 0..3 {
+                    sum[a][l] += f * d[a] - inv5 * qd[a];
+                }
+            }
+        }
+        ax[k] += reduce(&sum[0]);
+        ay[k] += reduce(&sum[1]);
+        az[k] += reduce(&sum[2]);
+    }
+}
+
+/// Pairwise sum of the lanes in a fixed order.
+fn reduce<T: Real>(v: &[T]) -> T {
+    if v.len() == 1 {
+        v[0]
+    } else {
+        let h = v.len() / 2;
+        reduce(&v[..h]) + reduce(&v[h..])
+    }
+}
