@@ -102,12 +102,14 @@ impl<R: Real> Simulation<R> {
         crate::diagnostics::Diagnostics::measure(&self.particles, self.solver.as_mut(), backend)
     }
 
-    /// The run's budgeted parts (particles and integrator storage), for
-    /// [`mote_core::memory::reserve`].
-    pub fn budgeted_parts(&mut self) -> [&mut dyn Budgeted; 2] {
-        [
+    /// The run's budgeted parts (particles, integrator storage and the solver's own arrays),
+    /// for [`mote_core::memory::reserve`].
+    pub fn budgeted_parts(&mut self) -> Vec<&mut dyn Budgeted> {
+        let mut parts: Vec<&mut dyn Budgeted> = vec![
             &mut self.particles,
             self.integrator.as_mut() as &mut dyn Budgeted,
-        ]
+        ];
+        parts.extend(self.solver.budgeted());
+        parts
     }
 }

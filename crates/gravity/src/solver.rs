@@ -4,6 +4,29 @@ use mote_core::{Budgeted, ParticleData, Real, Vec3Span, Vec3SpanMut};
 
 use crate::softening::Softening;
 
+/// Which force solver a run uses.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SolverKind {
+    /// Direct summation, O(N^2): exact to rounding.
+    #[default]
+    Direct,
+    /// The Barnes-Hut tree, O(N log N): approximate, controlled by the opening angle.
+    Tree,
+}
+
+impl SolverKind {
+    /// `direct` or `tree`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverKind::Direct => "direct",
+            SolverKind::Tree => "tree",
+        }
+    }
+}
+
 /// What every force solver reports about itself, whatever the precision it runs in.
 pub trait SolverInfo {
     /// A short name, for example `direct/avx512`.

@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use mote_core::Precision;
-use mote_gravity::{IntegratorKind, KernelChoice, Softening};
+use mote_gravity::tree::{Multipole, TreeSettings};
+use mote_gravity::{IntegratorKind, KernelChoice, Softening, SolverKind};
 use serde::{Deserialize, Serialize};
 
 /// A configuration error: where it is and what is allowed.
@@ -269,18 +270,74 @@ impl InitialConditions {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SolverSection {
+    /// `direct` (O(N^2), exact to rounding) or `tree` (Barnes-Hut, O(N log N)).
+    pub kind: SolverKind,
     /// Plummer softening length (0: point masses).
     pub softening: f64,
-    /// Direct-summation kernel: `auto`, `reference`, `scalar`, `avx2`, `avx512`.
+    /// SIMD kernel of the sums: `auto`, `reference` (direct only), `scalar`, `avx2`, `avx512`.
     pub kernel: String,
+    /// Tree: opening angle in (0, 1] (default 0.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theta: Option<f64>,
+    /// Tree: `monopole` (default) or `quadrupole` moments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multipole: Option<Multipole>,
+    /// Tree: most particles per leaf (default 16).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaf_size: Option<usize>,
+    /// Tree: most targets sharing one walk (default 128).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<usize>,
 }
 
 impl Default for SolverSection {
     fn default() -> Self {
         Self {
+            kind: SolverKind::Direct,
             softening: 0.0,
             kernel: "auto".to_string(),
+            theta: None,
+            multipole: None,
+            leaf_size: None,
+            group_size: None,
         }
+    }
+}
+
+impl SolverSection {
+    /// The tree's settings, defaults filled in (meaningful for `kind = "tree"`).
+    pub fn tree_settings(&self) -> Result<TreeSettings, mote_gravity::GravityError> {
+        TreeSettings::new(
+            self.theta.unwrap_or(TreeSettings::THETA),
+            self.multipole.unwrap_or_default(),
+            self.leaf_size.unwrap_or(TreeSettings::LEAF_SIZE),
+            self.group_size.unwrap_or(TreeSettings::GROUP_SIZE),
+        )
+    }
+
+    /// The tree keys set, for the error that they need `kind = "tree"`.
+    fn tree_keys_set(&self) -> Option<&'static str> {
+        [
+            ("solver.theta", self.theta.is_some()),
+            ("solver.multipole", self.multipole.is_some()),
+            ("solver.leaf_size", self.leaf_size.is_some()),
+            ("solver.group_size", self.group_size.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, set)| *set)
+        .map(|(k, _)| k)
+    }
+
+    /// Every tree key spelled out for a tree run, so the resolved configuration records them.
+    fn with_defaults(mut self) -> Self {
+        if self.kind == SolverKind::Tree {
+            let t = self.tree_settings().unwrap_or_default();
+            self.theta = Some(self.theta.unwrap_or(t.theta));
+            self.multipole = Some(self.multipole.unwrap_or(t.multipole));
+            self.leaf_size = Some(self.leaf_size.unwrap_or(t.leaf_size));
+            self.group_size = Some(self.group_size.unwrap_or(t.group_size));
+        }
+        self
     }
 }
 
@@ -376,6 +433,7 @@ impl GravityConfig {
         let mut config: GravityConfig =
             deserialize_and_validate(source, table, &overridden, GravityConfig::validate)?;
         config.initial_conditions = config.initial_conditions.with_defaults();
+        config.solver = config.solver.with_defaults();
         Ok(config)
     }
 
@@ -411,6 +469,40 @@ impl GravityConfig {
         }
         if let Err(e) = self.solver.kernel.parse::<KernelChoice>() {
             return bad("solver.kernel", e.to_string());
+        }
+        match self.solver.kind {
+            SolverKind::Direct => {
+                if let Some(key) = self.solver.tree_keys_set() {
+                    return bad(
+                        key,
+                        "is a tree setting: it needs solver.kind = \"tree\" (the solver here is \"direct\")"
+                            .to_string(),
+                    );
+                }
+            }
+            SolverKind::Tree => {
+                if let Err(e) = self.solver.tree_settings() {
+                    let key = match &e {
+                        mote_gravity::GravityError::InvalidParameter { name, .. } => {
+                            format!("solver.{name}")
+                        }
+                        _ => "solver".to_string(),
+                    };
+                    return bad(&key, e.to_string());
+                }
+                if self.solver.kernel.trim() == "reference" {
+                    return bad(
+                        "solver.kernel",
+                        "\"reference\" is direct summation's yardstick; the tree evaluates its lists with a fast kernel (auto, scalar, avx2, avx512)".to_string(),
+                    );
+                }
+                if r.backend == "gpu" {
+                    return bad(
+                        "solver.kind",
+                        "\"tree\" runs on the CPU backend (run.backend = \"cpu\"); the GPU backend has direct summation".to_string(),
+                    );
+                }
+            }
         }
         validate_output(
             self.output.checkpoint_interval,

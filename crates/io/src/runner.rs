@@ -22,7 +22,7 @@ use mote_gpu::{Gpu, GpuDirectSolver, GpuError};
 use mote_gravity::initial_conditions as ic;
 use mote_gravity::{
     Diagnostics, DirectSolver, ForceSolver, GravityError, Integrator, KernelChoice, Simulation,
-    Softening,
+    Softening, SolverKind, TreeSolver,
 };
 use serde::Serialize;
 
@@ -379,9 +379,9 @@ impl PrecisionJob for GravityRun<'_> {
         let backend = CpuBackend::threads(c.run.threads);
         let n = particle_count(&c.initial_conditions.clone().with_defaults());
         let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
-        price(c, n, integrator.as_ref())?;
+        let mut solver = make_solver::<R>(c)?;
+        price(c, n, integrator.as_ref(), solver.as_mut())?;
         let particles = initial_particles::<R>(&c.initial_conditions)?;
-        let solver = make_solver::<R>(c)?;
         create_run_dir(self.dir, self.force)?;
         let start = Start {
             particles,
@@ -403,16 +403,38 @@ impl PrecisionJob for GravityRun<'_> {
     }
 }
 
-/// Fails, before anything is allocated, if the memory limit cannot hold `n` particles.
+/// Fails, before anything is allocated, if the memory limit cannot hold `n` particles with the
+/// integrator's and the solver's arrays.
 fn price<R: Real>(
     c: &GravityConfig,
     n: usize,
     integrator: &dyn Integrator<R>,
+    solver: &mut dyn ForceSolver<R>,
+) -> Result<Option<u64>, RunError> {
+    let prototype = ParticleData::<R>::new();
+    let mut parts: Vec<&dyn Budgeted> = vec![&prototype, integrator as &dyn Budgeted];
+    let own = solver.budgeted();
+    parts.extend(own.map(|b| &*b));
+    price_model::<R>(c, n, MemoryModel::of(&parts))
+}
+
+/// [`price`] for the parts of a simulation that exists.
+fn price_parts<R: Real>(
+    c: &GravityConfig,
+    n: usize,
+    parts: &[&mut dyn Budgeted],
+) -> Result<Option<u64>, RunError> {
+    let parts: Vec<&dyn Budgeted> = parts.iter().map(|p| &**p).collect();
+    price_model::<R>(c, n, MemoryModel::of(&parts))
+}
+
+fn price_model<R: Real>(
+    c: &GravityConfig,
+    n: usize,
+    model: MemoryModel,
 ) -> Result<Option<u64>, RunError> {
     let limit = effective_memory_limit(c.run.memory_limit.as_deref());
     if let Some(limit) = limit {
-        let prototype = ParticleData::<R>::new();
-        let model = MemoryModel::of(&[&prototype, integrator as &dyn Budgeted]);
         let needed = model.bytes(n, 0);
         memory::price(
             || {
@@ -537,8 +559,8 @@ impl PrecisionJob for ResumeJob<'_> {
         let backend = CpuBackend::threads(c.run.threads);
         let particles = checkpoint::read_particles::<R>(self.path, self.arrays)?;
         let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
-        price(c, particles.len(), integrator.as_ref())?;
-        let solver = make_solver::<R>(c)?;
+        let mut solver = make_solver::<R>(c)?;
+        price(c, particles.len(), integrator.as_ref(), solver.as_mut())?;
         let start = Start {
             particles,
             step: self.header.step,
@@ -579,6 +601,14 @@ fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, Ru
         )?));
     }
     let kernel: KernelChoice = c.solver.kernel.parse()?;
+    if c.solver.kind == SolverKind::Tree {
+        return Ok(Box::new(TreeSolver::<R>::new(
+            softening,
+            c.solver.tree_settings()?,
+            kernel,
+            CpuBackend::threads(c.run.threads),
+        )?));
+    }
     Ok(Box::new(DirectSolver::new(
         softening,
         kernel,
@@ -608,7 +638,11 @@ fn drive<R: Real>(
     } else {
         Simulation::restore(start.particles, solver, integrator, start.time, start.step)
     };
-    let limit = price(c, sim.particles.len(), sim.integrator())?;
+    let n = sim.particles.len();
+    let limit = {
+        let parts = sim.budgeted_parts();
+        price_parts::<R>(c, n, &parts)?
+    };
     let reservation = match explicit_memory_limit(c.run.memory_limit.as_deref()) {
         Some(limit) => Some(reserve(
             &mut sim.budgeted_parts(),

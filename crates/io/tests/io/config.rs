@@ -115,3 +115,42 @@ fn memory_sizes() {
     assert!(parse_memory_limit("0").is_err());
     assert!(parse_memory_limit("many").is_err());
 }
+
+#[test]
+fn tree_settings_are_filled_checked_and_refused_where_they_do_not_apply() {
+    let c = parse("physics = \"gravity\"\n[solver]\nkind = \"tree\"\n").unwrap();
+    assert_eq!(c.solver.theta, Some(0.5));
+    assert_eq!(c.solver.multipole, Some(mote_gravity::Multipole::Monopole));
+    assert_eq!(c.solver.leaf_size, Some(16));
+    assert!(c.to_toml().contains("theta = 0.5"), "{}", c.to_toml());
+    let c = parse("physics = \"gravity\"\n").unwrap();
+    assert_eq!(c.solver.theta, None);
+    assert!(!c.to_toml().contains("theta"));
+
+    let e = parse("physics = \"gravity\"\n[solver]\ntheta = 0.4\n").unwrap_err();
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(3), Some("solver.theta")),
+        "{e}"
+    );
+    assert!(e.message.contains("needs solver.kind = \"tree\""), "{e}");
+    let e = parse("physics = \"gravity\"\n[solver]\nkind = \"tree\"\ntheta = 1.5\n").unwrap_err();
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(4), Some("solver.theta")),
+        "{e}"
+    );
+    let e = parse("physics = \"gravity\"\n[solver]\nkind = \"tree\"\nleaf_size = 0\n").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("solver.leaf_size"), "{e}");
+    let e = parse("physics = \"gravity\"\n[solver]\nkind = \"tree\"\nmultipole = \"octupole\"\n")
+        .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("solver.multipole"), "{e}");
+    let e = parse("physics = \"gravity\"\n[solver]\nkind = \"tree\"\nkernel = \"reference\"\n")
+        .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("solver.kernel"), "{e}");
+    let e = parse("physics = \"gravity\"\n[run]\nbackend = \"gpu\"\n[solver]\nkind = \"tree\"\n")
+        .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("solver.kind"), "{e}");
+    let e = parse("physics = \"gravity\"\n[solver]\nkind = \"bh\"\n").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("solver.kind"), "{e}");
+}

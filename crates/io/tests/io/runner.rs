@@ -25,11 +25,19 @@ fn final_state(dir: &Path) -> (checkpoint::Header, ParticleData<f64>) {
 #[test]
 fn a_resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
     let tmp = tempfile::tempdir().unwrap();
-    for integrator in ["leapfrog", "yoshida4", "rk4"] {
+    for (integrator, solver) in [
+        ("leapfrog", "direct"),
+        ("yoshida4", "direct"),
+        ("rk4", "direct"),
+        ("leapfrog", "tree"),
+        ("rk4", "tree"),
+    ] {
+        let solver = format!("solver.kind={solver}");
         let kind = format!("integrator.kind={integrator}");
+        let integrator = format!("{integrator}-{}", &solver[12..]);
         let whole = tmp.path().join(format!("whole-{integrator}"));
         run_gravity(
-            &config(PLUMMER, &[&kind]),
+            &config(PLUMMER, &[&kind, &solver]),
             &whole,
             false,
             "test",
@@ -39,7 +47,10 @@ fn a_resumed_run_is_bitwise_identical_to_an_uninterrupted_one() {
         // The same run stopped half way (its snapshot times are a subset), then resumed.
         let half = tmp.path().join(format!("half-{integrator}"));
         run_gravity(
-            &config(PLUMMER, &[&kind, "run.end_time=0.25", "output.snapshots=5"]),
+            &config(
+                PLUMMER,
+                &[&kind, &solver, "run.end_time=0.25", "output.snapshots=5"],
+            ),
             &half,
             false,
             "test",
@@ -230,5 +241,53 @@ fn a_lone_checkpoint_resumes_without_listing_missing_snapshots() {
     assert!(!files.is_empty());
     for f in files {
         assert!(lone.join(f).is_file(), "{f} listed but missing");
+    }
+}
+
+/// Every initial condition with every integrator runs on the tree and follows the direct run:
+/// after a quarter of a time unit the positions agree to the tree's force error.
+#[test]
+fn every_initial_condition_and_integrator_runs_on_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    for ic in [
+        "plummer",
+        "uniform_sphere",
+        "cold_collapse",
+        "kepler",
+        "disc_galaxy",
+        "galaxy_collision",
+    ] {
+        for integrator in ["leapfrog", "yoshida4", "rk4"] {
+            let mut ends = Vec::new();
+            for solver in ["direct", "tree"] {
+                let mut text = format!(
+                    "physics = \"gravity\"\n[run]\nend_time = 0.25\ndt = 0.015625\nprecision = \"f64\"\n\
+                     [initial_conditions]\nkind = \"{ic}\"\n"
+                );
+                if ic != "kepler" {
+                    text += "particles = 300\n";
+                }
+                text += &format!(
+                    "[solver]\nkind = \"{solver}\"\nsoftening = 0.02\n[integrator]\nkind = \"{integrator}\"\n[output]\nsnapshots = 0\n"
+                );
+                let dir = tmp.path().join(format!("{ic}-{integrator}-{solver}"));
+                let report =
+                    run_gravity(&config(&text, &[]), &dir, false, "test", &mut |_| {}).unwrap();
+                assert_eq!(report.steps, 16, "{ic} {integrator} {solver}");
+                ends.push(final_state(&dir).1);
+            }
+            let (d, t) = (&ends[0], &ends[1]);
+            let scale = d.positions().x().iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let worst = (0..d.len())
+                .map(|i| {
+                    let (a, b) = (d.positions().get(i), t.positions().get(i));
+                    (0..3).map(|c| (a[c] - b[c]).abs()).fold(0.0, f64::max)
+                })
+                .fold(0.0, f64::max);
+            assert!(
+                worst < 1e-4 * scale,
+                "{ic} {integrator}: positions differ by {worst:e} (scale {scale})"
+            );
+        }
     }
 }
