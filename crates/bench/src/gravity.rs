@@ -7,7 +7,7 @@ use std::time::Instant;
 use clap::Args;
 use mote_core::Budgeted;
 use mote_core::{CpuBackend, DeviceSpec, Precision, PrecisionJob, Real};
-use mote_gpu::{Gpu, GpuDirectSolver};
+use mote_gpu::{Gpu, GpuDirectSolver, GpuTreeSolver};
 use mote_gravity::accuracy::ForceErrors;
 use mote_gravity::initial_conditions::plummer;
 use mote_gravity::tree::{Multipole, TreeSettings, TreeSolver};
@@ -168,7 +168,15 @@ pub fn run(args: &GravityArgs, threads: usize) -> Result<(), Box<dyn Error>> {
     let cpu = DirectSolver::new(softening, args.kernel, CpuBackend::threads(threads))?;
     let result = match (args.backend, args.solver) {
         (BackendKind::Gpu, SolverKind::Tree) => {
-            return Err("--solver tree runs on the CPU (--backend cpu) for now".into());
+            let settings =
+                TreeSettings::new(args.theta, args.multipole, args.leaf_size, args.group_size)?;
+            let mut gpu = Gpu::open(args.device)?;
+            gpu.set_workgroup(args.workgroup)?;
+            args.precision.dispatch(GravityBench {
+                args,
+                solver: BenchSolver::GpuTree(settings, softening, Box::new(gpu)),
+                repeats: args.repeats,
+            })?
         }
         (BackendKind::Cpu, SolverKind::Tree) => {
             let settings =
@@ -264,6 +272,8 @@ enum BenchSolver {
     Gpu(Box<GpuDirectSolver>),
     /// The tree's solver is typed by the precision: made in [`GravityBench::run`].
     Tree(TreeSettings, Softening, CpuBackend),
+    /// The same on a device.
+    GpuTree(TreeSettings, Softening, Box<Gpu>),
 }
 
 struct GravityBench<'a> {
@@ -282,10 +292,14 @@ impl PrecisionJob for GravityBench<'_> {
             let solver = TreeSolver::<R>::new(softening, settings, self.args.kernel, backend)?;
             return Ok(tree_bench(self.args, solver, p, self.repeats));
         }
+        if let BenchSolver::GpuTree(settings, softening, gpu) = self.solver {
+            let solver = GpuTreeSolver::<R>::new(*gpu, softening, settings)?;
+            return Ok(gpu_tree_bench(self.args, solver, p, self.repeats));
+        }
         let solver: &mut dyn ForceSolver<R> = match &mut self.solver {
             BenchSolver::Cpu(s) => s,
             BenchSolver::Gpu(s) => s.as_mut(),
-            BenchSolver::Tree(..) => unreachable!("timed above"),
+            BenchSolver::Tree(..) | BenchSolver::GpuTree(..) => unreachable!("timed above"),
         };
         // Warm-up: page in the arrays, start the thread pool or compile the kernel, settle the
         // clocks.
@@ -296,7 +310,7 @@ impl PrecisionJob for GravityBench<'_> {
         let solver: &mut dyn ForceSolver<R> = match &mut self.solver {
             BenchSolver::Cpu(s) => s,
             BenchSolver::Gpu(s) => s.as_mut(),
-            BenchSolver::Tree(..) => unreachable!("timed above"),
+            BenchSolver::Tree(..) | BenchSolver::GpuTree(..) => unreachable!("timed above"),
         };
         let mut times: Vec<f64> = (0..self.repeats)
             .map(|_| {
@@ -331,7 +345,7 @@ impl PrecisionJob for GravityBench<'_> {
                     }),
                 )
             }
-            BenchSolver::Tree(..) => unreachable!("timed above"),
+            BenchSolver::Tree(..) | BenchSolver::GpuTree(..) => unreachable!("timed above"),
         };
         Ok(BenchResult {
             family: "gravity",
@@ -419,4 +433,80 @@ fn tree_bench<R: Real>(
 
 fn args_threads<R: Real>(solver: &TreeSolver<R>) -> usize {
     solver.backend().thread_count()
+}
+
+/// Times `repeats` device-tree evaluations after a warm-up (the host's tree build counts as
+/// upload), then measures the last one's errors.
+fn gpu_tree_bench<R: Real>(
+    args: &GravityArgs,
+    mut solver: GpuTreeSolver<R>,
+    mut p: mote_core::ParticleData<R>,
+    repeats: usize,
+) -> BenchResult {
+    let n = p.len();
+    solver.update(&mut p);
+    solver.take_seconds();
+    let before = solver.interactions();
+    let mut times: Vec<f64> = (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            solver.update(&mut p);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    let interactions = (solver.interactions() - before) / repeats as u64;
+    let reps = times.len() as f64;
+    let seconds = solver.take_seconds();
+    let median = crate::cloud::median(&mut times);
+    let errors = ForceErrors::measure(
+        p.positions(),
+        p.masses(),
+        solver.softening().epsilon2::<f64>(),
+        p.accelerations(),
+        args.error_samples,
+        CpuBackend::default(),
+    );
+    let settings = TreeSettings::new(args.theta, args.multipole, args.leaf_size, args.group_size)
+        .expect("checked before the solver was made");
+    let bytes = mote_core::MemoryModel::of(&[solver.tree() as &dyn Budgeted]).per_particle;
+    BenchResult {
+        family: "gravity",
+        backend: "gpu".to_string(),
+        kernel: solver.name(),
+        particles: n,
+        precision: R::PRECISION,
+        threads: 0,
+        repeats: times.len(),
+        seconds_median: median,
+        seconds_min: times[0],
+        seconds_max: times[times.len() - 1],
+        interactions_per_second: interactions as f64 / median,
+        particles_per_second: n as f64 / median,
+        gpu: Some(GpuReport {
+            device: solver.gpu().to_string(),
+            workgroup: solver.gpu().workgroup(),
+            upload_seconds: seconds.upload / reps,
+            kernel_seconds: seconds.kernel / reps,
+            download_seconds: seconds.download / reps,
+            cpu_interactions_per_second: 0.0,
+            speedup_over_cpu: 0.0,
+        }),
+        tree: Some(TreeReport {
+            theta: settings.theta,
+            multipole: settings.multipole,
+            leaf_size: settings.leaf_size,
+            group_size: settings.group_size,
+            build_seconds: seconds.upload / reps,
+            walk_seconds: seconds.kernel / reps,
+            interactions_per_particle: interactions as f64 / n as f64,
+            nodes: solver.tree().node_count(),
+            groups: solver.tree().group_count(),
+            tree_bytes_per_particle: bytes,
+            error_samples: errors.samples,
+            error_rms: errors.rms,
+            error_p50: errors.p50,
+            error_p99: errors.p99,
+            error_max: errors.max,
+        }),
+    }
 }

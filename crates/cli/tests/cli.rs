@@ -774,7 +774,7 @@ fn have_gpu() -> bool {
 fn a_gravity_run_on_the_gpu_follows_the_cpu_run() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = examples_dir().join("plummer.toml");
-    let run = |backend: &str, dir: &std::path::Path| {
+    let run = |backend: &str, dir: &std::path::Path, solver: &str| {
         mote(&[
             "run",
             cfg.to_str().unwrap(),
@@ -787,6 +787,8 @@ fn a_gravity_run_on_the_gpu_follows_the_cpu_run() {
             "run.end_time=0.25",
             "--set",
             &format!("run.backend={backend}"),
+            "--set",
+            &format!("solver.kind={solver}"),
         ])
     };
     // A missing CUDA driver is a clear error before anything is written.
@@ -814,29 +816,35 @@ fn a_gravity_run_on_the_gpu_follows_the_cpu_run() {
     if !have_gpu() {
         return;
     }
-    let (cpu, gpu) = (tmp.path().join("cpu"), tmp.path().join("gpu"));
-    for (b, d) in [("cpu", &cpu), ("gpu", &gpu)] {
-        let r = run(b, d);
-        assert!(
-            r.status.success(),
-            "{b}: {}",
-            String::from_utf8_lossy(&r.stderr)
+    for solver in ["direct", "tree"] {
+        let (cpu, gpu) = (
+            tmp.path().join(format!("cpu-{solver}")),
+            tmp.path().join(format!("gpu-{solver}")),
         );
+        for (b, d) in [("cpu", &cpu), ("gpu", &gpu)] {
+            let r = run(b, d, solver);
+            assert!(
+                r.status.success(),
+                "{b}: {}",
+                String::from_utf8_lossy(&r.stderr)
+            );
+        }
+        let provenance = std::fs::read_to_string(gpu.join("provenance.json")).unwrap();
+        assert!(
+            provenance.contains("\"backend\": \"gpu wgpu:0\""),
+            "{provenance}"
+        );
+        // Forces agree to about 1e-15, so after 72 steps the energies agree far below the
+        // integrator's own error (1e-5 here).
+        let energy = |d: &std::path::Path| {
+            let (h, rows) = read_csv(&d.join("diagnostics.csv"));
+            let e = h.iter().position(|c| c == "total").unwrap();
+            rows.last().unwrap()[e]
+        };
+        // The device tree sums the CPU tree's lists: the same agreement.
+        let (a, b) = (energy(&cpu), energy(&gpu));
+        assert!(((a - b) / a).abs() < 1e-9, "{solver}: cpu {a}, gpu {b}");
     }
-    let provenance = std::fs::read_to_string(gpu.join("provenance.json")).unwrap();
-    assert!(
-        provenance.contains("\"backend\": \"gpu wgpu:0\""),
-        "{provenance}"
-    );
-    // Forces agree to about 1e-15, so after 72 steps the energies agree far below the
-    // integrator's own error (1e-5 here).
-    let energy = |d: &std::path::Path| {
-        let (h, rows) = read_csv(&d.join("diagnostics.csv"));
-        let e = h.iter().position(|c| c == "total").unwrap();
-        rows.last().unwrap()[e]
-    };
-    let (a, b) = (energy(&cpu), energy(&gpu));
-    assert!(((a - b) / a).abs() < 1e-9, "cpu {a}, gpu {b}");
 }
 
 #[test]

@@ -13,6 +13,7 @@
 //!   [`memory::memory_estimate`], sized once with [`memory::reserve`], and growth past the
 //!   reservation is a [`CapacityError`].
 //! - [`platform`]: CPU model, cores, memory and run-time SIMD detection.
+//! - [`formula`]: the formula dialect's names on the CPU (formulas written once for every backend).
 //! - [`morton`]: Morton (Z-order) keys, for the clouds' ordering and the gravity tree.
 //! - [`rng`]: seeded random numbers that are bit-identical on every platform.
 //!
@@ -24,6 +25,7 @@
 pub mod backend;
 pub mod buffer;
 pub mod columns;
+pub mod formula;
 pub mod memory;
 pub mod morton;
 pub mod particles;

@@ -67,6 +67,9 @@ pub enum GpuError {
     /// A device buffer or reservation does not fit (the memory budget).
     #[error(transparent)]
     Capacity(#[from] CapacityError),
+    /// A gravity setting out of range.
+    #[error(transparent)]
+    Gravity(#[from] mote_gravity::GravityError),
     /// An invalid set-up of a meshless pass (search radius, particle count).
     #[error(transparent)]
     Cloud(#[from] CloudError),

@@ -191,6 +191,15 @@ pub mod riemann {
     mote_formula::device!("../cloud/formulas/riemann.rs");
 }
 
+/// The gravity tree's opening test and quadrupole terms (source:
+/// `crates/gravity/formulas/tree.rs`).
+pub mod tree {
+    use super::gt;
+    use cubecl::prelude::*;
+
+    mote_formula::device!("../gravity/formulas/tree.rs");
+}
+
 /// The kinetic transport's formulas (source: `crates/cloud/formulas/kinetic.rs`).
 pub mod kinetic {
     use super::gt;

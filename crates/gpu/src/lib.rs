@@ -46,6 +46,7 @@ mod primitives;
 pub mod relaxation;
 pub mod search;
 pub mod simulation;
+pub mod tree;
 pub mod weno;
 
 pub use gravity::{GpuFloat, TransferSeconds};
@@ -67,3 +68,4 @@ pub use primitives::host_fingerprint;
 pub use relaxation::DeviceRelaxation;
 pub use search::{DeviceCloud, DeviceLayout, DeviceNeighbours, GpuNeighbourSearch};
 pub use simulation::{DeviceSimulation, SetupSeconds, StepSeconds};
+pub use tree::GpuTreeSolver;

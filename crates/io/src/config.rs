@@ -496,12 +496,6 @@ impl GravityConfig {
                         "\"reference\" is direct summation's yardstick; the tree evaluates its lists with a fast kernel (auto, scalar, avx2, avx512)".to_string(),
                     );
                 }
-                if r.backend == "gpu" {
-                    return bad(
-                        "solver.kind",
-                        "\"tree\" runs on the CPU backend (run.backend = \"cpu\"); the GPU backend has direct summation".to_string(),
-                    );
-                }
             }
         }
         validate_output(

@@ -18,7 +18,7 @@ use mote_core::memory::{self, MemoryModel, ReserveOptions, reserve};
 use mote_core::{
     Budgeted, CapacityError, CpuBackend, DeviceSpec, MachineInfo, ParticleData, PrecisionJob, Real,
 };
-use mote_gpu::{Gpu, GpuDirectSolver, GpuError};
+use mote_gpu::{Gpu, GpuDirectSolver, GpuError, GpuTreeSolver};
 use mote_gravity::initial_conditions as ic;
 use mote_gravity::{
     Diagnostics, DirectSolver, ForceSolver, GravityError, Integrator, KernelChoice, Simulation,
@@ -594,8 +594,16 @@ fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, Ru
                     spec: c.run.device.clone(),
                     reason: e.to_string(),
                 })?;
+        let gpu = Gpu::open(spec)?;
+        if c.solver.kind == SolverKind::Tree {
+            return Ok(Box::new(GpuTreeSolver::<R>::new(
+                gpu,
+                softening,
+                c.solver.tree_settings()?,
+            )?));
+        }
         return Ok(Box::new(GpuDirectSolver::new(
-            Gpu::open(spec)?,
+            gpu,
             softening,
             R::PRECISION,
         )?));

@@ -14,6 +14,7 @@ mod muscl;
 mod relaxation;
 mod search;
 mod simulation;
+mod tree;
 mod user_equation;
 
 use mote_core::DeviceSpec;

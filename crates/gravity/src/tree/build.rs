@@ -16,8 +16,8 @@ use rayon::slice::ParallelSliceMut;
 
 use super::{Multipole, TreeError, TreeSettings};
 
-/// Bits of a key per axis: 63-bit keys.
-pub(crate) const KEY_BITS: u32 = 21;
+/// Bits of a key per axis (63-bit keys): the tree is at most this many levels below the root.
+pub const KEY_BITS: u32 = 21;
 
 /// The tree over one set of positions, rebuilt at every force evaluation.
 pub struct Tree<R: Real> {
@@ -96,8 +96,54 @@ impl<R: Real> Tree<R> {
         self.groups.len()
     }
 
-    /// Builds the tree of `pos` and `mass`.
-    pub(crate) fn build(
+    /// The particles' original indices in tree order.
+    pub fn order(&self) -> &[u32] {
+        &self.order.as_slice()[..self.keys.len()]
+    }
+
+    /// Positions in tree order.
+    pub fn positions(&self) -> [&[R]; 3] {
+        let n = self.keys.len();
+        self.pos.each_ref().map(|b| &b.as_slice()[..n])
+    }
+
+    /// Masses in tree order.
+    pub fn masses(&self) -> &[R] {
+        &self.mass.as_slice()[..self.keys.len()]
+    }
+
+    /// Per node: centre of mass x, y, z and the squared opening radius.
+    pub fn node_geometry(&self) -> &[[R; 4]] {
+        &self.geometry.as_slice()[..self.nodes]
+    }
+
+    /// Per node: mass.
+    pub fn node_masses(&self) -> &[R] {
+        &self.node_mass.as_slice()[..self.nodes]
+    }
+
+    /// Per node: first child, children (0: a leaf), first particle, particles.
+    pub fn node_links(&self) -> &[[u32; 4]] {
+        &self.links.as_slice()[..self.nodes]
+    }
+
+    /// Per node: the traceless quadrupole xx, xy, xz, yy, yz (empty for a monopole tree).
+    pub fn quadrupoles(&self) -> [&[R]; 5] {
+        let n = if self.multipole == Multipole::Quadrupole {
+            self.nodes
+        } else {
+            0
+        };
+        self.quad.each_ref().map(|b| &b.as_slice()[..n])
+    }
+
+    /// The groups of targets sharing a walk: first particle and count, tiling the particles.
+    pub fn groups(&self) -> &[[u32; 2]] {
+        self.groups.as_slice()
+    }
+
+    /// Builds the tree of `pos` and `mass` (what every evaluation does first).
+    pub fn build(
         &mut self,
         pos: Vec3Span<'_, R>,
         mass: &[R],

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod build;
+pub mod formula;
 mod walk;
 
 use std::fmt;
@@ -45,8 +46,12 @@ use crate::direct::{Kernel, KernelChoice};
 use crate::error::GravityError;
 use crate::softening::Softening;
 use crate::solver::{ForceSolver, SolverInfo};
-pub use build::Tree;
+pub use build::{KEY_BITS, Tree};
 use walk::{Lists, View};
+
+/// The flag of an interaction-list entry that is an accepted node (the node's index in the other
+/// bits; a particle's entry is its index in tree order). Particle counts stay below it.
+pub const NODE: u32 = 1 << 31;
 
 /// Which moments of a node's mass distribution accepted nodes contribute.
 #[derive(
@@ -423,7 +428,7 @@ fn walk_all<R: Real, T: Real + DirectKernels>(
     // The accelerations are taken out while the rest of the tree is read.
     let blank = || mote_core::Buffer::new("", mote_core::Scaling::PerParticle(1));
     let mut acc = std::mem::replace(&mut tree.acc, [blank(), blank(), blank()]);
-    let interactions = walk_into(tree, &mut acc, kernel, eps2, backend);
+    let interactions = walk_into(tree, &mut acc, kernel, level, eps2, backend);
     tree.acc = acc;
     interactions
 }
@@ -432,6 +437,7 @@ fn walk_into<R: Real, T: Real + DirectKernels>(
     tree: &Tree<R>,
     acc: &mut [mote_core::Buffer<R>; 3],
     kernel: crate::direct::simd::BlockKernel<T>,
+    level: mote_core::SimdLevel,
     eps2: T,
     backend: CpuBackend,
 ) -> u64 {
@@ -458,7 +464,7 @@ fn walk_into<R: Real, T: Real + DirectKernels>(
             .map_init(Lists::new, |lists, (start, acc)| {
                 let count = acc[0].len();
                 lists.collect(&view, start, count);
-                lists.accelerations(&view, start, kernel, eps2, acc);
+                lists.accelerations(&view, start, kernel, level, eps2, acc);
                 (count * lists.len()) as u64
             })
             .sum()

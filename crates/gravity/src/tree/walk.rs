@@ -11,8 +11,12 @@
 
 use mote_core::Real;
 
+use mote_core::SimdLevel;
+use mote_core::formula::{Float, Lanes};
+
+use super::formula::{accepted, quadrupole_acceleration, quadrupole_potential};
 use crate::direct::simd::{BlockKernel, Sources, Targets};
-use crate::softening::{force_factor, inverse_distance};
+use crate::softening::inverse_distance;
 
 /// The tree, read-only, in the walk's precision.
 pub(crate) struct View<'a, T> {
@@ -29,8 +33,7 @@ pub(crate) struct View<'a, T> {
     pub quad: [&'a [T]; 5],
 }
 
-/// Flag of [`Lists::index`] entries that are accepted nodes (the node index in the other bits).
-pub(crate) const NODE: u32 = 1 << 31;
+pub(crate) use super::NODE;
 
 /// One thread's interaction lists, reused from group to group.
 pub(crate) struct Lists<T> {
@@ -60,9 +63,10 @@ impl<T: Real> Lists<T> {
         }
     }
 
-    /// Interactions per target of the current lists (point masses and quadrupoles).
+    /// Interactions per target of the current lists: one per entry (a node with its
+    /// quadrupole is one interaction).
     pub fn len(&self) -> usize {
-        self.x.len() + self.quad[0].len()
+        self.x.len()
     }
 
     fn clear(&mut self) {
@@ -101,15 +105,9 @@ impl<T: Real> Lists<T> {
             let n = n as usize;
             let [cx, cy, cz, open2] = t.geometry[n];
             let c = [cx, cy, cz];
-            // Squared distance from the group's box to the centre of mass.
-            let mut d2 = T::zero();
-            for a in 0..3 {
-                let d = (lo[a] - c[a]).max(c[a] - hi[a]).max(T::zero());
-                d2 += d * d;
-            }
             let [child_start, child_count, first, bodies] = t.links[n];
             let (first, bodies) = (first as usize, bodies as usize);
-            if d2 > open2 {
+            if accepted(lo[0], lo[1], lo[2], hi[0], hi[1], hi[2], cx, cy, cz, open2) {
                 if bodies == 1 {
                     self.push_particles(t, first, 1);
                 } else {
@@ -144,6 +142,7 @@ impl<T: Real> Lists<T> {
         t: &View<'_, T>,
         start: usize,
         kernel: BlockKernel<T>,
+        level: SimdLevel,
         eps2: T,
         acc: [&mut [T]; 3],
     ) {
@@ -164,7 +163,7 @@ impl<T: Real> Lists<T> {
         let [ax, ay, az] = acc;
         kernel(&sources, targets, ax, ay, az);
         if !self.quad[0].is_empty() {
-            quadrupole_accelerations(&self.quad, targets, eps2, [ax, ay, az]);
+            level.run(|| quadrupole_accelerations(&self.quad, targets, eps2, [ax, ay, az]));
         }
     }
 
@@ -192,13 +191,17 @@ impl<T: Real> Lists<T> {
             }
             for j in 0..self.quad[0].len() {
                 let q = |c: usize| self.quad[c][j].as_f64();
-                let d = [q(0) - p[0], q(1) - p[1], q(2) - p[2]];
-                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                let inv = inverse_distance(r2, eps2);
-                let qd = quadrupole_times([q(3), q(4), q(5), q(6), q(7)], d);
-                let dqd = d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2];
-                // -phi of the quadrupole term: (d Q d) / (2 r^5).
-                phi[j % LANES] += 0.5 * dqd * inv * inv * inv * inv * inv;
+                phi[j % LANES] += quadrupole_potential(
+                    q(0) - p[0],
+                    q(1) - p[1],
+                    q(2) - p[2],
+                    eps2,
+                    q(3),
+                    q(4),
+                    q(5),
+                    q(6),
+                    q(7),
+                );
             }
             w += t.m[k].as_f64() * reduce(&phi);
         }
@@ -214,56 +217,64 @@ fn max<T: Real>(v: &[T]) -> T {
     v.iter().copied().fold(T::neg_infinity(), T::max)
 }
 
-/// `Q d` for the traceless quadrupole `q` = xx, xy, xz, yy, yz (zz = -xx - yy).
-#[inline(always)]
-fn quadrupole_times<T: Real>(q: [T; 5], d: [T; 3]) -> [T; 3] {
-    let zz = -(q[0] + q[3]);
-    [
-        q[0] * d[0] + q[1] * d[1] + q[2] * d[2],
-        q[1] * d[0] + q[3] * d[1] + q[4] * d[2],
-        q[2] * d[0] + q[4] * d[1] + zz * d[2],
-    ]
-}
-
-/// Lanes of the quadrupole kernel's accumulators.
+/// Nodes per step of the quadrupole kernel: the formula runs on [`Lanes`] of this many nodes.
 const LANES: usize = 8;
 
-/// Adds the quadrupole terms `-Q d / s^5 + 5/2 (d Q d) d / s^7` (`d` from the target to the
-/// node's centre of mass, `s^2 = |d|^2 + eps^2`) of every node in `q` to `acc`.
-///
-/// The potential `-M / r - (r Q r) / (2 r^5)` of a node about its centre of mass has this
-/// gradient beyond the monopole's; softening replaces `r^2` by `r^2 + eps^2` as it does in the
-/// monopole term. Plain Rust over `LANES` accumulators, summed in a fixed order.
+/// Adds the quadrupole terms ([`quadrupole_acceleration`]) of every node in `q` to `acc`: the
+/// formula on [`Lanes`] of `LANES` nodes (compiled for the run's SIMD level by the caller),
+/// the remainder one by one, each target's lanes summed in a fixed order.
+// Eight parallel arrays indexed together: a range loop reads plainest.
+#[allow(clippy::needless_range_loop)]
 fn quadrupole_accelerations<T: Real>(
     q: &[Vec<T>; 8],
     t: Targets<'_, T>,
     eps2: T,
     acc: [&mut [T]; 3],
 ) {
+    type L<T> = Lanes<T, LANES>;
     let n = q[0].len();
-    let half5 = T::cast(2.5);
+    let full = n / LANES * LANES;
     let [ax, ay, az] = acc;
     for k in 0..ax.len() {
         let p = [t.x[k], t.y[k], t.z[k]];
-        let mut sum = [[T::zero(); LANES]; 3];
-        for j0 in (0..n).step_by(LANES) {
-            for (l, j) in (j0..n.min(j0 + LANES)).enumerate() {
-                let d = [q[0][j] - p[0], q[1][j] - p[1], q[2][j] - p[2]];
-                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                let inv = inverse_distance(r2, eps2);
-                let inv2 = inv * inv;
-                let inv5 = force_factor(inv) * inv2;
-                let qd = quadrupole_times([q[3][j], q[4][j], q[5][j], q[6][j], q[7][j]], d);
-                let dqd = d[0] * qd[0] + d[1] * qd[1] + d[2] * qd[2];
-                let f = half5 * dqd * inv5 * inv2;
-                for a in 0..3 {
-                    sum[a][l] += f * d[a] - inv5 * qd[a];
-                }
-            }
+        let mut sum = [L::<T>::new(0.0); 3];
+        for j in (0..full).step_by(LANES) {
+            let at = |c: usize| -> L<T> { Lanes(std::array::from_fn(|i| q[c][j + i])) };
+            let (x, y, z) = quadrupole_acceleration(
+                at(0) - L::splat(p[0]),
+                at(1) - L::splat(p[1]),
+                at(2) - L::splat(p[2]),
+                L::splat(eps2),
+                at(3),
+                at(4),
+                at(5),
+                at(6),
+                at(7),
+            );
+            sum[0] += x;
+            sum[1] += y;
+            sum[2] += z;
         }
-        ax[k] += reduce(&sum[0]);
-        ay[k] += reduce(&sum[1]);
-        az[k] += reduce(&sum[2]);
+        let mut tail = [T::zero(); 3];
+        for j in full..n {
+            let (x, y, z) = quadrupole_acceleration(
+                q[0][j] - p[0],
+                q[1][j] - p[1],
+                q[2][j] - p[2],
+                eps2,
+                q[3][j],
+                q[4][j],
+                q[5][j],
+                q[6][j],
+                q[7][j],
+            );
+            tail[0] += x;
+            tail[1] += y;
+            tail[2] += z;
+        }
+        ax[k] += reduce(&sum[0].0) + tail[0];
+        ay[k] += reduce(&sum[1].0) + tail[1];
+        az[k] += reduce(&sum[2].0) + tail[2];
     }
 }
 

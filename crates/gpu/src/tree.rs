@@ -1,0 +1,573 @@
+//! Tree gravity on the device: the host builds the Barnes-Hut tree (`mote_gravity::tree`), the
+//! device walks it once per group of targets and sums the interaction lists.
+//!
+//! 1. The tree (particles in tree order, node records, groups) is uploaded.
+//! 2. `walk_kernel`, one unit per group, walks the tree from the root with the group's bounding
+//!    box and the opening test of `crates/gravity/formulas/tree.rs` (the CPU walk's), in the
+//!    CPU's order: first counting each group's list, then (after a prefix sum on the device)
+//!    writing it. Entries are particle indices, or node indices flagged with
+//!    [`mote_gravity::tree::NODE`]; so the lists are the CPU's, entry for entry.
+//! 3. `sum_kernel`, one unit per target, sums its group's list in list order: monopoles as
+//!    point masses, and the quadrupole terms of the same formula file. Only the summation order
+//!    within a list differs from the CPU's lanes, so the accelerations agree to round-off.
+//!
+//! The stack of a walk lives in device memory, `STACK` entries per group: the tree is at most
+//! `KEY_BITS + 1` levels deep, and a depth-first walk holds at most 7 pending siblings per level
+//! plus the 8 children of the node it opened last.
+
+use std::time::Instant;
+
+use cubecl::prelude::*;
+use mote_core::{CpuBackend, Precision, Real, Vec3Span, Vec3SpanMut};
+use mote_gravity::tree::{KEY_BITS, Multipole, NODE, Tree, TreeSettings};
+use mote_gravity::{ForceSolver, Softening, SolverInfo};
+
+use crate::array::DeviceArray;
+use crate::device::Gpu;
+use crate::error::GpuError;
+use crate::formula::tree::{accepted, quadrupole_acceleration, quadrupole_potential};
+use crate::gravity::{GpuFloat, TransferSeconds};
+use crate::launch::launch;
+
+/// Stack entries per group walk.
+const STACK: usize = 8 * (KEY_BITS as usize + 1);
+
+/// Appends `v` to a group's list: written in the filling pass, counted in both.
+#[cube]
+fn emit(list: &mut Array<u32>, at: u32, len: u32, v: u32, #[comptime] fill: bool) -> u32 {
+    if fill {
+        list[(at + len) as usize] = v;
+    }
+    len + 1
+}
+
+/// One unit per group: counts (`fill = false`, into `counts`) or writes (from `starts[g]`) the
+/// group's interaction list.
+#[allow(clippy::too_many_arguments)]
+#[cube(launch_unchecked)]
+fn walk_kernel<F: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    geometry: &Array<F>,
+    links: &Array<u32>,
+    groups: &Array<u32>,
+    starts: &Array<u32>,
+    counts: &mut Array<u32>,
+    list: &mut Array<u32>,
+    stack: &mut Array<u32>,
+    n_groups: u32,
+    #[comptime] fill: bool,
+    #[comptime] depth: usize,
+) {
+    let g = ABSOLUTE_POS;
+    if g < n_groups as usize {
+        let s = groups[2 * g] as usize;
+        let c = groups[2 * g + 1] as usize;
+        let mut lo_x = x[s];
+        let mut lo_y = y[s];
+        let mut lo_z = z[s];
+        let mut hi_x = x[s];
+        let mut hi_y = y[s];
+        let mut hi_z = z[s];
+        for k in s + 1..s + c {
+            lo_x = F::min(lo_x, x[k]);
+            lo_y = F::min(lo_y, y[k]);
+            lo_z = F::min(lo_z, z[k]);
+            hi_x = F::max(hi_x, x[k]);
+            hi_y = F::max(hi_y, y[k]);
+            hi_z = F::max(hi_z, z[k]);
+        }
+        let base = g * depth;
+        let mut at = 0u32;
+        if fill {
+            at = starts[g];
+        }
+        let mut len = 0u32;
+        stack[base] = 0u32;
+        let mut top = 1usize;
+        loop {
+            if top == 0 {
+                break;
+            }
+            top -= 1;
+            let nd = stack[base + top] as usize;
+            let first = links[4 * nd + 2];
+            let bodies = links[4 * nd + 3];
+            let children = links[4 * nd + 1];
+            if accepted::<F>(
+                lo_x,
+                lo_y,
+                lo_z,
+                hi_x,
+                hi_y,
+                hi_z,
+                geometry[4 * nd],
+                geometry[4 * nd + 1],
+                geometry[4 * nd + 2],
+                geometry[4 * nd + 3],
+            ) {
+                // A one-particle node is its particle, exactly.
+                let v = select(bodies == 1, first, NODE | nd as u32);
+                len = emit(list, at, len, v, fill);
+            } else if children == 0 {
+                for k in first..first + bodies {
+                    len = emit(list, at, len, k, fill);
+                }
+            } else {
+                // Reversed, so that children are taken in Morton order, as on the CPU.
+                let cs = links[4 * nd];
+                for q in 0..children {
+                    stack[base + top + q as usize] = cs + children - 1 - q;
+                }
+                top += children as usize;
+            }
+        }
+        if !fill {
+            counts[g] = len;
+        }
+    }
+}
+
+/// One unit per target (tree order): its group's list summed in list order, into the
+/// accelerations, or (`potential`) `-phi` into `ax`.
+// The source's coordinates are declared, then set by the branch (a kernel's variables are
+// assigned in place).
+#[allow(clippy::too_many_arguments, unused_assignments)]
+#[cube(launch_unchecked)]
+fn sum_kernel<F: Float + ScalarArgSettings>(
+    x: &Array<F>,
+    y: &Array<F>,
+    z: &Array<F>,
+    m: &Array<F>,
+    geometry: &Array<F>,
+    node_mass: &Array<F>,
+    quad: &Array<F>,
+    group_of: &Array<u32>,
+    starts: &Array<u32>,
+    list: &Array<u32>,
+    ax: &mut Array<F>,
+    ay: &mut Array<F>,
+    az: &mut Array<F>,
+    eps2: F,
+    n: u32,
+    #[comptime] quadrupole: bool,
+    #[comptime] potential: bool,
+) {
+    let k = ABSOLUTE_POS;
+    if k < n as usize {
+        let g = group_of[k] as usize;
+        let px = x[k];
+        let py = y[k];
+        let pz = z[k];
+        let mut sx = F::new(0.0);
+        let mut sy = F::new(0.0);
+        let mut sz = F::new(0.0);
+        for e in starts[g]..starts[g + 1] {
+            let v = list[e as usize];
+            let j = (v & (NODE - 1)) as usize;
+            let is_node = v >= NODE;
+            let mut cx = F::new(0.0);
+            let mut cy = F::new(0.0);
+            let mut cz = F::new(0.0);
+            let mut mass = F::new(0.0);
+            if is_node {
+                cx = geometry[4 * j];
+                cy = geometry[4 * j + 1];
+                cz = geometry[4 * j + 2];
+                mass = node_mass[j];
+            } else {
+                cx = x[j];
+                cy = y[j];
+                cz = z[j];
+                mass = m[j];
+            }
+            let dx = cx - px;
+            let dy = cy - py;
+            let dz = cz - pz;
+            let s2 = dx * dx + dy * dy + dz * dz + eps2;
+            // 1 / sqrt(0) is 0, as on the CPU: coincident particles without softening exert
+            // no force on each other (`mote_gravity::softening::inverse_distance`).
+            let inv = select(s2 > F::new(0.0), F::new(1.0) / F::sqrt(s2), F::new(0.0));
+            // The target itself adds exactly nothing.
+            let own = !is_node && j == k;
+            if potential {
+                sx += select(own, F::new(0.0), mass * inv);
+                if quadrupole && is_node {
+                    sx += quadrupole_potential::<F>(
+                        dx,
+                        dy,
+                        dz,
+                        eps2,
+                        quad[5 * j],
+                        quad[5 * j + 1],
+                        quad[5 * j + 2],
+                        quad[5 * j + 3],
+                        quad[5 * j + 4],
+                    );
+                }
+            } else {
+                let f = select(own, F::new(0.0), mass * (inv * inv * inv));
+                sx += f * dx;
+                sy += f * dy;
+                sz += f * dz;
+                if quadrupole && is_node {
+                    let (qx, qy, qz) = quadrupole_acceleration::<F>(
+                        dx,
+                        dy,
+                        dz,
+                        eps2,
+                        quad[5 * j],
+                        quad[5 * j + 1],
+                        quad[5 * j + 2],
+                        quad[5 * j + 3],
+                        quad[5 * j + 4],
+                    );
+                    sx += qx;
+                    sy += qy;
+                    sz += qz;
+                }
+            }
+        }
+        ax[k] = sx;
+        if !potential {
+            ay[k] = sy;
+            az[k] = sz;
+        }
+    }
+}
+
+/// The tree on the device for one evaluation.
+struct DeviceTree<F> {
+    x: DeviceArray<F>,
+    y: DeviceArray<F>,
+    z: DeviceArray<F>,
+    m: DeviceArray<F>,
+    geometry: DeviceArray<F>,
+    node_mass: DeviceArray<F>,
+    quad: DeviceArray<F>,
+    group_of: DeviceArray<u32>,
+    starts: DeviceArray<u32>,
+    list: DeviceArray<u32>,
+    /// List entries in all.
+    entries: usize,
+    /// Target-entry pairs: each target of a group meets its whole list.
+    interactions: u64,
+}
+
+/// Barnes-Hut tree gravity with the walk and the list sums on a device, as a
+/// [`ForceSolver`]: the tree is built on the host (the CPU solver's build), the lists are the
+/// CPU solver's, entry for entry, and the accelerations agree with the CPU tree to round-off.
+pub struct GpuTreeSolver<R: Real> {
+    gpu: Gpu,
+    softening: Softening,
+    settings: TreeSettings,
+    tree: Tree<R>,
+    interactions: u64,
+    entries: usize,
+    seconds: TransferSeconds,
+}
+
+impl<R: Real> GpuTreeSolver<R> {
+    /// A solver on `gpu` (an error where the device cannot compute in `R`).
+    pub fn new(gpu: Gpu, softening: Softening, settings: TreeSettings) -> Result<Self, GpuError> {
+        gpu.check_precision(R::PRECISION)?;
+        let settings = TreeSettings::new(
+            settings.theta,
+            settings.multipole,
+            settings.leaf_size,
+            settings.group_size,
+        )?;
+        Ok(Self {
+            gpu,
+            softening,
+            settings,
+            tree: Tree::new(settings.multipole),
+            interactions: 0,
+            entries: 0,
+            seconds: TransferSeconds::default(),
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The host tree of the last evaluation.
+    pub fn tree(&self) -> &Tree<R> {
+        &self.tree
+    }
+
+    /// Transfer and kernel seconds since the last call (the host's tree build counts as
+    /// upload), and resets them.
+    pub fn take_seconds(&mut self) -> TransferSeconds {
+        std::mem::take(&mut self.seconds)
+    }
+
+    /// Builds the tree on the host, uploads it, and writes the interaction lists on the device.
+    fn prepare<F: GpuFloat>(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+    ) -> Result<Option<DeviceTree<F>>, GpuError> {
+        assert_eq!(R::PRECISION, F::PRECISION, "scalar types differ");
+        let clock = Instant::now();
+        if self
+            .tree
+            .build(positions, masses, &self.settings, CpuBackend::default())
+            .is_err()
+        {
+            return Ok(None);
+        }
+        let t = &self.tree;
+        let gpu = &self.gpu;
+        fn cast<R: Real, F: GpuFloat>(v: &[R]) -> &[F] {
+            bytemuck::cast_slice(v)
+        }
+        let [px, py, pz] = t.positions();
+        let flat_geometry: &[R] = bytemuck::cast_slice(t.node_geometry());
+        let flat_links: &[u32] = bytemuck::cast_slice(t.node_links());
+        let flat_groups: &[u32] = bytemuck::cast_slice(t.groups());
+        let quad: Vec<F> = if self.settings.multipole == Multipole::Quadrupole {
+            let q = t.quadrupoles();
+            (0..t.node_count())
+                .flat_map(|j| (0..5).map(move |c| q[c][j]))
+                .map(|v| F::cast(v.as_f64()))
+                .collect()
+        } else {
+            vec![F::cast(0.0)]
+        };
+        let mut group_of = vec![0u32; t.order().len()];
+        for (g, &[s, c]) in t.groups().iter().enumerate() {
+            group_of[s as usize..(s + c) as usize].fill(g as u32);
+        }
+        let n_groups = t.groups().len();
+        let links = gpu.upload("tree node links", flat_links);
+        let groups = gpu.upload("tree groups", flat_groups);
+        let d = DeviceTree {
+            x: gpu.upload("tree x", cast::<R, F>(px)),
+            y: gpu.upload("tree y", cast::<R, F>(py)),
+            z: gpu.upload("tree z", cast::<R, F>(pz)),
+            m: gpu.upload("tree mass", cast::<R, F>(t.masses())),
+            geometry: gpu.upload("tree node geometry", cast::<R, F>(flat_geometry)),
+            node_mass: gpu.upload("tree node mass", cast::<R, F>(t.node_masses())),
+            quad: gpu.upload("tree node quadrupoles", &quad),
+            group_of: gpu.upload("tree group of", &group_of),
+            starts: gpu.output("tree list starts", n_groups + 1),
+            list: gpu.output("tree list", 0),
+            entries: 0,
+            interactions: 0,
+        };
+        let counts = gpu.output::<u32>("tree list counts", n_groups);
+        let stack = gpu.output::<u32>("tree walk stacks", n_groups * STACK);
+        self.seconds.upload += clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
+        let walk = |fill: bool, list: &DeviceArray<u32>| {
+            // One unit per group; each reads its group's particles and the nodes, writes its
+            // own count, its own stack segment and (filling) its own list segment, which the
+            // prefix sum of the counts sized.
+            launch!(
+                gpu,
+                n_groups,
+                walk_kernel::<F>(
+                    d.x.arg(),
+                    d.y.arg(),
+                    d.z.arg(),
+                    d.geometry.arg(),
+                    links.arg(),
+                    groups.arg(),
+                    d.starts.arg(),
+                    counts.arg(),
+                    list.arg(),
+                    stack.arg(),
+                    n_groups as u32,
+                    fill,
+                    STACK
+                )
+            );
+        };
+        walk(false, &d.list);
+        gpu.exclusive_scan(&counts, &d.starts)?;
+        gpu.sync()?;
+        let starts = gpu.download(&d.starts)?;
+        let entries = starts[n_groups] as usize;
+        let interactions = t
+            .groups()
+            .iter()
+            .zip(starts.windows(2))
+            .map(|(&[_, c], w)| c as u64 * (w[1] - w[0]) as u64)
+            .sum::<u64>();
+        let list = gpu.output::<u32>("tree list", entries);
+        walk(true, &list);
+        self.seconds.kernel += clock.elapsed().as_secs_f64();
+        Ok(Some(DeviceTree {
+            list,
+            entries,
+            interactions,
+            ..d
+        }))
+    }
+
+    /// Runs the sums: accelerations, or `-phi` into the first output.
+    fn sums<F: GpuFloat>(
+        &self,
+        d: &DeviceTree<F>,
+        out: &[DeviceArray<F>; 3],
+        potential: bool,
+    ) -> Result<(), GpuError> {
+        let n = d.x.len();
+        let gpu = &self.gpu;
+        for a in out {
+            gpu.check(a, n)?;
+        }
+        let quadrupole = self.settings.multipole == Multipole::Quadrupole;
+        // One unit per target below `n`; it reads its group's list and writes its own entries.
+        launch!(
+            gpu,
+            n,
+            sum_kernel::<F>(
+                d.x.arg(),
+                d.y.arg(),
+                d.z.arg(),
+                d.m.arg(),
+                d.geometry.arg(),
+                d.node_mass.arg(),
+                d.quad.arg(),
+                d.group_of.arg(),
+                d.starts.arg(),
+                d.list.arg(),
+                out[0].arg(),
+                out[1].arg(),
+                out[2].arg(),
+                self.softening.epsilon2::<F>(),
+                n as u32,
+                quadrupole,
+                potential
+            )
+        );
+        Ok(())
+    }
+
+    fn host_accelerations<F: GpuFloat>(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        mut acc: Vec3SpanMut<'_, R>,
+    ) -> Result<(), GpuError> {
+        let n = masses.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let Some(d) = self.prepare::<F>(positions, masses)? else {
+            acc.fill([R::nan(); 3]);
+            return Ok(());
+        };
+        let out: [DeviceArray<F>; 3] = [
+            self.gpu.output("ax", n),
+            self.gpu.output("ay", n),
+            self.gpu.output("az", n),
+        ];
+        let clock = Instant::now();
+        self.sums(&d, &out, false)?;
+        self.gpu.sync()?;
+        self.seconds.kernel += clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let order = self.tree.order();
+        let (ax, ay, az) = acc.components_mut();
+        for (host, device) in [ax, ay, az].into_iter().zip(&out) {
+            for (k, v) in self.gpu.download(device)?.into_iter().enumerate() {
+                host[order[k] as usize] = R::cast(v.as_f64());
+            }
+        }
+        self.seconds.download += clock.elapsed().as_secs_f64();
+        self.interactions += d.interactions;
+        self.entries = d.entries;
+        Ok(())
+    }
+
+    /// Interaction-list entries of the last evaluation, over all groups.
+    pub fn list_entries(&self) -> usize {
+        self.entries
+    }
+
+    fn host_potential<F: GpuFloat>(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+    ) -> Result<f64, GpuError> {
+        let n = masses.len();
+        if n == 0 {
+            return Ok(0.0);
+        }
+        let Some(d) = self.prepare::<F>(positions, masses)? else {
+            return Ok(f64::NAN);
+        };
+        let out: [DeviceArray<F>; 3] = [
+            self.gpu.output("phi", n),
+            self.gpu.output("unused", n),
+            self.gpu.output("unused", n),
+        ];
+        self.sums(&d, &out, true)?;
+        self.gpu.sync()?;
+        let phi = self.gpu.download(&out[0])?;
+        let m = self.tree.masses();
+        Ok(-0.5
+            * m.iter()
+                .zip(&phi)
+                .map(|(m, p)| m.as_f64() * p.as_f64())
+                .sum::<f64>())
+    }
+}
+
+impl<R: Real> SolverInfo for GpuTreeSolver<R> {
+    fn name(&self) -> String {
+        let s = &self.settings;
+        format!(
+            "tree/gpu ({})/theta={}/{}/leaf={}/group={}",
+            self.gpu.name(),
+            s.theta,
+            s.multipole,
+            s.leaf_size,
+            s.group_size
+        )
+    }
+
+    fn softening(&self) -> Softening {
+        self.softening
+    }
+
+    fn interactions(&self) -> u64 {
+        self.interactions
+    }
+}
+
+impl<R: Real> ForceSolver<R> for GpuTreeSolver<R> {
+    /// Unusable input (a non-finite position or mass) gives NaN accelerations, as on the CPU.
+    ///
+    /// # Panics
+    /// If the device fails: the trait has no error path, and a run must not continue on stale
+    /// accelerations.
+    fn accelerations(&mut self, positions: Vec3Span<'_, R>, masses: &[R], acc: Vec3SpanMut<'_, R>) {
+        let r = match R::PRECISION {
+            Precision::F32 => self.host_accelerations::<f32>(positions, masses, acc),
+            Precision::F64 => self.host_accelerations::<f64>(positions, masses, acc),
+        };
+        if let Err(e) = r {
+            panic!("GPU tree evaluation failed: {e}");
+        }
+    }
+
+    fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64 {
+        let r = match R::PRECISION {
+            Precision::F32 => self.host_potential::<f32>(positions, masses),
+            Precision::F64 => self.host_potential::<f64>(positions, masses),
+        };
+        r.unwrap_or_else(|e| panic!("GPU tree potential failed: {e}"))
+    }
+
+    fn budgeted(&mut self) -> Option<&mut dyn mote_core::Budgeted> {
+        Some(&mut self.tree)
+    }
+}
