@@ -366,62 +366,65 @@ impl PrecisionJob for GravityBench<'_> {
     }
 }
 
-/// Times `repeats` tree evaluations after a warm-up, then measures the last one's errors.
-fn tree_bench<R: Real>(
+/// What both tree benchmarks measured, for [`tree_result`].
+struct TreeTimes {
+    /// Seconds per evaluation, sorted by [`crate::cloud::median`].
+    times: Vec<f64>,
+    median: f64,
+    build: f64,
+    walk: f64,
+    /// Interactions of one evaluation.
+    interactions: u64,
+}
+
+/// The report of a tree benchmark on `backend`, with the force errors of `p`'s accelerations.
+#[allow(clippy::too_many_arguments)]
+fn tree_result<R: Real>(
     args: &GravityArgs,
-    mut solver: TreeSolver<R>,
-    mut p: mote_core::ParticleData<R>,
-    repeats: usize,
+    name: String,
+    backend: &str,
+    threads: usize,
+    p: &mote_core::ParticleData<R>,
+    t: TreeTimes,
+    tree: &mote_gravity::tree::Tree<R>,
+    softening: Softening,
+    gpu: Option<GpuReport>,
 ) -> BenchResult {
     let n = p.len();
-    solver.update(&mut p);
-    let mut runs: Vec<(f64, mote_gravity::tree::TreeStats)> = (0..repeats)
-        .map(|_| {
-            let t = Instant::now();
-            solver.update(&mut p);
-            (t.elapsed().as_secs_f64(), solver.stats())
-        })
-        .collect();
-    let mut times: Vec<f64> = runs.iter().map(|r| r.0).collect();
-    let median = crate::cloud::median(&mut times);
-    let mut build: Vec<f64> = runs.iter().map(|r| r.1.build_seconds).collect();
-    let mut walk: Vec<f64> = runs.iter().map(|r| r.1.walk_seconds).collect();
-    let stats = runs.pop().expect("at least one repeat").1;
     let errors = ForceErrors::measure(
         p.positions(),
         p.masses(),
-        solver.softening().epsilon2::<f64>(),
+        softening.epsilon2::<f64>(),
         p.accelerations(),
         args.error_samples,
-        CpuBackend::threads(args_threads(&solver)),
+        CpuBackend::default(),
     );
-    let settings = solver.settings();
-    let bytes = mote_core::MemoryModel::of(&[&solver as &dyn Budgeted]).per_particle;
     BenchResult {
         family: "gravity",
-        backend: "cpu".to_string(),
-        kernel: solver.name(),
+        backend: backend.to_string(),
+        kernel: name,
         particles: n,
         precision: R::PRECISION,
-        threads: args_threads(&solver),
-        repeats: times.len(),
-        seconds_median: median,
-        seconds_min: times[0],
-        seconds_max: times[times.len() - 1],
-        interactions_per_second: stats.interactions as f64 / median,
-        particles_per_second: n as f64 / median,
-        gpu: None,
+        threads,
+        repeats: t.times.len(),
+        seconds_median: t.median,
+        seconds_min: t.times[0],
+        seconds_max: t.times[t.times.len() - 1],
+        interactions_per_second: t.interactions as f64 / t.median,
+        particles_per_second: n as f64 / t.median,
+        gpu,
         tree: Some(TreeReport {
-            theta: settings.theta,
-            multipole: settings.multipole,
-            leaf_size: settings.leaf_size,
-            group_size: settings.group_size,
-            build_seconds: crate::cloud::median(&mut build),
-            walk_seconds: crate::cloud::median(&mut walk),
-            interactions_per_particle: stats.interactions as f64 / n as f64,
-            nodes: stats.nodes,
-            groups: stats.groups,
-            tree_bytes_per_particle: bytes,
+            theta: args.theta,
+            multipole: args.multipole,
+            leaf_size: args.leaf_size,
+            group_size: args.group_size,
+            build_seconds: t.build,
+            walk_seconds: t.walk,
+            interactions_per_particle: t.interactions as f64 / n as f64,
+            nodes: tree.node_count(),
+            groups: tree.group_count(),
+            tree_bytes_per_particle: mote_core::MemoryModel::of(&[tree as &dyn Budgeted])
+                .per_particle,
             error_samples: errors.samples,
             error_rms: errors.rms,
             error_p50: errors.p50,
@@ -431,19 +434,54 @@ fn tree_bench<R: Real>(
     }
 }
 
-fn args_threads<R: Real>(solver: &TreeSolver<R>) -> usize {
-    solver.backend().thread_count()
+/// Times `repeats` tree evaluations after a warm-up, then measures the last one's errors.
+fn tree_bench<R: Real>(
+    args: &GravityArgs,
+    mut solver: TreeSolver<R>,
+    mut p: mote_core::ParticleData<R>,
+    repeats: usize,
+) -> BenchResult {
+    solver.update(&mut p);
+    let runs: Vec<(f64, mote_gravity::tree::TreeStats)> = (0..repeats)
+        .map(|_| {
+            let t = Instant::now();
+            solver.update(&mut p);
+            (t.elapsed().as_secs_f64(), solver.stats())
+        })
+        .collect();
+    let mut times: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    let mut build: Vec<f64> = runs.iter().map(|r| r.1.build_seconds).collect();
+    let mut walk: Vec<f64> = runs.iter().map(|r| r.1.walk_seconds).collect();
+    let t = TreeTimes {
+        median: crate::cloud::median(&mut times),
+        times,
+        build: crate::cloud::median(&mut build),
+        walk: crate::cloud::median(&mut walk),
+        interactions: solver.stats().interactions,
+    };
+    let threads = solver.backend().thread_count();
+    tree_result(
+        args,
+        solver.name(),
+        "cpu",
+        threads,
+        &p,
+        t,
+        solver.tree(),
+        solver.softening(),
+        None,
+    )
 }
 
-/// Times `repeats` device-tree evaluations after a warm-up (the host's tree build counts as
-/// upload), then measures the last one's errors.
+/// Times `repeats` device-tree evaluations after a warm-up (the host's tree build and the
+/// uploads are `build_seconds`, the walk and sum kernels `walk_seconds`), then measures the last
+/// one's errors.
 fn gpu_tree_bench<R: Real>(
     args: &GravityArgs,
     mut solver: GpuTreeSolver<R>,
     mut p: mote_core::ParticleData<R>,
     repeats: usize,
 ) -> BenchResult {
-    let n = p.len();
     solver.update(&mut p);
     solver.take_seconds();
     let before = solver.interactions();
@@ -454,59 +492,33 @@ fn gpu_tree_bench<R: Real>(
             t.elapsed().as_secs_f64()
         })
         .collect();
-    let interactions = (solver.interactions() - before) / repeats as u64;
     let reps = times.len() as f64;
     let seconds = solver.take_seconds();
-    let median = crate::cloud::median(&mut times);
-    let errors = ForceErrors::measure(
-        p.positions(),
-        p.masses(),
-        solver.softening().epsilon2::<f64>(),
-        p.accelerations(),
-        args.error_samples,
-        CpuBackend::default(),
-    );
-    let settings = TreeSettings::new(args.theta, args.multipole, args.leaf_size, args.group_size)
-        .expect("checked before the solver was made");
-    let bytes = mote_core::MemoryModel::of(&[solver.tree() as &dyn Budgeted]).per_particle;
-    BenchResult {
-        family: "gravity",
-        backend: "gpu".to_string(),
-        kernel: solver.name(),
-        particles: n,
-        precision: R::PRECISION,
-        threads: 0,
-        repeats: times.len(),
-        seconds_median: median,
-        seconds_min: times[0],
-        seconds_max: times[times.len() - 1],
-        interactions_per_second: interactions as f64 / median,
-        particles_per_second: n as f64 / median,
-        gpu: Some(GpuReport {
-            device: solver.gpu().to_string(),
-            workgroup: solver.gpu().workgroup(),
-            upload_seconds: seconds.upload / reps,
-            kernel_seconds: seconds.kernel / reps,
-            download_seconds: seconds.download / reps,
-            cpu_interactions_per_second: 0.0,
-            speedup_over_cpu: 0.0,
-        }),
-        tree: Some(TreeReport {
-            theta: settings.theta,
-            multipole: settings.multipole,
-            leaf_size: settings.leaf_size,
-            group_size: settings.group_size,
-            build_seconds: seconds.upload / reps,
-            walk_seconds: seconds.kernel / reps,
-            interactions_per_particle: interactions as f64 / n as f64,
-            nodes: solver.tree().node_count(),
-            groups: solver.tree().group_count(),
-            tree_bytes_per_particle: bytes,
-            error_samples: errors.samples,
-            error_rms: errors.rms,
-            error_p50: errors.p50,
-            error_p99: errors.p99,
-            error_max: errors.max,
-        }),
-    }
+    let t = TreeTimes {
+        median: crate::cloud::median(&mut times),
+        times,
+        build: seconds.upload / reps,
+        walk: seconds.kernel / reps,
+        interactions: (solver.interactions() - before) / repeats as u64,
+    };
+    let gpu = GpuReport {
+        device: solver.gpu().to_string(),
+        workgroup: solver.gpu().workgroup(),
+        upload_seconds: seconds.upload / reps,
+        kernel_seconds: seconds.kernel / reps,
+        download_seconds: seconds.download / reps,
+        cpu_interactions_per_second: 0.0,
+        speedup_over_cpu: 0.0,
+    };
+    tree_result(
+        args,
+        solver.name(),
+        "gpu",
+        0,
+        &p,
+        t,
+        solver.tree(),
+        solver.softening(),
+        Some(gpu),
+    )
 }

@@ -32,6 +32,21 @@ use crate::launch::launch;
 /// Stack entries per group walk.
 const STACK: usize = 8 * (KEY_BITS as usize + 1);
 
+/// The tree as the kernels read it: particles in tree order, and the node records (centre of
+/// mass and squared opening radius 4 per node; first child, children, first particle and count
+/// 4 per node; masses; quadrupoles 5 per node, or one unused value).
+#[derive(CubeLaunch, CubeType)]
+struct TreeArrays<F: Float> {
+    x: Array<F>,
+    y: Array<F>,
+    z: Array<F>,
+    m: Array<F>,
+    geometry: Array<F>,
+    links: Array<u32>,
+    node_mass: Array<F>,
+    quad: Array<F>,
+}
+
 /// Appends `v` to a group's list: written in the filling pass, counted in both.
 #[cube]
 fn emit(list: &mut Array<u32>, at: u32, len: u32, v: u32, #[comptime] fill: bool) -> u32 {
@@ -46,11 +61,7 @@ fn emit(list: &mut Array<u32>, at: u32, len: u32, v: u32, #[comptime] fill: bool
 #[allow(clippy::too_many_arguments)]
 #[cube(launch_unchecked)]
 fn walk_kernel<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    z: &Array<F>,
-    geometry: &Array<F>,
-    links: &Array<u32>,
+    t: &TreeArrays<F>,
     groups: &Array<u32>,
     starts: &Array<u32>,
     counts: &mut Array<u32>,
@@ -64,19 +75,19 @@ fn walk_kernel<F: Float>(
     if g < n_groups as usize {
         let s = groups[2 * g] as usize;
         let c = groups[2 * g + 1] as usize;
-        let mut lo_x = x[s];
-        let mut lo_y = y[s];
-        let mut lo_z = z[s];
-        let mut hi_x = x[s];
-        let mut hi_y = y[s];
-        let mut hi_z = z[s];
+        let mut lo_x = t.x[s];
+        let mut lo_y = t.y[s];
+        let mut lo_z = t.z[s];
+        let mut hi_x = t.x[s];
+        let mut hi_y = t.y[s];
+        let mut hi_z = t.z[s];
         for k in s + 1..s + c {
-            lo_x = F::min(lo_x, x[k]);
-            lo_y = F::min(lo_y, y[k]);
-            lo_z = F::min(lo_z, z[k]);
-            hi_x = F::max(hi_x, x[k]);
-            hi_y = F::max(hi_y, y[k]);
-            hi_z = F::max(hi_z, z[k]);
+            lo_x = F::min(lo_x, t.x[k]);
+            lo_y = F::min(lo_y, t.y[k]);
+            lo_z = F::min(lo_z, t.z[k]);
+            hi_x = F::max(hi_x, t.x[k]);
+            hi_y = F::max(hi_y, t.y[k]);
+            hi_z = F::max(hi_z, t.z[k]);
         }
         let base = g * depth;
         let mut at = 0u32;
@@ -92,9 +103,9 @@ fn walk_kernel<F: Float>(
             }
             top -= 1;
             let nd = stack[base + top] as usize;
-            let first = links[4 * nd + 2];
-            let bodies = links[4 * nd + 3];
-            let children = links[4 * nd + 1];
+            let first = t.links[4 * nd + 2];
+            let bodies = t.links[4 * nd + 3];
+            let children = t.links[4 * nd + 1];
             if accepted::<F>(
                 lo_x,
                 lo_y,
@@ -102,10 +113,10 @@ fn walk_kernel<F: Float>(
                 hi_x,
                 hi_y,
                 hi_z,
-                geometry[4 * nd],
-                geometry[4 * nd + 1],
-                geometry[4 * nd + 2],
-                geometry[4 * nd + 3],
+                t.geometry[4 * nd],
+                t.geometry[4 * nd + 1],
+                t.geometry[4 * nd + 2],
+                t.geometry[4 * nd + 3],
             ) {
                 // A one-particle node is its particle, exactly.
                 let v = select(bodies == 1, first, NODE | nd as u32);
@@ -116,7 +127,7 @@ fn walk_kernel<F: Float>(
                 }
             } else {
                 // Reversed, so that children are taken in Morton order, as on the CPU.
-                let cs = links[4 * nd];
+                let cs = t.links[4 * nd];
                 for q in 0..children {
                     stack[base + top + q as usize] = cs + children - 1 - q;
                 }
@@ -136,13 +147,7 @@ fn walk_kernel<F: Float>(
 #[allow(clippy::too_many_arguments, unused_assignments)]
 #[cube(launch_unchecked)]
 fn sum_kernel<F: Float + ScalarArgSettings>(
-    x: &Array<F>,
-    y: &Array<F>,
-    z: &Array<F>,
-    m: &Array<F>,
-    geometry: &Array<F>,
-    node_mass: &Array<F>,
-    quad: &Array<F>,
+    t: &TreeArrays<F>,
     group_of: &Array<u32>,
     starts: &Array<u32>,
     list: &Array<u32>,
@@ -157,9 +162,9 @@ fn sum_kernel<F: Float + ScalarArgSettings>(
     let k = ABSOLUTE_POS;
     if k < n as usize {
         let g = group_of[k] as usize;
-        let px = x[k];
-        let py = y[k];
-        let pz = z[k];
+        let px = t.x[k];
+        let py = t.y[k];
+        let pz = t.z[k];
         let mut sx = F::new(0.0);
         let mut sy = F::new(0.0);
         let mut sz = F::new(0.0);
@@ -172,15 +177,15 @@ fn sum_kernel<F: Float + ScalarArgSettings>(
             let mut cz = F::new(0.0);
             let mut mass = F::new(0.0);
             if is_node {
-                cx = geometry[4 * j];
-                cy = geometry[4 * j + 1];
-                cz = geometry[4 * j + 2];
-                mass = node_mass[j];
+                cx = t.geometry[4 * j];
+                cy = t.geometry[4 * j + 1];
+                cz = t.geometry[4 * j + 2];
+                mass = t.node_mass[j];
             } else {
-                cx = x[j];
-                cy = y[j];
-                cz = z[j];
-                mass = m[j];
+                cx = t.x[j];
+                cy = t.y[j];
+                cz = t.z[j];
+                mass = t.m[j];
             }
             let dx = cx - px;
             let dy = cy - py;
@@ -199,11 +204,11 @@ fn sum_kernel<F: Float + ScalarArgSettings>(
                         dy,
                         dz,
                         eps2,
-                        quad[5 * j],
-                        quad[5 * j + 1],
-                        quad[5 * j + 2],
-                        quad[5 * j + 3],
-                        quad[5 * j + 4],
+                        t.quad[5 * j],
+                        t.quad[5 * j + 1],
+                        t.quad[5 * j + 2],
+                        t.quad[5 * j + 3],
+                        t.quad[5 * j + 4],
                     );
                 }
             } else {
@@ -217,11 +222,11 @@ fn sum_kernel<F: Float + ScalarArgSettings>(
                         dy,
                         dz,
                         eps2,
-                        quad[5 * j],
-                        quad[5 * j + 1],
-                        quad[5 * j + 2],
-                        quad[5 * j + 3],
-                        quad[5 * j + 4],
+                        t.quad[5 * j],
+                        t.quad[5 * j + 1],
+                        t.quad[5 * j + 2],
+                        t.quad[5 * j + 3],
+                        t.quad[5 * j + 4],
                     );
                     sx += qx;
                     sy += qy;
@@ -244,6 +249,7 @@ struct DeviceTree<F> {
     z: DeviceArray<F>,
     m: DeviceArray<F>,
     geometry: DeviceArray<F>,
+    links: DeviceArray<u32>,
     node_mass: DeviceArray<F>,
     quad: DeviceArray<F>,
     group_of: DeviceArray<u32>,
@@ -253,6 +259,22 @@ struct DeviceTree<F> {
     entries: usize,
     /// Target-entry pairs: each target of a group meets its whole list.
     interactions: u64,
+}
+
+impl<F: GpuFloat> DeviceTree<F> {
+    /// The kernels' view of the tree.
+    fn arrays<Rt: Runtime>(&self) -> TreeArraysLaunch<F, Rt> {
+        TreeArraysLaunch::new(
+            self.x.arg(),
+            self.y.arg(),
+            self.z.arg(),
+            self.m.arg(),
+            self.geometry.arg(),
+            self.links.arg(),
+            self.node_mass.arg(),
+            self.quad.arg(),
+        )
+    }
 }
 
 /// Barnes-Hut tree gravity with the walk and the list sums on a device, as a
@@ -272,12 +294,7 @@ impl<R: Real> GpuTreeSolver<R> {
     /// A solver on `gpu` (an error where the device cannot compute in `R`).
     pub fn new(gpu: Gpu, softening: Softening, settings: TreeSettings) -> Result<Self, GpuError> {
         gpu.check_precision(R::PRECISION)?;
-        let settings = TreeSettings::new(
-            settings.theta,
-            settings.multipole,
-            settings.leaf_size,
-            settings.group_size,
-        )?;
+        let settings = settings.checked()?;
         Ok(Self {
             gpu,
             softening,
@@ -343,7 +360,6 @@ impl<R: Real> GpuTreeSolver<R> {
             group_of[s as usize..(s + c) as usize].fill(g as u32);
         }
         let n_groups = t.groups().len();
-        let links = gpu.upload("tree node links", flat_links);
         let groups = gpu.upload("tree groups", flat_groups);
         let d = DeviceTree {
             x: gpu.upload("tree x", cast::<R, F>(px)),
@@ -351,6 +367,7 @@ impl<R: Real> GpuTreeSolver<R> {
             z: gpu.upload("tree z", cast::<R, F>(pz)),
             m: gpu.upload("tree mass", cast::<R, F>(t.masses())),
             geometry: gpu.upload("tree node geometry", cast::<R, F>(flat_geometry)),
+            links: gpu.upload("tree node links", flat_links),
             node_mass: gpu.upload("tree node mass", cast::<R, F>(t.node_masses())),
             quad: gpu.upload("tree node quadrupoles", &quad),
             group_of: gpu.upload("tree group of", &group_of),
@@ -372,11 +389,7 @@ impl<R: Real> GpuTreeSolver<R> {
                 gpu,
                 n_groups,
                 walk_kernel::<F>(
-                    d.x.arg(),
-                    d.y.arg(),
-                    d.z.arg(),
-                    d.geometry.arg(),
-                    links.arg(),
+                    d.arrays(),
                     groups.arg(),
                     d.starts.arg(),
                     counts.arg(),
@@ -428,13 +441,7 @@ impl<R: Real> GpuTreeSolver<R> {
             gpu,
             n,
             sum_kernel::<F>(
-                d.x.arg(),
-                d.y.arg(),
-                d.z.arg(),
-                d.m.arg(),
-                d.geometry.arg(),
-                d.node_mass.arg(),
-                d.quad.arg(),
+                d.arrays(),
                 d.group_of.arg(),
                 d.starts.arg(),
                 d.list.arg(),

@@ -64,10 +64,9 @@ pub fn quadrupole_acceleration<F: Float>(
     yy: F,
     yz: F,
 ) -> (F, F, F) {
-    let inv = F::new(1.0) / F::sqrt(dx * dx + dy * dy + dz * dz + eps2);
+    let (inv, qx, qy, qz) = quadrupole_parts::<F>(dx, dy, dz, eps2, xx, xy, xz, yy, yz);
     let inv2 = inv * inv;
     let inv5 = inv2 * inv * inv2;
-    let (qx, qy, qz) = quadrupole_times::<F>(xx, xy, xz, yy, yz, dx, dy, dz);
     let f = F::new(2.5) * (dx * qx + dy * qy + dz * qz) * inv5 * inv2;
     (f * dx - inv5 * qx, f * dy - inv5 * qy, f * dz - inv5 * qz)
 }
@@ -85,8 +84,24 @@ pub fn quadrupole_potential<F: Float>(
     yy: F,
     yz: F,
 ) -> F {
-    let inv = F::new(1.0) / F::sqrt(dx * dx + dy * dy + dz * dz + eps2);
+    let (inv, qx, qy, qz) = quadrupole_parts::<F>(dx, dy, dz, eps2, xx, xy, xz, yy, yz);
     let inv2 = inv * inv;
-    let (qx, qy, qz) = quadrupole_times::<F>(xx, xy, xz, yy, yz, dx, dy, dz);
     F::new(0.5) * (dx * qx + dy * qy + dz * qz) * inv2 * inv2 * inv
+}
+
+/// `1 / s` and `Q d`: what both quadrupole terms start from.
+pub fn quadrupole_parts<F: Float>(
+    dx: F,
+    dy: F,
+    dz: F,
+    eps2: F,
+    xx: F,
+    xy: F,
+    xz: F,
+    yy: F,
+    yz: F,
+) -> (F, F, F, F) {
+    let inv = F::new(1.0) / F::sqrt(dx * dx + dy * dy + dz * dz + eps2);
+    let (qx, qy, qz) = quadrupole_times::<F>(xx, xy, xz, yy, yz, dx, dy, dz);
+    (inv, qx, qy, qz)
 }

@@ -156,6 +156,13 @@ impl TreeSettings {
     }
 }
 
+impl TreeSettings {
+    /// These settings, checked as [`TreeSettings::new`] checks them.
+    pub fn checked(self) -> Result<Self, GravityError> {
+        Self::new(self.theta, self.multipole, self.leaf_size, self.group_size)
+    }
+}
+
 impl Default for TreeSettings {
     fn default() -> Self {
         Self {
@@ -227,12 +234,7 @@ impl<R: Real> TreeSolver<R> {
                 "a fast kernel (auto, scalar, avx2, avx512) for the tree: the reference kernel is direct summation's yardstick",
             ));
         }
-        let settings = TreeSettings::new(
-            settings.theta,
-            settings.multipole,
-            settings.leaf_size,
-            settings.group_size,
-        )?;
+        let settings = settings.checked()?;
         Ok(Self {
             softening,
             settings,

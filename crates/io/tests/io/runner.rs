@@ -291,3 +291,35 @@ fn every_initial_condition_and_integrator_runs_on_the_tree() {
         }
     }
 }
+
+/// The tree's arrays are priced with the particles: a limit that holds a direct run's particles
+/// and integrator but not the tree's arrays stops the tree run before anything is allocated or
+/// written.
+#[test]
+fn the_trees_memory_is_priced_before_the_run_starts() {
+    use mote_core::{Budgeted, MemoryModel};
+    use mote_gravity::tree::{Tree, TreeSettings};
+    let n = 1_000_000usize;
+    let particles = MemoryModel::of(&[&ParticleData::<f64>::new() as &dyn Budgeted]).per_particle;
+    let tree =
+        MemoryModel::of(&[&Tree::<f64>::new(TreeSettings::default().multipole) as &dyn Budgeted])
+            .per_particle;
+    assert_eq!(tree, 140, "tree bytes per particle, f64 monopole");
+    // Room for the particles and the leapfrog (no storage), 100 bytes per particle short of the
+    // tree.
+    let limit = n as u64 * (particles + tree - 100);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let c = config(
+        PLUMMER,
+        &[
+            "solver.kind=tree",
+            &format!("initial_conditions.particles={n}"),
+            &format!("run.memory_limit=\"{limit}\""),
+        ],
+    );
+    let e = run_gravity(&c, &dir, false, "test", &mut |_| {}).unwrap_err();
+    assert!(matches!(e, RunError::Capacity(_)), "{e}");
+    assert!(e.to_string().contains("1000000 particles"), "{e}");
+    assert!(!dir.exists(), "nothing written");
+}
