@@ -18,7 +18,7 @@
 use std::time::Instant;
 
 use cubecl::prelude::*;
-use mote_core::{CpuBackend, Precision, Real, Vec3Span, Vec3SpanMut};
+use mote_core::{CpuBackend, Real, Vec3Span, Vec3SpanMut};
 use mote_gravity::tree::{KEY_BITS, Multipole, NODE, Tree, TreeSettings};
 use mote_gravity::{ForceSolver, Softening, SolverInfo};
 
@@ -254,11 +254,6 @@ struct DeviceTree<F> {
     quad: DeviceArray<F>,
     group_of: DeviceArray<u32>,
     starts: DeviceArray<u32>,
-    list: DeviceArray<u32>,
-    /// List entries in all.
-    entries: usize,
-    /// Target-entry pairs: each target of a group meets its whole list.
-    interactions: u64,
 }
 
 impl<F: GpuFloat> DeviceTree<F> {
@@ -322,13 +317,14 @@ impl<R: Real> GpuTreeSolver<R> {
         std::mem::take(&mut self.seconds)
     }
 
-    /// Builds the tree on the host, uploads it, and writes the interaction lists on the device.
-    fn prepare<F: GpuFloat>(
+    /// Builds the tree on the host and runs the device evaluation in the tree's precision; `None`
+    /// where the input has no tree (a non-finite position or mass).
+    fn evaluate(
         &mut self,
         positions: Vec3Span<'_, R>,
         masses: &[R],
-    ) -> Result<Option<DeviceTree<F>>, GpuError> {
-        assert_eq!(R::PRECISION, F::PRECISION, "scalar types differ");
+        potential: bool,
+    ) -> Result<Option<Evaluation>, GpuError> {
         let clock = Instant::now();
         if self
             .tree
@@ -337,160 +333,48 @@ impl<R: Real> GpuTreeSolver<R> {
         {
             return Ok(None);
         }
-        let t = &self.tree;
-        let gpu = &self.gpu;
-        fn cast<R: Real, F: GpuFloat>(v: &[R]) -> &[F] {
-            bytemuck::cast_slice(v)
-        }
-        let [px, py, pz] = t.positions();
-        let flat_geometry: &[R] = bytemuck::cast_slice(t.node_geometry());
-        let flat_links: &[u32] = bytemuck::cast_slice(t.node_links());
-        let flat_groups: &[u32] = bytemuck::cast_slice(t.groups());
-        let quad: Vec<F> = if self.settings.multipole == Multipole::Quadrupole {
-            let q = t.quadrupoles();
-            (0..t.node_count())
-                .flat_map(|j| (0..5).map(move |c| q[c][j]))
-                .map(|v| F::cast(v.as_f64()))
-                .collect()
-        } else {
-            vec![F::cast(0.0)]
-        };
-        let mut group_of = vec![0u32; t.order().len()];
-        for (g, &[s, c]) in t.groups().iter().enumerate() {
-            group_of[s as usize..(s + c) as usize].fill(g as u32);
-        }
-        let n_groups = t.groups().len();
-        let groups = gpu.upload("tree groups", flat_groups);
-        let d = DeviceTree {
-            x: gpu.upload("tree x", cast::<R, F>(px)),
-            y: gpu.upload("tree y", cast::<R, F>(py)),
-            z: gpu.upload("tree z", cast::<R, F>(pz)),
-            m: gpu.upload("tree mass", cast::<R, F>(t.masses())),
-            geometry: gpu.upload("tree node geometry", cast::<R, F>(flat_geometry)),
-            links: gpu.upload("tree node links", flat_links),
-            node_mass: gpu.upload("tree node mass", cast::<R, F>(t.node_masses())),
-            quad: gpu.upload("tree node quadrupoles", &quad),
-            group_of: gpu.upload("tree group of", &group_of),
-            starts: gpu.output("tree list starts", n_groups + 1),
-            list: gpu.output("tree list", 0),
-            entries: 0,
-            interactions: 0,
-        };
-        let counts = gpu.output::<u32>("tree list counts", n_groups);
-        let stack = gpu.output::<u32>("tree walk stacks", n_groups * STACK);
         self.seconds.upload += clock.elapsed().as_secs_f64();
-
-        let clock = Instant::now();
-        let walk = |fill: bool, list: &DeviceArray<u32>| {
-            // One unit per group; each reads its group's particles and the nodes, writes its
-            // own count, its own stack segment and (filling) its own list segment, which the
-            // prefix sum of the counts sized.
-            launch!(
-                gpu,
-                n_groups,
-                walk_kernel::<F>(
-                    d.arrays(),
-                    groups.arg(),
-                    d.starts.arg(),
-                    counts.arg(),
-                    list.arg(),
-                    stack.arg(),
-                    n_groups as u32,
-                    fill,
-                    STACK
-                )
-            );
+        let job = Job {
+            gpu: &self.gpu,
+            quadrupole: self.settings.multipole == Multipole::Quadrupole,
+            eps2: self.softening.epsilon2::<f64>(),
+            potential,
+            seconds: &mut self.seconds,
         };
-        walk(false, &d.list);
-        gpu.exclusive_scan(&counts, &d.starts)?;
-        gpu.sync()?;
-        let starts = gpu.download(&d.starts)?;
-        let entries = starts[n_groups] as usize;
-        let interactions = t
-            .groups()
-            .iter()
-            .zip(starts.windows(2))
-            .map(|(&[_, c], w)| c as u64 * (w[1] - w[0]) as u64)
-            .sum::<u64>();
-        let list = gpu.output::<u32>("tree list", entries);
-        walk(true, &list);
-        self.seconds.kernel += clock.elapsed().as_secs_f64();
-        Ok(Some(DeviceTree {
-            list,
-            entries,
-            interactions,
-            ..d
-        }))
-    }
-
-    /// Runs the sums: accelerations, or `-phi` into the first output.
-    fn sums<F: GpuFloat>(
-        &self,
-        d: &DeviceTree<F>,
-        out: &[DeviceArray<F>; 3],
-        potential: bool,
-    ) -> Result<(), GpuError> {
-        let n = d.x.len();
-        let gpu = &self.gpu;
-        for a in out {
-            gpu.check(a, n)?;
+        let any: &dyn std::any::Any = &self.tree;
+        let e = if let Some(t) = any.downcast_ref::<Tree<f32>>() {
+            evaluate_f32(job, t)?
+        } else {
+            evaluate_f64(job, any.downcast_ref().expect("a Real is f32 or f64"))?
+        };
+        // Forces count, as on the CPU; the diagnostics' potential does not.
+        if !potential {
+            self.interactions += e.interactions;
+            self.entries = e.entries;
         }
-        let quadrupole = self.settings.multipole == Multipole::Quadrupole;
-        // One unit per target below `n`; it reads its group's list and writes its own entries.
-        launch!(
-            gpu,
-            n,
-            sum_kernel::<F>(
-                d.arrays(),
-                d.group_of.arg(),
-                d.starts.arg(),
-                d.list.arg(),
-                out[0].arg(),
-                out[1].arg(),
-                out[2].arg(),
-                self.softening.epsilon2::<F>(),
-                n as u32,
-                quadrupole,
-                potential
-            )
-        );
-        Ok(())
+        Ok(Some(e))
     }
 
-    fn host_accelerations<F: GpuFloat>(
+    fn host_accelerations(
         &mut self,
         positions: Vec3Span<'_, R>,
         masses: &[R],
         mut acc: Vec3SpanMut<'_, R>,
     ) -> Result<(), GpuError> {
-        let n = masses.len();
-        if n == 0 {
+        if masses.is_empty() {
             return Ok(());
         }
-        let Some(d) = self.prepare::<F>(positions, masses)? else {
+        let Some(e) = self.evaluate(positions, masses, false)? else {
             acc.fill([R::nan(); 3]);
             return Ok(());
         };
-        let out: [DeviceArray<F>; 3] = [
-            self.gpu.output("ax", n),
-            self.gpu.output("ay", n),
-            self.gpu.output("az", n),
-        ];
-        let clock = Instant::now();
-        self.sums(&d, &out, false)?;
-        self.gpu.sync()?;
-        self.seconds.kernel += clock.elapsed().as_secs_f64();
-        let clock = Instant::now();
         let order = self.tree.order();
         let (ax, ay, az) = acc.components_mut();
-        for (host, device) in [ax, ay, az].into_iter().zip(&out) {
-            for (k, v) in self.gpu.download(device)?.into_iter().enumerate() {
-                host[order[k] as usize] = R::cast(v.as_f64());
+        for (host, values) in [ax, ay, az].into_iter().zip(&e.out) {
+            for (k, &v) in values.iter().enumerate() {
+                host[order[k] as usize] = R::cast(v);
             }
         }
-        self.seconds.download += clock.elapsed().as_secs_f64();
-        self.interactions += d.interactions;
-        self.entries = d.entries;
         Ok(())
     }
 
@@ -499,33 +383,166 @@ impl<R: Real> GpuTreeSolver<R> {
         self.entries
     }
 
-    fn host_potential<F: GpuFloat>(
+    fn host_potential(
         &mut self,
         positions: Vec3Span<'_, R>,
         masses: &[R],
     ) -> Result<f64, GpuError> {
-        let n = masses.len();
-        if n == 0 {
+        if masses.is_empty() {
             return Ok(0.0);
         }
-        let Some(d) = self.prepare::<F>(positions, masses)? else {
+        let Some(e) = self.evaluate(positions, masses, true)? else {
             return Ok(f64::NAN);
         };
-        let out: [DeviceArray<F>; 3] = [
-            self.gpu.output("phi", n),
-            self.gpu.output("unused", n),
-            self.gpu.output("unused", n),
-        ];
-        self.sums(&d, &out, true)?;
-        self.gpu.sync()?;
-        let phi = self.gpu.download(&out[0])?;
         let m = self.tree.masses();
         Ok(-0.5
             * m.iter()
-                .zip(&phi)
-                .map(|(m, p)| m.as_f64() * p.as_f64())
+                .zip(&e.out[0])
+                .map(|(m, p)| m.as_f64() * p)
                 .sum::<f64>())
     }
+}
+
+/// What a device evaluation needs besides the tree.
+struct Job<'a> {
+    gpu: &'a Gpu,
+    quadrupole: bool,
+    eps2: f64,
+    /// `-phi` instead of the accelerations.
+    potential: bool,
+    seconds: &'a mut TransferSeconds,
+}
+
+/// A device evaluation's results in tree order (as `f64`, exactly the device's values): the
+/// accelerations, or `-phi` in the first array.
+struct Evaluation {
+    out: Vec<Vec<f64>>,
+    interactions: u64,
+    entries: usize,
+}
+
+// The device evaluation per precision, compiled once in this crate rather than in every crate
+// that runs a `GpuTreeSolver<R>` (decision 0014).
+fn evaluate_f32(job: Job<'_>, tree: &Tree<f32>) -> Result<Evaluation, GpuError> {
+    evaluate_on_device(job, tree)
+}
+
+fn evaluate_f64(job: Job<'_>, tree: &Tree<f64>) -> Result<Evaluation, GpuError> {
+    evaluate_on_device(job, tree)
+}
+
+/// Uploads the tree, writes the interaction lists on the device, sums them and downloads the
+/// results.
+fn evaluate_on_device<F: GpuFloat>(job: Job<'_>, t: &Tree<F>) -> Result<Evaluation, GpuError> {
+    let gpu = job.gpu;
+    let n = t.order().len();
+    let clock = Instant::now();
+    let [px, py, pz] = t.positions();
+    let flat_geometry: &[F] = bytemuck::cast_slice(t.node_geometry());
+    let flat_links: &[u32] = bytemuck::cast_slice(t.node_links());
+    let flat_groups: &[u32] = bytemuck::cast_slice(t.groups());
+    let quad: Vec<F> = if job.quadrupole {
+        let q = t.quadrupoles();
+        (0..t.node_count())
+            .flat_map(|j| (0..5).map(move |c| q[c][j]))
+            .collect()
+    } else {
+        vec![F::cast(0.0)]
+    };
+    let mut group_of = vec![0u32; n];
+    for (g, &[s, c]) in t.groups().iter().enumerate() {
+        group_of[s as usize..(s + c) as usize].fill(g as u32);
+    }
+    let n_groups = t.groups().len();
+    let groups = gpu.upload("tree groups", flat_groups);
+    let d = DeviceTree {
+        x: gpu.upload("tree x", px),
+        y: gpu.upload("tree y", py),
+        z: gpu.upload("tree z", pz),
+        m: gpu.upload("tree mass", t.masses()),
+        geometry: gpu.upload("tree node geometry", flat_geometry),
+        links: gpu.upload("tree node links", flat_links),
+        node_mass: gpu.upload("tree node mass", t.node_masses()),
+        quad: gpu.upload("tree node quadrupoles", &quad),
+        group_of: gpu.upload("tree group of", &group_of),
+        starts: gpu.output("tree list starts", n_groups + 1),
+    };
+    let counts = gpu.output::<u32>("tree list counts", n_groups);
+    let stack = gpu.output::<u32>("tree walk stacks", n_groups * STACK);
+    job.seconds.upload += clock.elapsed().as_secs_f64();
+
+    let clock = Instant::now();
+    let walk = |fill: bool, list: &DeviceArray<u32>| {
+        // One unit per group; each reads its group's particles and the nodes, writes its own
+        // count, its own stack segment and (filling) its own list segment, which the prefix
+        // sum of the counts sized.
+        launch!(
+            gpu,
+            n_groups,
+            walk_kernel::<F>(
+                d.arrays(),
+                groups.arg(),
+                d.starts.arg(),
+                counts.arg(),
+                list.arg(),
+                stack.arg(),
+                n_groups as u32,
+                fill,
+                STACK
+            )
+        );
+    };
+    // Counting writes no list: a stand-in.
+    walk(false, &gpu.output::<u32>("tree list", 0));
+    gpu.exclusive_scan(&counts, &d.starts)?;
+    gpu.sync()?;
+    let starts = gpu.download(&d.starts)?;
+    let entries = starts[n_groups] as usize;
+    let interactions = t
+        .groups()
+        .iter()
+        .zip(starts.windows(2))
+        .map(|(&[_, c], w)| c as u64 * (w[1] - w[0]) as u64)
+        .sum::<u64>();
+    let list = gpu.output::<u32>("tree list", entries);
+    walk(true, &list);
+
+    let outputs = if job.potential { 1 } else { 3 };
+    let out: Vec<DeviceArray<F>> = (0..3)
+        .map(|k| gpu.output("tree sums", if k < outputs { n } else { 1 }))
+        .collect();
+    // One unit per target below `n`; it reads its group's list and writes its own entries
+    // (only the first output with `potential`).
+    launch!(
+        gpu,
+        n,
+        sum_kernel::<F>(
+            d.arrays(),
+            d.group_of.arg(),
+            d.starts.arg(),
+            list.arg(),
+            out[0].arg(),
+            out[1].arg(),
+            out[2].arg(),
+            F::cast(job.eps2),
+            n as u32,
+            job.quadrupole,
+            job.potential
+        )
+    );
+    gpu.sync()?;
+    job.seconds.kernel += clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
+    let mut values = Vec::with_capacity(outputs);
+    for a in &out[..outputs] {
+        values.push(gpu.download(a)?.into_iter().map(|v| v.as_f64()).collect());
+    }
+    job.seconds.download += clock.elapsed().as_secs_f64();
+    Ok(Evaluation {
+        out: values,
+        interactions,
+        entries,
+    })
 }
 
 impl<R: Real> SolverInfo for GpuTreeSolver<R> {
@@ -557,21 +574,14 @@ impl<R: Real> ForceSolver<R> for GpuTreeSolver<R> {
     /// If the device fails: the trait has no error path, and a run must not continue on stale
     /// accelerations.
     fn accelerations(&mut self, positions: Vec3Span<'_, R>, masses: &[R], acc: Vec3SpanMut<'_, R>) {
-        let r = match R::PRECISION {
-            Precision::F32 => self.host_accelerations::<f32>(positions, masses, acc),
-            Precision::F64 => self.host_accelerations::<f64>(positions, masses, acc),
-        };
-        if let Err(e) = r {
+        if let Err(e) = self.host_accelerations(positions, masses, acc) {
             panic!("GPU tree evaluation failed: {e}");
         }
     }
 
     fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64 {
-        let r = match R::PRECISION {
-            Precision::F32 => self.host_potential::<f32>(positions, masses),
-            Precision::F64 => self.host_potential::<f64>(positions, masses),
-        };
-        r.unwrap_or_else(|e| panic!("GPU tree potential failed: {e}"))
+        self.host_potential(positions, masses)
+            .unwrap_or_else(|e| panic!("GPU tree potential failed: {e}"))
     }
 
     fn budgeted(&mut self) -> Option<&mut dyn mote_core::Budgeted> {

@@ -150,6 +150,24 @@ impl<R: Real> Tree<R> {
         settings: &TreeSettings,
         backend: CpuBackend,
     ) -> Result<(), TreeError> {
+        match super::concrete(self) {
+            super::Concrete::F32(t) => {
+                build_f32(t, super::cast_span(pos), cast(mass), settings, backend)
+            }
+            super::Concrete::F64(t) => {
+                build_f64(t, super::cast_span(pos), cast(mass), settings, backend)
+            }
+        }
+    }
+
+    /// The build, instantiated only by [`build_f32`] and [`build_f64`].
+    fn build_generic(
+        &mut self,
+        pos: Vec3Span<'_, R>,
+        mass: &[R],
+        settings: &TreeSettings,
+        backend: CpuBackend,
+    ) -> Result<(), TreeError> {
         let n = pos.len();
         assert_eq!(mass.len(), n, "mass and position arrays of unequal length");
         if n >= (1 << 31) {
@@ -272,6 +290,32 @@ impl<R: Real> Tree<R> {
             }
         }
     }
+}
+
+fn cast<R: Real, T: Real>(v: &[R]) -> &[T] {
+    bytemuck::cast_slice(v)
+}
+
+// The build for each precision, compiled once here rather than in every crate that runs a tree
+// (the generic body is private; decision 0014).
+fn build_f32(
+    t: &mut Tree<f32>,
+    pos: Vec3Span<'_, f32>,
+    mass: &[f32],
+    settings: &TreeSettings,
+    backend: CpuBackend,
+) -> Result<(), TreeError> {
+    t.build_generic(pos, mass, settings, backend)
+}
+
+fn build_f64(
+    t: &mut Tree<f64>,
+    pos: Vec3Span<'_, f64>,
+    mass: &[f64],
+    settings: &TreeSettings,
+    backend: CpuBackend,
+) -> Result<(), TreeError> {
+    t.build_generic(pos, mass, settings, backend)
 }
 
 impl<R: Real> Budgeted for Tree<R> {

@@ -38,7 +38,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
 
-use mote_core::{Budgeted, BudgetedBuffer, CpuBackend, Precision, Real, Vec3Span, Vec3SpanMut};
+use mote_core::{Budgeted, BudgetedBuffer, CpuBackend, Real, SimdLevel, Vec3Span, Vec3SpanMut};
 use rayon::prelude::*;
 
 use crate::direct::simd::DirectKernels;
@@ -288,10 +288,10 @@ impl<R: Real> TreeSolver<R> {
         let Kernel::Fast(level) = self.kernel else {
             unreachable!("the constructor refuses the reference kernel")
         };
-        let eps2 = self.softening.epsilon2::<R>();
-        let interactions = match R::PRECISION {
-            Precision::F32 => walk_all::<R, f32>(&mut self.tree, level, eps2, self.backend),
-            Precision::F64 => walk_all::<R, f64>(&mut self.tree, level, eps2, self.backend),
+        let eps2 = self.softening.epsilon2::<f64>();
+        let interactions = match concrete(&mut self.tree) {
+            Concrete::F32(t) => walk_f32(t, level, eps2, self.backend),
+            Concrete::F64(t) => walk_f64(t, level, eps2, self.backend),
         };
         // Back to the caller's order.
         let order = self.tree.order.as_slice();
@@ -358,25 +358,10 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
             return f64::NAN;
         }
         let eps2 = self.softening.epsilon2::<f64>();
-        let tree = &self.tree;
-        let view = view::<R, R>(tree);
-        let groups = tree.groups.as_slice();
-        let partial: Vec<f64> = self.backend.install(|| {
-            groups
-                .par_iter()
-                .map_init(Lists::new, |lists, &[s, c]| {
-                    let (s, c) = (s as usize, c as usize);
-                    lists.collect(&view, s, c);
-                    lists.potential(&view, s, c, eps2)
-                })
-                .collect()
-        });
-        // Summed in group order: the same on every thread count.
-        let mut w = crate::direct::reference::CompensatedSum::default();
-        for p in partial {
-            w.add(p);
+        match concrete(&mut self.tree) {
+            Concrete::F32(t) => potential_f32(t, eps2, self.backend),
+            Concrete::F64(t) => potential_f64(t, eps2, self.backend),
         }
-        -0.5 * w.value()
     }
 
     fn budgeted(&mut self) -> Option<&mut dyn Budgeted> {
@@ -394,11 +379,10 @@ impl<R: Real> Budgeted for TreeSolver<R> {
     }
 }
 
-/// The tree's arrays as slices of `T`, which is `R` itself.
-fn view<R: Real, T: Real>(tree: &Tree<R>) -> View<'_, T> {
-    assert_eq!(R::PRECISION, T::PRECISION, "scalar types differ");
-    fn c<R: Real, T: Real>(b: &mote_core::Buffer<R>) -> &[T] {
-        bytemuck::cast_slice::<R, T>(b.as_slice())
+/// The tree's arrays as slices.
+fn view<T: Real>(tree: &Tree<T>) -> View<'_, T> {
+    fn c<T: Real>(b: &mote_core::Buffer<T>) -> &[T] {
+        b.as_slice()
     }
     let nodes = tree.nodes;
     let quad = |k: usize| {
@@ -410,23 +394,87 @@ fn view<R: Real, T: Real>(tree: &Tree<R>) -> View<'_, T> {
         y: c(&tree.pos[1]),
         z: c(&tree.pos[2]),
         m: c(&tree.mass),
-        geometry: bytemuck::cast_slice::<[R; 4], [T; 4]>(tree.geometry.as_slice()),
+        geometry: tree.geometry.as_slice(),
         mass: c(&tree.node_mass),
         links: tree.links.as_slice(),
         quad: [quad(0), quad(1), quad(2), quad(3), quad(4)],
     }
 }
 
+/// Which precision a tree is in: the precision-specific work is compiled once in this crate
+/// for `f32` and `f64` (`build_f32`, `walk_f64`, ...) instead of in every crate that runs a
+/// `TreeSolver<R>` (decision 0014).
+pub(crate) enum Concrete<'a> {
+    F32(&'a mut Tree<f32>),
+    F64(&'a mut Tree<f64>),
+}
+
+pub(crate) fn concrete<R: Real>(tree: &mut Tree<R>) -> Concrete<'_> {
+    let any: &mut dyn std::any::Any = tree;
+    if any.is::<Tree<f32>>() {
+        Concrete::F32(any.downcast_mut().expect("checked"))
+    } else {
+        Concrete::F64(any.downcast_mut().expect("a Real is f32 or f64"))
+    }
+}
+
+/// `p` as a span of `T`, which is `R` itself.
+pub(crate) fn cast_span<R: Real, T: Real>(p: Vec3Span<'_, R>) -> Vec3Span<'_, T> {
+    let (x, y, z) = p.components();
+    Vec3Span::new(
+        bytemuck::cast_slice(x),
+        bytemuck::cast_slice(y),
+        bytemuck::cast_slice(z),
+    )
+}
+
+fn walk_f32(tree: &mut Tree<f32>, level: SimdLevel, eps2: f64, backend: CpuBackend) -> u64 {
+    walk_all(tree, level, eps2 as f32, backend)
+}
+
+fn walk_f64(tree: &mut Tree<f64>, level: SimdLevel, eps2: f64, backend: CpuBackend) -> u64 {
+    walk_all(tree, level, eps2, backend)
+}
+
+fn potential_f32(tree: &Tree<f32>, eps2: f64, backend: CpuBackend) -> f64 {
+    potential_all(tree, eps2, backend)
+}
+
+fn potential_f64(tree: &Tree<f64>, eps2: f64, backend: CpuBackend) -> f64 {
+    potential_all(tree, eps2, backend)
+}
+
+/// The tree's potential energy from the same lists as the forces, summed in group order (the
+/// same on every thread count).
+fn potential_all<T: Real>(tree: &Tree<T>, eps2: f64, backend: CpuBackend) -> f64 {
+    let view = view(tree);
+    let groups = tree.groups.as_slice();
+    let partial: Vec<f64> = backend.install(|| {
+        groups
+            .par_iter()
+            .map_init(Lists::new, |lists, &[s, c]| {
+                let (s, c) = (s as usize, c as usize);
+                lists.collect(&view, s, c);
+                lists.potential(&view, s, c, eps2)
+            })
+            .collect()
+    });
+    let mut w = crate::direct::reference::CompensatedSum::default();
+    for p in partial {
+        w.add(p);
+    }
+    -0.5 * w.value()
+}
+
 /// Walks every group and evaluates its lists into the tree's acceleration arrays; returns the
 /// interactions evaluated.
-fn walk_all<R: Real, T: Real + DirectKernels>(
-    tree: &mut Tree<R>,
-    level: mote_core::SimdLevel,
-    eps2: R,
+fn walk_all<T: Real + DirectKernels>(
+    tree: &mut Tree<T>,
+    level: SimdLevel,
+    eps2: T,
     backend: CpuBackend,
 ) -> u64 {
     let kernel = T::kernel(level);
-    let eps2 = T::cast(eps2.as_f64());
     // The accelerations are taken out while the rest of the tree is read.
     let blank = || mote_core::Buffer::new("", mote_core::Scaling::PerParticle(1));
     let mut acc = std::mem::replace(&mut tree.acc, [blank(), blank(), blank()]);
@@ -435,21 +483,17 @@ fn walk_all<R: Real, T: Real + DirectKernels>(
     interactions
 }
 
-fn walk_into<R: Real, T: Real + DirectKernels>(
-    tree: &Tree<R>,
-    acc: &mut [mote_core::Buffer<R>; 3],
+fn walk_into<T: Real + DirectKernels>(
+    tree: &Tree<T>,
+    acc: &mut [mote_core::Buffer<T>; 3],
     kernel: crate::direct::simd::BlockKernel<T>,
     level: mote_core::SimdLevel,
     eps2: T,
     backend: CpuBackend,
 ) -> u64 {
     let [ax, ay, az] = acc;
-    let (mut ax, mut ay, mut az) = (
-        bytemuck::cast_slice_mut::<R, T>(ax.as_mut_slice()),
-        bytemuck::cast_slice_mut::<R, T>(ay.as_mut_slice()),
-        bytemuck::cast_slice_mut::<R, T>(az.as_mut_slice()),
-    );
-    let view = view::<R, T>(tree);
+    let (mut ax, mut ay, mut az) = (ax.as_mut_slice(), ay.as_mut_slice(), az.as_mut_slice());
+    let view = view(tree);
     // One output range per group: the groups tile the particles in order.
     let mut items = Vec::with_capacity(tree.groups.len());
     for &[start, count] in tree.groups.as_slice() {
@@ -484,7 +528,7 @@ mod tests {
         let mut tree = Tree::<f64>::new(settings.multipole);
         tree.build(p.positions(), p.masses(), &settings, CpuBackend::Serial)
             .unwrap();
-        let view = view::<f64, f64>(&tree);
+        let view = view(&tree);
         let mut lists = Lists::<f64>::new();
         let mut accepted = 0;
         for &[s, c] in tree.groups.as_slice() {
