@@ -281,7 +281,6 @@ pub struct GpuTreeSolver<R: Real> {
     settings: TreeSettings,
     tree: Tree<R>,
     interactions: u64,
-    entries: usize,
     seconds: TransferSeconds,
 }
 
@@ -296,7 +295,6 @@ impl<R: Real> GpuTreeSolver<R> {
             settings,
             tree: Tree::new(settings.multipole),
             interactions: 0,
-            entries: 0,
             seconds: TransferSeconds::default(),
         })
     }
@@ -350,7 +348,6 @@ impl<R: Real> GpuTreeSolver<R> {
         // Forces count, as on the CPU; the diagnostics' potential does not.
         if !potential {
             self.interactions += e.interactions;
-            self.entries = e.entries;
         }
         Ok(Some(e))
     }
@@ -376,11 +373,6 @@ impl<R: Real> GpuTreeSolver<R> {
             }
         }
         Ok(())
-    }
-
-    /// Interaction-list entries of the last evaluation, over all groups.
-    pub fn list_entries(&self) -> usize {
-        self.entries
     }
 
     fn host_potential(
@@ -418,7 +410,6 @@ struct Job<'a> {
 struct Evaluation {
     out: Vec<Vec<f64>>,
     interactions: u64,
-    entries: usize,
 }
 
 // The device evaluation per precision, compiled once in this crate rather than in every crate
@@ -541,7 +532,6 @@ fn evaluate_on_device<F: GpuFloat>(job: Job<'_>, t: &Tree<F>) -> Result<Evaluati
     Ok(Evaluation {
         out: values,
         interactions,
-        entries,
     })
 }
 
