@@ -186,9 +186,19 @@ fn every_example_runs_in_a_coarse_version() {
         ];
         let text = std::fs::read_to_string(&path).unwrap();
         let meshless = text.contains("physics = \"meshless\"");
-        let end = if meshless { 0.02 } else { 0.25 };
+        // A Riemann problem's waves are a few spacings wide at 48 particles: 200 and its own
+        // (short) end time resolve them enough for the error bound below.
+        let riemann = text.contains("kind = \"riemann\"");
+        let end = if riemann {
+            0.01
+        } else if meshless {
+            0.02
+        } else {
+            0.25
+        };
         if meshless {
-            args.extend(["--set".into(), "problem.resolution=48".into()]);
+            let resolution = if riemann { 200 } else { 48 };
+            args.extend(["--set".into(), format!("problem.resolution={resolution}")]);
         } else if text.contains("particles") {
             args.extend(["--set".into(), "initial_conditions.particles=64".into()]);
         }
@@ -215,7 +225,18 @@ fn every_example_runs_in_a_coarse_version() {
             .position(|h| h == "relative_energy_error" || h.starts_with("l1_error_"));
         assert!(meshless || err.is_some(), "{}", path.display());
         if let Some(err) = err {
-            assert!(rows.iter().all(|r| r[err] < 0.05), "{}", path.display());
+            // Relative to the first variable's scale where it is larger than 1 (the blast
+            // waves of the Riemann examples have densities near 6).
+            let scale = header
+                .iter()
+                .position(|h| h.starts_with("max_"))
+                .map_or(1.0, |k| rows.iter().fold(1.0f64, |m, r| m.max(r[k].abs())));
+            assert!(
+                rows.iter().all(|r| r[err] < 0.05 * scale),
+                "{}: {:?} at scale {scale}",
+                path.display(),
+                rows.iter().map(|r| r[err]).collect::<Vec<_>>()
+            );
         }
         assert!(out.join("config.toml").exists() && out.join("provenance.json").exists());
     }

@@ -74,6 +74,8 @@ impl IsentropicVortex {
 pub struct Errors {
     /// `sum V |u - u_exact| / sum V`.
     pub l1: f64,
+    /// `sqrt(sum V (u - u_exact)^2 / sum V)`: the volume-weighted RMS error.
+    pub l2: f64,
     /// `sqrt(sum V (u - u_exact)^2 / sum V u_exact^2)`.
     pub relative_l2: f64,
     /// `max |u - u_exact|`.
@@ -86,11 +88,40 @@ pub fn errors<R: Real, const D: usize>(
     var: usize,
     exact: impl Fn([f64; D]) -> f64,
 ) -> Errors {
+    errors_of(cloud, var, |i| exact(cloud.position_of(i)))
+}
+
+/// The errors of every variable of `cloud` against `exact`, which writes the exact values of all
+/// variables at a position into its second argument (one evaluation per interior particle).
+pub fn errors_all<R: Real, const D: usize>(
+    cloud: &Cloud<R, D>,
+    exact: impl Fn([f64; D], &mut [f64]),
+) -> Vec<Errors> {
+    let m = cloud.variables();
+    let mut values = vec![vec![0.0; cloud.len()]; m];
+    let mut out = vec![0.0; m];
+    for i in (0..cloud.len()).filter(|&i| cloud.tags()[i] == INTERIOR) {
+        exact(cloud.position_of(i), &mut out);
+        for (column, &x) in values.iter_mut().zip(&out) {
+            column[i] = x;
+        }
+    }
+    (0..m)
+        .map(|v| errors_of(cloud, v, |i| values[v][i]))
+        .collect()
+}
+
+/// The errors of variable `var` against `exact(i)`, the exact value at particle `i`.
+fn errors_of<R: Real, const D: usize>(
+    cloud: &Cloud<R, D>,
+    var: usize,
+    exact: impl Fn(usize) -> f64,
+) -> Errors {
     let (mut l1, mut num, mut den, mut vol, mut max) = (0.0, 0.0, 0.0, 0.0, 0.0f64);
     let u = cloud.state(var);
     for i in (0..cloud.len()).filter(|&i| cloud.tags()[i] == INTERIOR) {
         let v = cloud.volumes()[i].as_f64();
-        let e = exact(cloud.position_of(i));
+        let e = exact(i);
         let d = u[i].as_f64() - e;
         l1 += v * d.abs();
         num += v * d * d;
@@ -100,6 +131,7 @@ pub fn errors<R: Real, const D: usize>(
     }
     Errors {
         l1: l1 / vol,
+        l2: (num / vol).sqrt(),
         relative_l2: (num / den).sqrt(),
         max,
     }

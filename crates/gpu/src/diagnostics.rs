@@ -239,6 +239,7 @@ pub fn errors<F: GpuFloat>(
     let m = moments(gpu, u, var, volumes, tags, Some(exact))?;
     Ok(Errors {
         l1: m.l1 / m.volume,
+        l2: (m.squares / m.volume).sqrt(),
         relative_l2: (m.squares / m.exact_squares).sqrt(),
         max: m.max,
     })

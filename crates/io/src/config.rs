@@ -799,6 +799,36 @@ impl Source<'_> {
     }
 }
 
+/// Deserialises a vector given as an array of numbers, or as one number (a 1-D vector).
+pub(crate) fn number_or_array<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<f64>>, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Vec<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a number or an array of numbers")
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Vec<f64>, E> {
+            Ok(vec![v])
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Vec<f64>, E> {
+            Ok(vec![v as f64])
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Vec<f64>, E> {
+            Ok(vec![v as f64])
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
+            let mut v = Vec::new();
+            while let Some(x) = seq.next_element::<f64>()? {
+                v.push(x);
+            }
+            Ok(v)
+        }
+    }
+    deserializer.deserialize_any(Visitor).map(Some)
+}
+
 /// Parses a memory size such as `4 GiB`, `500MB` or `1e9`.
 pub fn parse_memory_limit(text: &str) -> Result<u64, String> {
     let bytes = parse_size::parse_size(text.trim()).map_err(|e| {
@@ -845,8 +875,19 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
 }
 
 /// The line that sets `path` (`section.key` or a top-level `key`) in a plain TOML file, or the
-/// section's header when the key itself is absent.
+/// section's header when the key itself is absent; for a key inside an inline table
+/// (`section.table.key`), the line that sets the table.
 fn find_key_line(text: &str, path: &str) -> Option<usize> {
+    find_key_line_exactly(text, path).or_else(|| {
+        let (parent, _) = path.rsplit_once('.')?;
+        parent
+            .contains('.')
+            .then(|| find_key_line(text, parent))
+            .flatten()
+    })
+}
+
+fn find_key_line_exactly(text: &str, path: &str) -> Option<usize> {
     let (section, key) = match path.rsplit_once('.') {
         Some((s, k)) => (s, k),
         None => ("", path),

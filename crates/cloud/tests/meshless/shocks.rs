@@ -4,7 +4,7 @@
 //! MOOD's precision-scaled relaxation in `f32`.
 
 use mote_cloud::equations::{Burgers, Euler, LinearAdvection};
-use mote_cloud::exact::{burgers_top_hat, errors, total};
+use mote_cloud::exact::{burgers_top_hat, errors, errors_all, total};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
@@ -104,7 +104,7 @@ fn sod(opts: Sod) -> (f64, u64, MoodStats) {
     let floors = sim.scheme.equation().floor_events();
     let stats = sim.take_mood_stats();
     let exact = exact.expect("Sod has an exact solution");
-    let l1 = errors(&sim.cloud, 0, |x| exact(x, end)).l1;
+    let l1 = errors_all(&sim.cloud, |x, out| exact(x, end, out))[0].l1;
     (l1, floors, stats)
 }
 

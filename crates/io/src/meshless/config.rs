@@ -98,6 +98,10 @@ pub enum ProblemKind {
     Quadrant,
     /// Woodward and Colella's double Mach reflection (2-D Euler, Mach 10 shock on a wall).
     DoubleMach,
+    /// A Riemann problem on the unit box with outflow faces: two constant states (`left`,
+    /// `right`) meeting at a plane (`diaphragm`, `normal`), for the Euler equations (1-D or
+    /// 2-D) or a scalar equation (1-D); exact by the Riemann solver.
+    Riemann,
 }
 
 impl ProblemKind {
@@ -110,11 +114,13 @@ impl ProblemKind {
             ProblemKind::IsentropicVortex => "isentropic_vortex",
             ProblemKind::Quadrant => "quadrant",
             ProblemKind::DoubleMach => "double_mach",
+            ProblemKind::Riemann => "riemann",
         }
     }
 
-    /// Whether the problem solves the Euler equations (and so takes `gamma`).
-    pub fn is_gas(self) -> bool {
+    /// Whether the problem always solves the Euler equations (a Riemann problem does when its
+    /// `equation` is `euler`: see [`ProblemSection::is_gas`]).
+    fn is_gas(self) -> bool {
         matches!(
             self,
             ProblemKind::Sod
@@ -124,12 +130,20 @@ impl ProblemKind {
         )
     }
 
+    /// Whether `[problem] dim` applies.
+    fn takes_dimension(self) -> bool {
+        matches!(self, ProblemKind::AdvectionWave | ProblemKind::Riemann)
+    }
+
     /// Whether the problem has boundary particles (outflow or wall layers); the others are
     /// periodic.
     pub fn has_boundaries(self) -> bool {
         matches!(
             self,
-            ProblemKind::Sod | ProblemKind::Quadrant | ProblemKind::DoubleMach
+            ProblemKind::Sod
+                | ProblemKind::Quadrant
+                | ProblemKind::DoubleMach
+                | ProblemKind::Riemann
         )
     }
 
@@ -137,6 +151,7 @@ impl ProblemKind {
     pub fn dimension(self, dim: Option<usize>) -> usize {
         match self {
             ProblemKind::AdvectionWave => dim.unwrap_or(2),
+            ProblemKind::Riemann => dim.unwrap_or(1),
             ProblemKind::BurgersTopHat | ProblemKind::Sod => 1,
             ProblemKind::IsentropicVortex | ProblemKind::Quadrant | ProblemKind::DoubleMach => 2,
         }
@@ -146,6 +161,7 @@ impl ProblemKind {
     fn default_resolution(self, dim: usize) -> usize {
         match self {
             ProblemKind::AdvectionWave => [200, 64, 24][dim - 1],
+            ProblemKind::Riemann => [1000, 200, 40][dim - 1],
             ProblemKind::BurgersTopHat => 400,
             ProblemKind::Sod => 1000,
             ProblemKind::IsentropicVortex => 64,
@@ -159,7 +175,7 @@ impl ProblemKind {
         match self {
             ProblemKind::AdvectionWave | ProblemKind::IsentropicVortex => 1.0,
             ProblemKind::BurgersTopHat => 0.15,
-            ProblemKind::Sod | ProblemKind::DoubleMach => 0.2,
+            ProblemKind::Sod | ProblemKind::DoubleMach | ProblemKind::Riemann => 0.2,
             ProblemKind::Quadrant => 0.3,
         }
     }
@@ -186,6 +202,233 @@ pub struct ProblemSection {
     /// Ratio of specific heats of the gas problems (default 1.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gamma: Option<f64>,
+    /// The equation of a Riemann problem: `euler` (default; 1-D or 2-D), `burgers` or
+    /// `advection` (unit speed; both 1-D).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub equation: Option<String>,
+    /// The state behind the diaphragm of a Riemann problem (`density`, `velocity`, `pressure`
+    /// for Euler; `u` for a scalar equation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left: Option<StateSection>,
+    /// The state ahead of the diaphragm of a Riemann problem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub right: Option<StateSection>,
+    /// Where a Riemann problem's states meet: the position along the normal line through the
+    /// box's centre, measured as on the x axis (default 0.5; along x, the plane
+    /// `x = diaphragm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diaphragm: Option<f64>,
+    /// The normal of a Riemann problem's diaphragm, pointing from `left` to `right` (default
+    /// along x; any non-zero length).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normal: Option<Vec<f64>>,
+}
+
+/// A constant state of a Riemann problem: `density`, `velocity` (one component per dimension;
+/// a number in 1-D) and `pressure` for the Euler equations, `u` for a scalar equation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSection {
+    /// Density (Euler), > 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub density: Option<f64>,
+    /// Velocity (Euler; default at rest).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        default,
+        deserialize_with = "crate::config::number_or_array"
+    )]
+    pub velocity: Option<Vec<f64>>,
+    /// Pressure (Euler), > 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<f64>,
+    /// The value of a scalar equation's variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub u: Option<f64>,
+}
+
+/// The equations a Riemann problem can be posed for.
+pub const RIEMANN_EQUATIONS: [&str; 3] = ["euler", "burgers", "advection"];
+
+impl ProblemSection {
+    /// Whether the problem solves the Euler equations (and so takes `gamma`).
+    pub fn is_gas(&self) -> bool {
+        self.kind.is_gas()
+            || (self.kind == ProblemKind::Riemann
+                && self.equation.as_deref().unwrap_or("euler") == "euler")
+    }
+
+    /// Checks a Riemann problem's keys (or that a problem of another kind sets none of them).
+    fn validate_riemann(&self, dim: usize) -> Result<(), (String, String)> {
+        let bad = |key: &str, msg: String| Err((key.to_string(), msg));
+        if self.kind != ProblemKind::Riemann {
+            let set = [
+                ("equation", self.equation.is_some()),
+                ("left", self.left.is_some()),
+                ("right", self.right.is_some()),
+                ("diaphragm", self.diaphragm.is_some()),
+                ("normal", self.normal.is_some()),
+            ];
+            if let Some((key, _)) = set.iter().find(|(_, set)| *set) {
+                return bad(
+                    &format!("problem.{key}"),
+                    format!(
+                        "does not apply to kind `{}`: only a riemann problem takes it",
+                        self.kind.name()
+                    ),
+                );
+            }
+            return Ok(());
+        }
+        let equation = self.equation.as_deref().unwrap_or("euler");
+        if !RIEMANN_EQUATIONS.contains(&equation) {
+            return bad(
+                "problem.equation",
+                format!("`{equation}`: expected euler, burgers or advection"),
+            );
+        }
+        let gas = equation == "euler";
+        if gas && dim == 3 {
+            return bad(
+                "problem.dim",
+                "3: the Euler equations run in 1-D and 2-D (3-D Euler is not built into this \
+                 program yet)"
+                    .into(),
+            );
+        }
+        if !gas && dim != 1 {
+            return bad(
+                "problem.dim",
+                format!("{dim}: a {equation} Riemann problem is 1-D"),
+            );
+        }
+        if let Some(x) = self.diaphragm
+            && !(x.is_finite() && (0.0..=1.0).contains(&x))
+        {
+            return bad(
+                "problem.diaphragm",
+                format!("{} is not allowed: a position in [0, 1]", num(x)),
+            );
+        }
+        if let Some(n) = &self.normal {
+            let length = n.iter().map(|c| c * c).sum::<f64>().sqrt();
+            if n.len() != dim {
+                return bad(
+                    "problem.normal",
+                    format!("{} components: expected {dim} (one per dimension)", n.len()),
+                );
+            }
+            if !(length.is_finite() && length > 0.0) {
+                return bad(
+                    "problem.normal",
+                    format!("{n:?}: expected a finite, non-zero vector"),
+                );
+            }
+            if !gas && n[0] <= 0.0 {
+                return bad(
+                    "problem.normal",
+                    "a scalar Riemann problem runs along +x: leave `normal` out".into(),
+                );
+            }
+        }
+        let mut states = Vec::new();
+        for (side, state) in [("left", &self.left), ("right", &self.right)] {
+            let key = |k: &str| format!("problem.{side}.{k}");
+            let Some(s) = state else {
+                let example = if gas {
+                    "{ density = 1.0, velocity = 0.0, pressure = 1.0 }"
+                } else {
+                    "{ u = 1.0 }"
+                };
+                return bad(
+                    &format!("problem.{side}"),
+                    format!("required for a riemann problem, e.g. {side} = {example}"),
+                );
+            };
+            if gas {
+                if s.u.is_some() {
+                    return bad(
+                        &key("u"),
+                        "a gas state has density, velocity and pressure".into(),
+                    );
+                }
+                let (Some(rho), Some(p)) = (s.density, s.pressure) else {
+                    let missing = if s.density.is_none() {
+                        "density"
+                    } else {
+                        "pressure"
+                    };
+                    return bad(&key(missing), "required for a gas state".into());
+                };
+                for (name, value) in [("density", rho), ("pressure", p)] {
+                    if !(value.is_finite() && value > 0.0) {
+                        return bad(
+                            &key(name),
+                            format!("{} is not allowed: a finite value > 0", num(value)),
+                        );
+                    }
+                }
+                let v = s.velocity.clone().unwrap_or_else(|| vec![0.0; dim]);
+                if v.len() != dim {
+                    return bad(
+                        &key("velocity"),
+                        format!("{} components: expected {dim} (one per dimension)", v.len()),
+                    );
+                }
+                if let Some(c) = v.iter().find(|c| !c.is_finite()) {
+                    return bad(&key("velocity"), format!("{}: not finite", num(*c)));
+                }
+                states.push((rho, v, p));
+            } else {
+                for (name, set) in [
+                    ("density", s.density.is_some()),
+                    ("velocity", s.velocity.is_some()),
+                    ("pressure", s.pressure.is_some()),
+                ] {
+                    if set {
+                        return bad(&key(name), format!("a {equation} state has only `u`"));
+                    }
+                }
+                match s.u {
+                    None => return bad(&key("u"), "required for a scalar state".into()),
+                    Some(u) if !u.is_finite() => {
+                        return bad(&key("u"), format!("{}: not finite", num(u)));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if gas {
+            // The exact solver refuses data that generate a vacuum: so does the configuration.
+            let n = self
+                .normal
+                .clone()
+                .unwrap_or_else(|| (0..dim).map(|d| if d == 0 { 1.0 } else { 0.0 }).collect());
+            let length = n.iter().map(|c| c * c).sum::<f64>().sqrt();
+            let one_d = |(rho, v, p): &(f64, Vec<f64>, f64)| mote_cloud::exact::GasState {
+                rho: *rho,
+                u: v.iter().zip(&n).map(|(a, b)| a * b).sum::<f64>() / length,
+                p: *p,
+            };
+            let gamma = self.gamma.unwrap_or(1.4);
+            if gamma > 1.0
+                && mote_cloud::exact::EulerRiemann::solve(
+                    one_d(&states[0]),
+                    one_d(&states[1]),
+                    gamma,
+                )
+                .is_err()
+            {
+                return bad(
+                    "problem.right",
+                    "the two states generate a vacuum (the velocities part faster than the \
+                     sound speeds allow): the Euler equations have no solution to run"
+                        .into(),
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for ProblemSection {
@@ -197,6 +440,11 @@ impl Default for ProblemSection {
             seed: 1,
             dim: None,
             gamma: None,
+            equation: None,
+            left: None,
+            right: None,
+            diaphragm: None,
+            normal: None,
         }
     }
 }
@@ -296,13 +544,26 @@ impl MeshlessConfig {
     /// The configuration with the problem-dependent defaults filled in.
     pub fn with_defaults(mut self) -> Self {
         let kind = self.problem.kind;
-        if kind == ProblemKind::AdvectionWave {
-            self.problem.dim.get_or_insert(2);
+        if kind.takes_dimension() {
+            self.problem.dim.get_or_insert(kind.dimension(None));
         }
-        if kind.is_gas() {
+        if self.problem.is_gas() {
             self.problem.gamma.get_or_insert(1.4);
         }
         let dim = kind.dimension(self.problem.dim);
+        if kind == ProblemKind::Riemann {
+            let p = &mut self.problem;
+            let gas = p.is_gas();
+            p.equation.get_or_insert_with(|| "euler".to_string());
+            p.diaphragm.get_or_insert(0.5);
+            p.normal
+                .get_or_insert_with(|| (0..dim).map(|d| if d == 0 { 1.0 } else { 0.0 }).collect());
+            for state in [&mut p.left, &mut p.right].into_iter().flatten() {
+                if gas {
+                    state.velocity.get_or_insert_with(|| vec![0.0; dim]);
+                }
+            }
+        }
         self.problem
             .resolution
             .get_or_insert(kind.default_resolution(dim));
@@ -335,12 +596,12 @@ impl MeshlessConfig {
         }
         validate_resources(r.memory_limit.as_deref(), &r.backend, &r.device)?;
         let p = &self.problem;
-        if p.dim.is_some() && p.kind != ProblemKind::AdvectionWave {
+        if p.dim.is_some() && !p.kind.takes_dimension() {
             return bad(
                 "problem.dim",
                 format!(
                     "does not apply to kind `{}` (its dimension is fixed: {}); only \
-                     advection_wave takes a dimension",
+                     advection_wave and riemann take a dimension",
                     p.kind.name(),
                     p.kind.dimension(None)
                 ),
@@ -351,12 +612,13 @@ impl MeshlessConfig {
         {
             return bad("problem.dim", format!("{d}: expected 1, 2 or 3"));
         }
-        if p.gamma.is_some() && !p.kind.is_gas() {
+        if p.gamma.is_some() && !p.is_gas() {
             return bad(
                 "problem.gamma",
                 format!(
                     "does not apply to kind `{}` (not a gas); the gas problems are sod, \
-                     isentropic_vortex, quadrant and double_mach",
+                     isentropic_vortex, quadrant, double_mach and riemann with equation = \
+                     \"euler\"",
                     p.kind.name()
                 ),
             );
@@ -386,6 +648,7 @@ impl MeshlessConfig {
                 ),
             );
         }
+        p.validate_riemann(self.dimension())?;
         let s = &self.scheme;
         if !(1..=MAX_ORDER).contains(&s.order) {
             return bad(
