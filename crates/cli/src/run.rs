@@ -7,7 +7,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use mote_io::meshless::run_meshless;
 use mote_io::runner::{Progress, run_gravity};
-use mote_io::{Config, GravityConfig, Source};
+use mote_io::{Config, Source};
 
 use crate::CliError;
 
@@ -97,14 +97,6 @@ fn load_with<T>(
 /// A configuration of either family.
 fn load(path: Option<&Path>, overrides: &[String]) -> Result<(Config, String), CliError> {
     load_with(path, overrides, Config::parse)
-}
-
-/// A gravity configuration (for the commands that work on gravity runs only).
-fn load_gravity(
-    path: Option<&Path>,
-    overrides: &[String],
-) -> Result<(GravityConfig, String), CliError> {
-    load_with(path, overrides, GravityConfig::parse)
 }
 
 /// `mote show`.
@@ -325,7 +317,10 @@ fn print_meshless_summary(r: &mote_io::meshless::MeshlessReport) {
 pub struct ConvergenceArgs {
     /// The configuration file (TOML); without one, the built-in defaults.
     config: Option<PathBuf>,
-    /// Number of levels: the time step is halved from one to the next.
+    /// Number of levels. Gravity: the time step is halved from one level to the next. Meshless
+    /// (a problem with an exact solution): the particle spacing is halved from one level to the
+    /// next, the finest at the configured `problem.resolution`; the time step follows the CFL
+    /// number; each level is a run directory inside the output directory.
     #[arg(long, default_value_t = 4)]
     levels: usize,
     /// Where `convergence.csv` and `convergence.png` go (default: runs/<config name>-convergence).
@@ -351,7 +346,7 @@ pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(),
     if let Some(t) = threads {
         overrides.push(format!("run.threads={t}"));
     }
-    let (config, stem) = load_gravity(args.config.as_deref(), &overrides)?;
+    let (config, stem) = load(args.config.as_deref(), &overrides)?;
     let dir = args
         .out
         .clone()
@@ -369,6 +364,10 @@ pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(),
             earlier[0].display()
         )));
     }
+    let config = match config {
+        Config::Gravity(c) => c,
+        Config::Meshless(c) => return convergence_meshless(&c, args, &dir),
+    };
     let study = mote_io::convergence::convergence_gravity(&config, args.levels)
         .map_err(|e| CliError::Run(e.to_string()))?;
     println!(
@@ -390,6 +389,85 @@ pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(),
     }
     let files = mote_io::convergence::write_study(&dir, &study)
         .map_err(|e| CliError::Run(e.to_string()))?;
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+/// `mote convergence` on a meshless problem: levels by resolution, a table per level as it ends.
+fn convergence_meshless(
+    config: &mote_io::meshless::MeshlessConfig,
+    args: &ConvergenceArgs,
+    dir: &Path,
+) -> Result<(), CliError> {
+    let config = config.clone().with_defaults();
+    let finest = config.problem.resolution.unwrap_or(0);
+    let resolutions = mote_io::convergence::meshless_resolutions(finest, args.levels)
+        .map_err(CliError::Config)?;
+    println!(
+        "{}: {} levels at {:?} particles per unit length to t = {}, order {} (errors against the \
+         exact solution; orders against the level above)",
+        config.problem.kind.name(),
+        args.levels,
+        resolutions,
+        config.run.end_time.unwrap_or(0.0),
+        config.scheme.order
+    );
+    println!(
+        "{:>10} {:>10} {:>6} {:>16} {:>11} {:>11} {:>11} {:>7} {:>7} {:>7}",
+        "resolution",
+        "particles",
+        "steps",
+        "variable",
+        "L1",
+        "L2",
+        "max",
+        "p(L1)",
+        "p(L2)",
+        "p(max)"
+    );
+    let order = |o: Option<f64>| o.map_or("-".to_string(), |o| format!("{o:.2}"));
+    let study = mote_io::convergence::convergence_meshless(
+        &config,
+        args.levels,
+        dir,
+        args.force,
+        env!("MOTE_GIT_COMMIT"),
+        &mut |l| {
+            for (k, ((name, e), o)) in l.errors.iter().zip(&l.orders).enumerate() {
+                let (r, n, s) = if k == 0 {
+                    (
+                        l.resolution.to_string(),
+                        l.particles.to_string(),
+                        l.steps.to_string(),
+                    )
+                } else {
+                    Default::default()
+                };
+                println!(
+                    "{r:>10} {n:>10} {s:>6} {name:>16} {:>11.4e} {:>11.4e} {:>11.4e} {:>7} {:>7} \
+                     {:>7}",
+                    e.l1,
+                    e.l2,
+                    e.max,
+                    order(o[0]),
+                    order(o[1]),
+                    order(o[2])
+                );
+            }
+        },
+    )
+    .map_err(|e| match e {
+        // What the configuration asks for and cannot be done: a usage error (exit code 2).
+        mote_io::runner::RunError::Refused(m) => CliError::Config(m),
+        e => CliError::Run(e.to_string()),
+    })?;
+    let files = mote_io::convergence::write_meshless_study(dir, &study)
+        .map_err(|e| CliError::Run(e.to_string()))?;
+    for l in &study.levels {
+        println!("level run: {}", l.dir.display());
+    }
     for f in files {
         println!("wrote {}", f.display());
     }

@@ -704,6 +704,51 @@ fn convergence_reports_second_order_for_leapfrog_on_kepler() {
     assert_eq!(r.status.code(), Some(2));
 }
 
+/// `mote convergence` on a meshless example: levels by resolution, the table on stdout, one run
+/// directory per level, the CSV and the picture; a problem without an exact solution is a usage
+/// error (exit code 2) with the reason.
+#[test]
+fn convergence_runs_meshless_problems_by_resolution() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("conv");
+    let cfg = examples_dir().join("sod.toml");
+    let r = mote(&[
+        "convergence",
+        cfg.to_str().unwrap(),
+        "--levels",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "problem.resolution=100",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        stdout.contains("[50, 100]") && stdout.contains("momentum_x"),
+        "{stdout}"
+    );
+    let (header, rows) = read_csv(&out.join("convergence.csv"));
+    assert_eq!(rows.len(), 2);
+    let p = header.iter().position(|h| h == "l1_order_density").unwrap();
+    assert!(
+        rows[0][p].is_nan() && (0.4..1.5).contains(&rows[1][p]),
+        "{rows:?}"
+    );
+    assert!(out.join("r0050/diagnostics.csv").exists() && out.join("r0100").exists());
+    assert!(out.join("convergence.png").exists());
+    let cfg = examples_dir().join("quadrant.toml");
+    let other = tmp.path().join("quadrant");
+    let r = mote(&[
+        "convergence",
+        cfg.to_str().unwrap(),
+        "--out",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("no exact solution"));
+}
+
 #[test]
 fn roofline_reports_ceilings_places_kernels_and_writes_its_files() {
     let dir = tempfile::tempdir().unwrap();

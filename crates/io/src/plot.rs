@@ -256,6 +256,16 @@ fn draw_panels(path: &Path, time: &[f64], panels: &[Panel]) -> Result<(), String
     Ok(())
 }
 
+/// The labels of a chart.
+pub struct Axes<'a> {
+    /// The x axis: the quantity and its unit.
+    pub x: &'a str,
+    /// The y axis: the quantity and its unit.
+    pub y: &'a str,
+    /// The title above the chart.
+    pub title: &'a str,
+}
+
 /// A log-log line with markers of `points` (x, y > 0) into the PNG at `path`, atomically.
 pub fn loglog(
     path: &Path,
@@ -263,56 +273,124 @@ pub fn loglog(
     x_label: &str,
     title: &str,
 ) -> Result<(), FileError> {
+    loglog_series(
+        path,
+        &[(String::new(), points.to_vec())],
+        &Axes {
+            x: x_label,
+            y: "",
+            title,
+        },
+        None,
+    )
+}
+
+/// Log-log lines with markers, one per named series of points (x, y > 0; others left out),
+/// into the PNG at `path`, atomically; with `slope`, a dashed reference line `y ~ x^slope`
+/// through the first series' smallest-x point. Legends (for named series) sit in the upper left,
+/// which lines of positive slope leave empty.
+pub fn loglog_series(
+    path: &Path,
+    series: &[(String, Vec<(f64, f64)>)],
+    axes: &Axes<'_>,
+    slope: Option<f64>,
+) -> Result<(), FileError> {
     register_font();
     let fail = |e: String| FileError {
         path: path.to_path_buf(),
         message: e,
     };
     let tmp = partial_png(path);
-    let pos: Vec<(f64, f64)> = points
+    let shown: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
-        .copied()
-        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .map(|(name, points)| {
+            let pos = points
+                .iter()
+                .copied()
+                .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
+                .collect();
+            (name.clone(), pos)
+        })
         .collect();
-    let (x0, x1) = pos.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
+    let all = || shown.iter().flat_map(|(_, p)| p.iter().copied());
+    let (x0, x1) = all().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
         (l.min(p.0), h.max(p.0))
     });
-    let (y0, y1) = pos.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
+    let (y0, y1) = all().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
         (l.min(p.1), h.max(p.1))
     });
-    let (x0, x1) = if pos.is_empty() {
+    let empty = all().next().is_none();
+    let (x0, x1) = if empty {
         (0.1, 1.0)
     } else {
         (x0 / 1.5, x1 * 1.5)
     };
-    let (y0, y1) = if pos.is_empty() {
+    // Room above for the legend.
+    let (y0, y1) = if empty {
         (0.1, 1.0)
     } else {
-        (y0 / 3.0, y1 * 3.0)
+        (y0 / 3.0, y1 * 30.0)
     };
+    let named = shown.iter().any(|(n, _)| !n.is_empty());
     {
-        let root = BitMapBackend::new(&tmp, (800, 600)).into_drawing_area();
+        let root = BitMapBackend::new(&tmp, (900, 650)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 22))
+            .caption(axes.title, ("sans-serif", 22))
             .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .x_label_area_size(50)
+            .y_label_area_size(90)
+            .build_cartesian_2d(
+                (x0..x1).log_scale().with_key_points(log_ticks(x0, x1)),
+                (y0..y1).log_scale().with_key_points(log_ticks(y0, y1)),
+            )
             .map_err(|e| fail(e.to_string()))?;
         chart
             .configure_mesh()
-            .x_desc(x_label)
-            .x_label_formatter(&|v| format!("{v:.1e}"))
+            .x_desc(axes.x)
+            .y_desc(axes.y)
+            .x_label_formatter(&|v| format!("{v:.0e}"))
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .draw()
             .map_err(|e| fail(e.to_string()))?;
-        chart
-            .draw_series(LineSeries::new(pos.iter().copied(), RED.stroke_width(2)))
-            .map_err(|e| fail(e.to_string()))?;
-        chart
-            .draw_series(pos.iter().map(|&p| Circle::new(p, 5, RED.filled())))
-            .map_err(|e| fail(e.to_string()))?;
+        for (k, (name, points)) in shown.iter().enumerate() {
+            let colour = Palette99::pick(k).to_rgba();
+            let drawn = chart
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    colour.stroke_width(2),
+                ))
+                .map_err(|e| fail(e.to_string()))?;
+            if !name.is_empty() {
+                drawn.label(name.clone()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            }
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 5, colour.filled())))
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        let through = shown
+            .first()
+            .and_then(|(_, p)| p.iter().copied().min_by(|a, b| a.0.total_cmp(&b.0)));
+        if let (Some(slope), Some((xa, ya))) = (slope, through) {
+            let xb = all().map(|p| p.0).fold(xa, f64::max);
+            let line = [(xa, ya), (xb, ya * (xb / xa).powf(slope))];
+            chart
+                .draw_series(DashedLineSeries::new(line, 8, 6, BLACK.stroke_width(1)))
+                .map_err(|e| fail(e.to_string()))?
+                .label(format!("slope {slope}"))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+        }
+        if named || slope.is_some() {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(|e| fail(e.to_string()))?;
+        }
         root.present().map_err(|e| fail(e.to_string()))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
@@ -416,6 +494,28 @@ pub fn roofline(
         root.present().map_err(|e| fail(e.to_string()))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+}
+
+/// Tick values for a log axis over `[lo, hi]`: 1, 2 and 5 times the powers of ten within two
+/// decades, the powers of ten (every second or third one over a wide range) beyond, so that
+/// labels neither crowd nor vanish.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && lo.is_finite() && hi.is_finite()) {
+        return Vec::new();
+    }
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let decades = b - a;
+    let mantissas: &[f64] = if decades <= 2 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let stride = (decades / 10 + 1).max(1);
+    (a..=b)
+        .filter(|e| (e - a) % stride == 0)
+        .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|&v| v >= lo && v <= hi)
+        .collect()
 }
 
 /// `name.partial.png` beside `path`.

@@ -53,6 +53,10 @@ pub enum RunError {
     /// A meshless problem or scheme could not be built.
     #[error(transparent)]
     Cloud(#[from] mote_cloud::CloudError),
+    /// What the configuration asks for cannot be done (e.g. a convergence study of a problem
+    /// without an exact solution); refused before anything runs.
+    #[error("{0}")]
+    Refused(String),
     /// A meshless run stopped: a non-finite state (the message names the particle) or no
     /// stable time step.
     #[error(

@@ -571,6 +571,14 @@ impl MeshlessConfig {
         self
     }
 
+    /// Whether the problem has an exact solution to measure errors against.
+    pub fn has_exact_solution(&self) -> bool {
+        !matches!(
+            self.problem.kind,
+            ProblemKind::Quadrant | ProblemKind::DoubleMach
+        )
+    }
+
     /// The problem's dimension.
     pub fn dimension(&self) -> usize {
         self.problem.kind.dimension(self.problem.dim)

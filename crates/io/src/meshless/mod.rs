@@ -68,6 +68,12 @@ pub struct MeshlessReport {
     pub wall_seconds: f64,
     /// Errors of the first variable against the exact solution at the end, where one exists.
     pub errors: Option<exact::Errors>,
+    /// Errors of every conserved variable (by name) at the end, where an exact solution exists.
+    pub variable_errors: Vec<(String, exact::Errors)>,
+    /// Particles inside the domain (boundary layers left out).
+    pub interior_particles: usize,
+    /// The nominal particle spacing (the largest over the axes).
+    pub spacing: f64,
     /// MOOD's statistics over the run.
     pub mood: MoodStats,
     /// Positivity floor events over the run (`None` on the device, which does not count them).
@@ -750,10 +756,17 @@ impl MeshlessRun<'_> {
         csv.finish()?;
         sim.sync()?;
         let cloud = sim.cloud();
-        let errors = rest
+        let variable_errors: Vec<(String, exact::Errors)> = rest
             .exact
             .as_ref()
-            .map(|ex| exact::errors_all(cloud, |x, out| ex(x, time, out))[0]);
+            .map(|ex| exact::errors_all(cloud, |x, out| ex(x, time, out)))
+            .unwrap_or_default()
+            .into_iter()
+            .zip(&rest.variables)
+            .map(|(e, name)| (name.clone(), e))
+            .collect();
+        let errors = variable_errors.first().map(|(_, e)| *e);
+        let spacing = max_spacing(cloud);
         let wall = clock.elapsed().as_secs_f64();
         provenance.finished =
             Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
@@ -773,6 +786,9 @@ impl MeshlessRun<'_> {
             time,
             wall_seconds: wall,
             errors,
+            variable_errors,
+            interior_particles: interior,
+            spacing,
             mood: totals.mood,
             floor_events,
         })
