@@ -76,7 +76,9 @@ enum Command {
     Convergence(run::ConvergenceArgs),
     /// Summarise a snapshot (.vtu), checkpoint (.mote) or diagnostics file (.csv).
     Inspect(inspect::InspectArgs),
-    /// Draw the pictures of a run directory (diagnostics.png: energy error and virial ratio).
+    /// Draw the pictures of a run directory: diagnostics.png (energy error and virial ratio, or
+    /// conserved totals and errors) and the fields of a snapshot (profile.png, fields.png,
+    /// surface_density.png, orbits.png; movie.gif with --movie).
     Plot(PlotArgs),
     /// Print every resolved setting of a configuration, defaults included, as TOML.
     Show(run::ShowArgs),
@@ -88,8 +90,15 @@ enum Command {
 /// Options of `mote plot`.
 #[derive(Debug, clap::Args)]
 struct PlotArgs {
-    /// The run directory.
+    /// The run directory (a running or interrupted run's too: what it has written so far).
     run_dir: std::path::PathBuf,
+    /// The snapshot the field pictures show, by its index in `snapshots.pvd` (default: the
+    /// last).
+    #[arg(long, value_name = "INDEX")]
+    snapshot: Option<usize>,
+    /// Also write `movie.gif`: one frame per snapshot.
+    #[arg(long)]
+    movie: bool,
 }
 
 /// Errors the program reports, each with its exit code.
@@ -159,9 +168,15 @@ fn main() -> ExitCode {
         Command::Resume(args) => run::resume(&args, cli.threads),
         Command::Inspect(args) => inspect::run(&args),
         Command::Convergence(args) => run::convergence(&args, cli.threads),
-        Command::Plot(args) => mote_io::plot::plot_run(&args.run_dir)
-            .map(|files| files.iter().for_each(|f| println!("wrote {}", f.display())))
-            .map_err(|e| CliError::Run(e.to_string())),
+        Command::Plot(args) => mote_io::plot::plot_run(
+            &args.run_dir,
+            &mote_io::plot::FieldOptions {
+                snapshot: args.snapshot,
+                movie: args.movie,
+            },
+        )
+        .map(|files| files.iter().for_each(|f| println!("wrote {}", f.display())))
+        .map_err(|e| CliError::Run(e.to_string())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

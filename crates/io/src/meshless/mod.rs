@@ -1004,5 +1004,55 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
             fields.push(Field::F64(name, values));
         }
     }
+    // The exact solution at the snapshot's time, in the variables a picture shows (the
+    // primitive ones where the equation has them): `exact_NAME`, for `mote plot` and ParaView.
+    let (exact_names, exact_values) = match &rest.exact {
+        Some(ex) => exact_fields(sim, rest, ex, time),
+        None => (Vec::new(), Vec::new()),
+    };
+    for (name, values) in exact_names.iter().zip(&exact_values) {
+        fields.push(Field::F64(name, values));
+    }
     Ok(vtk::write_snapshot(dir, time, list, &points, &fields)?)
+}
+
+/// The exact solution at every particle at `time` as named columns: the primitive variables
+/// where the equation has them (converted by the equation, as the state's are), else the
+/// conserved ones; each named `exact_NAME`.
+fn exact_fields<R: GpuFloat, const D: usize>(
+    sim: &Simulation<R, D>,
+    rest: &ProblemRest<D>,
+    ex: &problems::ExactFn<D>,
+    time: f64,
+) -> (Vec<String>, Vec<Vec<f64>>) {
+    let cloud = sim.cloud();
+    let (n, m) = (cloud.len(), cloud.variables());
+    let primitive = !rest.primitive.is_empty();
+    let names = if primitive {
+        &rest.primitive
+    } else {
+        &rest.variables
+    };
+    let mut columns = vec![Vec::with_capacity(n); m];
+    let (mut exact, mut u, mut w) = (vec![0.0; m], vec![R::zero(); m], vec![R::zero(); m]);
+    for i in 0..n {
+        ex(cloud.position_of(i), time, &mut exact);
+        if primitive {
+            for (x, &e) in u.iter_mut().zip(&exact) {
+                *x = R::cast(e);
+            }
+            sim.to_primitive(&u, &mut w);
+            for (col, x) in columns.iter_mut().zip(&w) {
+                col.push(x.as_f64());
+            }
+        } else {
+            for (col, &e) in columns.iter_mut().zip(&exact) {
+                col.push(e);
+            }
+        }
+    }
+    (
+        names.iter().map(|n| format!("exact_{n}")).collect(),
+        columns,
+    )
 }

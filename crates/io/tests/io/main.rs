@@ -8,5 +8,6 @@ mod convergence;
 mod files;
 mod fuzz;
 mod meshless;
+mod pictures;
 mod runner;
 mod schedule;

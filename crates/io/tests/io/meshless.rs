@@ -105,7 +105,7 @@ fn a_sod_run_writes_its_directory_and_matches_the_exact_solution() {
     assert_eq!(provenance["physics"], "meshless");
     assert_eq!(provenance["steps"], report.steps);
     // `mote plot` draws the totals' drift and the error.
-    let png = mote_io::plot::plot_run(&dir).unwrap();
+    let png = mote_io::plot::plot_run(&dir, &Default::default()).unwrap();
     assert!(std::fs::read(&png[0]).unwrap().starts_with(b"\x89PNG"));
     // The resolved configuration reads back to the same run.
     let again = std::fs::read_to_string(dir.join("config.toml")).unwrap();
@@ -263,7 +263,7 @@ fn every_problem_runs() {
             assert!(dir.join("snapshots/snap_00001.vtu").exists());
             if kind == "quadrant" {
                 // Without an exact solution, the plot shows the first variable's range.
-                mote_io::plot::plot_run(&dir).unwrap();
+                mote_io::plot::plot_run(&dir, &Default::default()).unwrap();
             }
         }
     }

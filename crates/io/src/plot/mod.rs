@@ -10,7 +10,7 @@ use plotters::prelude::*;
 
 use crate::files::FileError;
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
 fn register_font() {
     static ONCE: Once = Once::new();
@@ -61,8 +61,21 @@ impl Table {
     }
 }
 
+pub mod fields;
+
+pub use fields::FieldOptions;
+
+/// Draws every picture of the run in `dir`: `diagnostics.png` and the field pictures of its
+/// snapshots ([`fields`]); returns the files written. A running or interrupted run gets the
+/// pictures of what it has written so far.
+pub fn plot_run(dir: &Path, options: &FieldOptions) -> Result<Vec<PathBuf>, FileError> {
+    let mut files = plot_diagnostics(dir)?;
+    files.extend(fields::plot_fields(dir, options)?);
+    Ok(files)
+}
+
 /// Draws `RUN_DIR/diagnostics.png` from `RUN_DIR/diagnostics.csv`; returns the file written.
-pub fn plot_run(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
+pub fn plot_diagnostics(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     register_font();
     // An interrupted (or still running) run has only `diagnostics.csv.partial`.
     let finished = dir.join("diagnostics.csv");
