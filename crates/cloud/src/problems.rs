@@ -9,7 +9,7 @@
 
 use mote_core::Real;
 
-use crate::boundary::{Boundaries, Dirichlet, Front, FrontAhead, Outflow};
+use crate::boundary::{Boundaries, Dirichlet, Front, FrontAhead, Inflow, Outflow};
 use crate::cloud::{Cloud, LatticeOptions};
 use crate::domain::Domain;
 use crate::equations::{Burgers, Euler, LinearAdvection};
@@ -357,6 +357,154 @@ pub fn double_mach<R: Real>(
     })
 }
 
+/// The Gresho-Chan vortex (Liska and Wendroff's form) on the periodic unit square: density 1, a
+/// triangular azimuthal velocity about the centre (`5r` to r = 0.2, `2 - 5r` to 0.4, 0 beyond)
+/// held by the pressure gradient (`5 + 12.5 r^2`, `9 + 12.5 r^2 - 20 r + 4 ln(5r)`,
+/// `3 + 4 ln 2`), to `t = 3`. A steady solution: the exact solution is the initial state, so the
+/// error measures the scheme's dissipation of a rotating flow.
+pub fn gresho_vortex<R: Real>(
+    options: &ProblemOptions,
+    gamma: f64,
+) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
+    let h = spacing(options)?;
+    let eq = Euler::<2>::new(gamma)?;
+    let domain = Domain::new_box([0.0; 2], [1.0; 2], [true; 2])?;
+    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    fill_gas(&mut cloud, &eq, gresho_state);
+    Ok(Problem {
+        name: "gresho_vortex",
+        cloud,
+        equation: eq,
+        boundaries: Boundaries::new(),
+        variables: gas_variables::<2>(),
+        primitive: gas_primitive::<2>(),
+        exact: Some(Box::new(move |x, _, out| {
+            let (rho, v, p) = gresho_state(x);
+            gas_conserved(gamma, rho, v, p, out)
+        })),
+        end_time: 3.0,
+    })
+}
+
+/// The Gresho vortex's density, velocity and pressure at `x`.
+fn gresho_state([x, y]: [f64; 2]) -> (f64, [f64; 2], f64) {
+    let (dx, dy) = (x - 0.5, y - 0.5);
+    let r = (dx * dx + dy * dy).sqrt();
+    let (speed, p) = if r < 0.2 {
+        (5.0 * r, 5.0 + 12.5 * r * r)
+    } else if r < 0.4 {
+        (
+            2.0 - 5.0 * r,
+            9.0 + 12.5 * r * r - 20.0 * r + 4.0 * (5.0 * r).ln(),
+        )
+    } else {
+        (0.0, 3.0 + 4.0 * 2f64.ln())
+    };
+    let v = if r > 0.0 {
+        [-speed * dy / r, speed * dx / r]
+    } else {
+        [0.0, 0.0]
+    };
+    (1.0, v, p)
+}
+
+/// The Kelvin-Helmholtz instability on the periodic unit square (the set-up of Springel's
+/// moving-mesh tests): a dense band (density 2, velocity +0.5 along x) for `|y - 1/2| < 1/4`
+/// between light gas (density 1, velocity -0.5), pressure 2.5, seeded by a transverse velocity
+/// `0.1 sin(4 pi x)` localised at both interfaces (Gaussians of width 0.05 / sqrt 2); to
+/// `t = 2`, when the billows have rolled up. No exact solution.
+pub fn kelvin_helmholtz<R: Real>(
+    options: &ProblemOptions,
+    gamma: f64,
+) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
+    let h = spacing(options)?;
+    let eq = Euler::<2>::new(gamma)?;
+    let domain = Domain::new_box([0.0; 2], [1.0; 2], [true; 2])?;
+    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    let sigma2 = 2.0 * (0.05f64 / 2f64.sqrt()).powi(2);
+    fill_gas(&mut cloud, &eq, |[x, y]| {
+        let inside = (y - 0.5).abs() < 0.25;
+        let (rho, vx) = if inside { (2.0, 0.5) } else { (1.0, -0.5) };
+        let seed = (-(y - 0.25).powi(2) / sigma2).exp() + (-(y - 0.75).powi(2) / sigma2).exp();
+        let vy = 0.1 * (4.0 * std::f64::consts::PI * x).sin() * seed;
+        (rho, [vx, vy], 2.5)
+    });
+    Ok(Problem {
+        name: "kelvin_helmholtz",
+        cloud,
+        equation: eq,
+        boundaries: Boundaries::new(),
+        variables: gas_variables::<2>(),
+        primitive: gas_primitive::<2>(),
+        exact: None,
+        end_time: 2.0,
+    })
+}
+
+/// Noh's implosion in 2-D (cylindrical) on `[-1, 1]^2`: cold gas (density 1, pressure
+/// `1e-6`) streaming at unit speed towards the centre, where it stagnates behind an outgoing
+/// shock at `r = t / 3` (density `((gamma + 1) / (gamma - 1))^2`, 16 for gamma = 5/3); outside,
+/// the converging gas is compressed to `1 + t / r`. The faces are held at the exact inflowing
+/// state (an [`Inflow`] condition: host code, so the run is on the CPU). To `t = 0.6`.
+pub fn noh<R: Real>(
+    options: &ProblemOptions,
+    gamma: f64,
+) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
+    let h = spacing(options)?;
+    let eq = Euler::<2>::new(gamma)?;
+    let domain = Domain::new_box([-1.0; 2], [1.0; 2], [false; 2])?;
+    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    let state = move |x: [f64; 2], t: f64| noh_state(gamma, x, t);
+    fill_gas(&mut cloud, &eq, |x| state(x, 0.0));
+    let inflow = move |t: f64, x: [f64; 2], out: &mut [R]| {
+        let (rho, v, p) = state(x, t);
+        let mut exact = [0.0; 4];
+        gas_conserved(gamma, rho, v, p, &mut exact);
+        for (o, e) in out.iter_mut().zip(exact) {
+            *o = R::cast(e);
+        }
+    };
+    let mut boundaries = Boundaries::new();
+    for axis in 0..2 {
+        for upper in [false, true] {
+            boundaries = boundaries.with(Cloud::<R, 2>::face_tag(axis, upper), Inflow(inflow));
+        }
+    }
+    Ok(Problem {
+        name: "noh",
+        cloud,
+        equation: eq,
+        boundaries,
+        variables: gas_variables::<2>(),
+        primitive: gas_primitive::<2>(),
+        exact: Some(Box::new(move |x, t, out| {
+            let (rho, v, p) = state(x, t);
+            gas_conserved(gamma, rho, v, p, out)
+        })),
+        end_time: 0.6,
+    })
+}
+
+/// The pressure of Noh's cold gas.
+const NOH_PRESSURE: f64 = 1e-6;
+
+/// Noh's 2-D solution at `x` and `t`: inside the shock (`r < t / 3`) gas at rest at density
+/// `((g + 1) / (g - 1))^2` and pressure `(g - 1) / 2 * density` (the inflow's kinetic energy
+/// per mass, 1/2, thermalised); outside, the inflow at unit speed, density `1 + t / r`, its
+/// pressure compressed adiabatically from `1e-6`.
+fn noh_state(gamma: f64, [x, y]: [f64; 2], t: f64) -> (f64, [f64; 2], f64) {
+    let r = (x * x + y * y).sqrt();
+    if r < t / 3.0 {
+        let rho = ((gamma + 1.0) / (gamma - 1.0)).powi(2);
+        (rho, [0.0, 0.0], 0.5 * (gamma - 1.0) * rho)
+    } else if r > 0.0 {
+        let rho = 1.0 + t / r;
+        (rho, [-x / r, -y / r], NOH_PRESSURE * rho.powf(gamma))
+    } else {
+        (1.0, [0.0, 0.0], NOH_PRESSURE)
+    }
+}
+
 /// A constant gas state of a Riemann problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GasData<const D: usize> {
@@ -623,11 +771,53 @@ mod tests {
             &advection_riemann::<f64>(&options(40, 1), 1.0, -0.5, 0.3, 0.2).unwrap(),
             40,
         );
+        check(&gresho_vortex::<f64>(&options(16, 0), 1.4).unwrap(), 256);
+        check(&noh::<f64>(&options(8, 3), 5.0 / 3.0).unwrap(), 256);
+        let kh = kelvin_helmholtz::<f64>(&options(16, 0), 5.0 / 3.0).unwrap();
+        assert!(kh.exact.is_none() && kh.cloud.len() == 256);
         let zero = Diaphragm {
             position: 0.5,
             normal: [0.0, 0.0],
         };
         assert!(gas_riemann::<f64, 2>(&options(16, 4), 1.4, left, right, zero, 0.1).is_err());
+    }
+
+    /// The Gresho vortex is in equilibrium: its pressure gradient balances the centripetal
+    /// acceleration (dp/dr = rho v^2 / r, by central differences) and the pressure is continuous
+    /// at r = 0.2 and 0.4. Noh's solution conserves mass across its shock: the inflow's mass
+    /// flux `rho (1 + u_s)` with shock speed 1/3 equals the stagnant gas's `rho_s u_s`.
+    #[test]
+    fn gresho_is_in_equilibrium_and_noh_conserves_mass_across_its_shock() {
+        for r in [0.05, 0.15, 0.25, 0.35, 0.45] {
+            let at = |r: f64| gresho_state([0.5 + r, 0.5]);
+            let dr = 1e-6;
+            let dpdr = (at(r + dr).2 - at(r - dr).2) / (2.0 * dr);
+            let v = at(r).1[1];
+            assert!(
+                (dpdr - v * v / r).abs() < 1e-6,
+                "r {r}: {dpdr} vs {}",
+                v * v / r
+            );
+        }
+        for r in [0.2, 0.4] {
+            let (a, b) = (
+                gresho_state([0.5 + r - 1e-12, 0.5]),
+                gresho_state([0.5 + r, 0.5]),
+            );
+            assert!((a.2 - b.2).abs() < 1e-9 && (a.1[1] - b.1[1]).abs() < 1e-9);
+        }
+        let g = 5.0 / 3.0;
+        let t = 0.6;
+        let (inner, outer) = (
+            noh_state(g, [0.2 - 1e-9, 0.0], t),
+            noh_state(g, [0.2 + 1e-9, 0.0], t),
+        );
+        assert!((inner.0 - 16.0).abs() < 1e-12);
+        let us = 1.0 / 3.0;
+        assert!(
+            (outer.0 * (1.0 + us) - inner.0 * us).abs() < 1e-6,
+            "{outer:?} {inner:?}"
+        );
     }
 
     /// A planar Riemann problem in 2-D with its normal along y is the 1-D problem along y, with

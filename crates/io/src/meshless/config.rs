@@ -55,8 +55,8 @@ pub struct MeshlessRunSection {
     /// a limit is not reserved).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<String>,
-    /// Where the run steps: `cpu` (default) or `gpu` (every problem but the double Mach
-    /// reflection, whose boundary conditions are host code).
+    /// Where the run steps: `cpu` (default) or `gpu` (every problem but `noh`, whose exact
+    /// inflow at the faces is host code: refused before anything is written).
     pub backend: String,
     /// The device for `backend = "gpu"`: `wgpu` or `cuda`, with an optional `:INDEX`.
     pub device: String,
@@ -98,6 +98,12 @@ pub enum ProblemKind {
     Quadrant,
     /// Woodward and Colella's double Mach reflection (2-D Euler, Mach 10 shock on a wall).
     DoubleMach,
+    /// The Gresho-Chan vortex (2-D Euler, periodic): a steady rotating flow, exact.
+    GreshoVortex,
+    /// The Kelvin-Helmholtz instability (2-D Euler, periodic): a shear layer rolling up.
+    KelvinHelmholtz,
+    /// Noh's implosion (2-D Euler, exact inflow at the faces, CPU only): a strong shock.
+    Noh,
     /// A Riemann problem on the unit box with outflow faces: two constant states (`left`,
     /// `right`) meeting at a plane (`diaphragm`, `normal`), for the Euler equations (1-D or
     /// 2-D) or a scalar equation (1-D); exact by the Riemann solver.
@@ -115,6 +121,9 @@ impl ProblemKind {
             ProblemKind::Quadrant => "quadrant",
             ProblemKind::DoubleMach => "double_mach",
             ProblemKind::Riemann => "riemann",
+            ProblemKind::GreshoVortex => "gresho_vortex",
+            ProblemKind::KelvinHelmholtz => "kelvin_helmholtz",
+            ProblemKind::Noh => "noh",
         }
     }
 
@@ -127,7 +136,18 @@ impl ProblemKind {
                 | ProblemKind::IsentropicVortex
                 | ProblemKind::Quadrant
                 | ProblemKind::DoubleMach
+                | ProblemKind::GreshoVortex
+                | ProblemKind::KelvinHelmholtz
+                | ProblemKind::Noh
         )
+    }
+
+    /// The ratio of specific heats the standard test uses.
+    fn default_gamma(self) -> f64 {
+        match self {
+            ProblemKind::KelvinHelmholtz | ProblemKind::Noh => 5.0 / 3.0,
+            _ => 1.4,
+        }
     }
 
     /// Whether `[problem] dim` applies.
@@ -144,6 +164,7 @@ impl ProblemKind {
                 | ProblemKind::Quadrant
                 | ProblemKind::DoubleMach
                 | ProblemKind::Riemann
+                | ProblemKind::Noh
         )
     }
 
@@ -153,7 +174,12 @@ impl ProblemKind {
             ProblemKind::AdvectionWave => dim.unwrap_or(2),
             ProblemKind::Riemann => dim.unwrap_or(1),
             ProblemKind::BurgersTopHat | ProblemKind::Sod => 1,
-            ProblemKind::IsentropicVortex | ProblemKind::Quadrant | ProblemKind::DoubleMach => 2,
+            ProblemKind::IsentropicVortex
+            | ProblemKind::Quadrant
+            | ProblemKind::DoubleMach
+            | ProblemKind::GreshoVortex
+            | ProblemKind::KelvinHelmholtz
+            | ProblemKind::Noh => 2,
         }
     }
 
@@ -167,6 +193,9 @@ impl ProblemKind {
             ProblemKind::IsentropicVortex => 64,
             ProblemKind::Quadrant => 100,
             ProblemKind::DoubleMach => 60,
+            ProblemKind::GreshoVortex => 64,
+            ProblemKind::KelvinHelmholtz => 100,
+            ProblemKind::Noh => 50,
         }
     }
 
@@ -177,6 +206,9 @@ impl ProblemKind {
             ProblemKind::BurgersTopHat => 0.15,
             ProblemKind::Sod | ProblemKind::DoubleMach | ProblemKind::Riemann => 0.2,
             ProblemKind::Quadrant => 0.3,
+            ProblemKind::GreshoVortex => 3.0,
+            ProblemKind::KelvinHelmholtz => 2.0,
+            ProblemKind::Noh => 0.6,
         }
     }
 }
@@ -548,7 +580,7 @@ impl MeshlessConfig {
             self.problem.dim.get_or_insert(kind.dimension(None));
         }
         if self.problem.is_gas() {
-            self.problem.gamma.get_or_insert(1.4);
+            self.problem.gamma.get_or_insert(kind.default_gamma());
         }
         let dim = kind.dimension(self.problem.dim);
         if kind == ProblemKind::Riemann {
@@ -575,7 +607,7 @@ impl MeshlessConfig {
     pub fn has_exact_solution(&self) -> bool {
         !matches!(
             self.problem.kind,
-            ProblemKind::Quadrant | ProblemKind::DoubleMach
+            ProblemKind::Quadrant | ProblemKind::DoubleMach | ProblemKind::KelvinHelmholtz
         )
     }
 
@@ -625,8 +657,8 @@ impl MeshlessConfig {
                 "problem.gamma",
                 format!(
                     "does not apply to kind `{}` (not a gas); the gas problems are sod, \
-                     isentropic_vortex, quadrant, double_mach and riemann with equation = \
-                     \"euler\"",
+                     isentropic_vortex, quadrant, double_mach, gresho_vortex, \
+                     kelvin_helmholtz, noh and riemann with equation = \"euler\"",
                     p.kind.name()
                 ),
             );

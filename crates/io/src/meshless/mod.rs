@@ -4,7 +4,8 @@
 //! The run directory holds `config.toml` (every resolved setting), `provenance.json` (what
 //! ran, where, when, how it ended), `diagnostics.csv` (per row: step, time, step size, the
 //! total of every conserved variable over the interior particles, the range of the first
-//! variable, its L1 and relative L2 errors against the exact solution where the problem has one,
+//! variable, its L1 and relative L2 errors against the exact solution where the problem has one
+//! and the other variables' L1 errors,
 //! MOOD's order reductions and the positivity floors that acted since the previous row) and
 //! `snapshots/*.vtu` with `snapshots.pvd` for ParaView (every particle, boundary layers included,
 //! with its tag, order, volume, conserved and primitive variables). Files are written atomically;
@@ -277,6 +278,13 @@ impl MeshlessRun<'_> {
                 self.drive(|o| problems::double_mach::<R>(o, gamma), backend)
             }
             (ProblemKind::Riemann, d) => self.riemann::<R>(d, backend),
+            (ProblemKind::GreshoVortex, _) => {
+                self.drive(|o| problems::gresho_vortex::<R>(o, gamma), backend)
+            }
+            (ProblemKind::KelvinHelmholtz, _) => {
+                self.drive(|o| problems::kelvin_helmholtz::<R>(o, gamma), backend)
+            }
+            (ProblemKind::Noh, _) => self.drive(|o| problems::noh::<R>(o, gamma), backend),
         }
     }
 
@@ -568,6 +576,9 @@ impl MeshlessRun<'_> {
         if rest.exact.is_some() {
             header.push(format!("l1_error_{}", rest.variables[0]));
             header.push(format!("relative_l2_error_{}", rest.variables[0]));
+            // The other variables' L1 errors after the first's (a steady vortex's error is in
+            // its momentum, not its density).
+            header.extend(rest.variables[1..].iter().map(|v| format!("l1_error_{v}")));
         }
         header.extend(["mood_reductions", "floor_events", "wall_seconds"].map(String::from));
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
@@ -617,8 +628,9 @@ impl MeshlessRun<'_> {
             let (lo, hi) = range(cloud.state(0), cloud.tags());
             values.extend([lo, hi]);
             if let Some(ex) = &rest.exact {
-                let e = exact::errors_all(cloud, |x, out| ex(x, time, out))[0];
-                values.extend([e.l1, e.relative_l2]);
+                let e = exact::errors_all(cloud, |x, out| ex(x, time, out));
+                values.extend([e[0].l1, e[0].relative_l2]);
+                values.extend(e[1..].iter().map(|e| e.l1));
             }
             // The device does not count floor events: NaN, not a misleading 0.
             let new_floors = floors.map_or(f64::NAN, |f| (f - totals.floors_reported) as f64);

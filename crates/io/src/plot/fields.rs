@@ -233,11 +233,10 @@ fn range_of(values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
 }
 
-/// Tick labels that stay short and distinct: 3 significant digits, scientific outside
-/// `[1e-3, 1e4)`.
+/// A single value (a time, a position) short: 3 significant digits, scientific outside
+/// `[1e-3, 1e4)`; axes use [`ticks_for`].
 fn tick(v: f64) -> String {
     let a = v.abs();
-    // Rounding noise on an axis through 0 (e.g. -5.55e-17) is 0.
     if a < 1e-12 {
         "0".into()
     } else if !(1e-3..1e4).contains(&a) {
@@ -245,6 +244,32 @@ fn tick(v: f64) -> String {
     } else {
         let digits = (2 - a.log10().floor() as i32).max(0) as usize;
         let text = format!("{v:.digits$}");
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        }
+    }
+}
+
+/// A tick formatter for an axis over `[lo, hi]`: enough digits that ticks about a sixth of the
+/// span apart read differently (2.5912 and 2.5937, not 2.59 twice), scientific notation for
+/// magnitudes outside `[1e-3, 1e4)`, and 0 for rounding noise about zero.
+fn ticks_for(lo: f64, hi: f64) -> impl Fn(&f64) -> String {
+    let big = lo.abs().max(hi.abs());
+    let step = ((hi - lo).abs() / 6.0).max(big * 1e-12).max(1e-300);
+    move |&v: &f64| {
+        let a = v.abs();
+        if a < step * 1e-6 || a < 1e-12 * big.max(1e-300) {
+            return "0".into();
+        }
+        if !(1e-3..1e4).contains(&big) {
+            // Significant digits to tell ticks `step` apart at this magnitude.
+            let digits = ((a / step).log10().ceil().max(0.0) as usize + 1).min(8);
+            return format!("{v:.digits$e}", digits = digits.saturating_sub(1).max(1));
+        }
+        let decimals = (-(step.log10().floor()) as i32 + 1).clamp(0, 10) as usize;
+        let text = format!("{v:.decimals$}");
         if text.contains('.') {
             text.trim_end_matches('0').trim_end_matches('.').to_string()
         } else {
@@ -310,8 +335,8 @@ fn draw_profile_panels<DB: DrawingBackend>(
             .y_desc(name.as_str())
             .x_labels(11)
             .y_labels(6)
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
+            .x_label_formatter(&ticks_for(x0, x1))
+            .y_label_formatter(&ticks_for(lo - pad, hi + pad))
             .draw()
             .map_err(err)?;
         if let Some(e) = exact {
@@ -376,10 +401,21 @@ fn draw_maps(path: &Path, snap: &Snapshot, dim: usize) -> Result<(), String> {
     let mut maps: Vec<(String, Vec<f64>)> = Vec::new();
     let names = shown_variables(snap);
     for name in &names {
-        if name.starts_with("velocity_") && names.len() > 3 {
-            continue;
+        if !name.starts_with("velocity_") {
+            maps.push((name.clone(), snap.fields[name].clone()));
         }
-        maps.push((name.clone(), snap.fields[name].clone()));
+    }
+    // A gas's velocity as its magnitude (the components are in the snapshot for ParaView).
+    let components: Vec<&Vec<f64>> = names
+        .iter()
+        .filter(|n| n.starts_with("velocity_"))
+        .map(|n| &snap.fields[n])
+        .collect();
+    if !components.is_empty() {
+        let speed = (0..snap.points.len())
+            .map(|i| components.iter().map(|c| c[i] * c[i]).sum::<f64>().sqrt())
+            .collect();
+        maps.insert(1, ("speed |v|".to_string(), speed));
     }
     if let (Some(exact), Some(first)) = (
         snap.fields.get(&format!("exact_{}", names[0])),
@@ -393,9 +429,10 @@ fn draw_maps(path: &Path, snap: &Snapshot, dim: usize) -> Result<(), String> {
     }
     // The order's scale starts at 1 (where MOOD reduced a particle all the way), so a run at
     // full order everywhere shows one colour at the top of the bar.
-    let fixed = |name: &str, range: (f64, f64)| {
+    let fixed = |name: &str, values: &[f64], range: (f64, f64)| {
         if name == "reconstruction order" {
-            (1.0, range.1.max(2.0))
+            let top = idx.iter().map(|&i| values[i]).fold(2.0, f64::max);
+            (1.0, top)
         } else {
             range
         }
@@ -416,7 +453,7 @@ fn draw_maps(path: &Path, snap: &Snapshot, dim: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let areas = root.split_evenly((rows as usize, cols as usize));
     for (area, (name, values)) in areas.iter().zip(&maps) {
-        let range = fixed(name, range_of(idx.iter().map(|&i| values[i])));
+        let range = fixed(name, values, range_of(idx.iter().map(|&i| values[i])));
         draw_map(area, snap, &idx, h, name, values, range)?;
     }
     root.present().map_err(|e| e.to_string())
@@ -539,8 +576,8 @@ fn draw_raster<DB: DrawingBackend>(
         .x_labels(6)
         .y_labels(6)
         .label_style(("sans-serif", 14))
-        .x_label_formatter(&|v| tick(*v))
-        .y_label_formatter(&|v| tick(*v))
+        .x_label_formatter(&ticks_for(r.x.0, r.x.1))
+        .y_label_formatter(&ticks_for(r.y.0, r.y.1))
         .draw()
         .map_err(err)?;
     let (dx, dy) = ((r.x.1 - r.x.0) / r.nx as f64, (r.y.1 - r.y.0) / r.ny as f64);
@@ -583,7 +620,7 @@ fn colour_bar<DB: DrawingBackend>(
         .y_desc(label)
         .y_labels(6)
         .label_style(("sans-serif", 14))
-        .y_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&ticks_for(lo, hi))
         .draw()
         .map_err(err)?;
     let steps = 100;
@@ -751,8 +788,8 @@ fn draw_orbits(path: &Path, all: &[Snapshot]) -> Result<(), String> {
         .configure_mesh()
         .x_desc("x [length unit]")
         .y_desc("y [length unit]")
-        .x_label_formatter(&|v| tick(*v))
-        .y_label_formatter(&|v| tick(*v))
+        .x_label_formatter(&ticks_for(cx - half, cx + half))
+        .y_label_formatter(&ticks_for(cy - half, cy + half))
         .draw()
         .map_err(|e| e.to_string())?;
     // Bodies keep their index in gravity snapshots (ids in order).

@@ -521,7 +521,7 @@ fn a_resumed_meshless_run_repeats_the_uninterrupted_one() {
 
 /// Toro's five Riemann problems (Riemann Solvers and Numerical Methods for Fluid Dynamics,
 /// table 4.1: Sod's, the 123 problem, the left and right halves of the blast wave, two colliding
-/// shocks) from configuration files, at 400 particles: the density error against the exact
+/// shocks) from configuration files, at 200 particles: the density error against the exact
 /// solver is well below that of the initial data left standing (a state on the wrong side, a
 /// wrong star state or a misplaced diaphragm would be as far off as that), and within the
 /// measured error of a second-order MOOD scheme; positivity holds. A planar 2-D problem at 45
@@ -529,23 +529,23 @@ fn a_resumed_meshless_run_repeats_the_uninterrupted_one() {
 #[test]
 fn toros_riemann_problems_run_from_a_file_and_match_the_exact_solver() {
     let tmp = tempfile::tempdir().unwrap();
-    // (left, right, end time, the largest density L1 error measured at 400 particles x 1.25)
+    // (left, right, end time, the largest density L1 error measured at 200 particles x 1.25)
     let tests = [
-        ((1.0, 0.0, 1.0), (0.125, 0.0, 0.1), 0.25, 4.4e-3),
-        ((1.0, -2.0, 0.4), (1.0, 2.0, 0.4), 0.15, 8.5e-3),
-        ((1.0, 0.0, 1000.0), (1.0, 0.0, 0.01), 0.012, 0.107),
-        ((1.0, 0.0, 0.01), (1.0, 0.0, 100.0), 0.035, 0.111),
+        ((1.0, 0.0, 1.0), (0.125, 0.0, 0.1), 0.25, 8.6e-3),
+        ((1.0, -2.0, 0.4), (1.0, 2.0, 0.4), 0.15, 1.42e-2),
+        ((1.0, 0.0, 1000.0), (1.0, 0.0, 0.01), 0.012, 0.227),
+        ((1.0, 0.0, 0.01), (1.0, 0.0, 100.0), 0.035, 0.218),
         (
             (5.99924, 19.5975, 460.894),
             (5.99242, -6.19633, 46.0950),
             0.035,
-            0.395,
+            0.603,
         ),
     ];
     for (k, (l, r, end, bound)) in tests.into_iter().enumerate() {
         let text = format!(
             "physics = \"meshless\"\n[run]\nend_time = {end}\nthreads = 2\n[problem]\n\
-             kind = \"riemann\"\nresolution = 400\n\
+             kind = \"riemann\"\nresolution = 200\n\
              left = {{ density = {}, velocity = {}, pressure = {} }}\n\
              right = {{ density = {}, velocity = {}, pressure = {} }}\n\
              [scheme]\nflux = \"hllc\"\n[output]\nsnapshots = 1\n",
@@ -579,7 +579,11 @@ fn toros_riemann_problems_run_from_a_file_and_match_the_exact_solver() {
             report.steps,
             report.mood.reductions
         );
-        assert!(e.l1 < 0.3 * standing, "test {}: {e:?} vs {standing}", k + 1);
+        assert!(
+            e.l1 < 0.45 * standing,
+            "test {}: {e:?} vs {standing}",
+            k + 1
+        );
         assert!(e.l1 < bound, "test {}: {e:?}", k + 1);
         assert_eq!(report.floor_events, Some(0), "test {}", k + 1);
     }
@@ -668,4 +672,66 @@ fn riemann_problem_mistakes_are_explained() {
     let e = report.errors.unwrap();
     eprintln!("Burgers shock, 200 particles: L1 {:.3e}", e.l1);
     assert!(e.l1 < 0.01, "{e:?}");
+}
+
+/// The standard 2-D hydro tests of particle codes from a file: the Gresho vortex keeps its
+/// rotation (steady: its exact solution is the initial state) far better without MOOD's u1 than
+/// with it (u1 takes the speed's smooth maximum for an extremum and drops the order there);
+/// Noh's implosion forms its shock, its density
+/// error against the exact solution shrinks with resolution; Noh's inflow condition is host
+/// code, so the GPU backend refuses it with a message, before anything is written. (The
+/// Kelvin-Helmholtz instability needs about 100^2 particles and t = 2 to roll up, too long for a
+/// test: `examples/kelvin_helmholtz.toml` shows it and its check bounds the density.)
+#[test]
+fn the_standard_2d_hydro_tests_run_from_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |kind: &str, end: f64, resolution: usize, scheme: &str, name: &str| {
+        let text = format!(
+            "physics = \"meshless\"\n[run]\nthreads = 2\nend_time = {end}\n[problem]\n\
+             kind = \"{kind}\"\nresolution = {resolution}\n[scheme]\n{scheme}\n\
+             [output]\nsnapshots = 1\n"
+        );
+        let c = config(&text, &[]).unwrap();
+        let dir = tmp.path().join(name);
+        (
+            run_meshless(&c, &dir, false, "test", &mut |_| {}).unwrap(),
+            dir,
+        )
+    };
+    let momentum = |r: &MeshlessReport| r.variable_errors[1].1.l1;
+    let (plain, _) = run("gresho_vortex", 0.25, 24, "mood = \"none\"", "gresho");
+    let (u1, _) = run("gresho_vortex", 0.25, 24, "mood = \"u1\"", "gresho-u1");
+    eprintln!(
+        "Gresho 24^2, t = 0.25: momentum_x L1 {:.3e} without MOOD, {:.3e} with u1",
+        momentum(&plain),
+        momentum(&u1)
+    );
+    assert!(momentum(&plain) < 4.8e-2, "{:?}", plain.variable_errors);
+    assert!(momentum(&plain) < 0.5 * momentum(&u1));
+
+    let mut errors = Vec::new();
+    for resolution in [12, 24] {
+        let (noh, dir) = run("noh", 0.3, resolution, "", &format!("noh{resolution}"));
+        let e = noh.errors.unwrap();
+        let peak = columns(&dir)["max_density"]
+            .iter()
+            .fold(0.0f64, |m, &x| m.max(x));
+        eprintln!(
+            "Noh {resolution} per unit length, t = 0.3: density L1 {:.3e}, peak {peak:.2}, {} \
+             floors",
+            e.l1,
+            noh.floor_events.unwrap()
+        );
+        errors.push(e.l1);
+    }
+    assert!(errors[1] < errors[0], "{errors:?}");
+    let c = config(
+        "physics = \"meshless\"\n[run]\nbackend = \"gpu\"\n[problem]\nkind = \"noh\"\n",
+        &[],
+    )
+    .unwrap();
+    let dir = tmp.path().join("noh-gpu");
+    let e = run_meshless(&c, &dir, false, "test", &mut |_| {}).unwrap_err();
+    eprintln!("Noh on the GPU: {e}");
+    assert!(!dir.exists());
 }
