@@ -70,13 +70,17 @@ pub struct GravityConfig {
     /// What is written, and how often.
     #[serde(default)]
     pub output: OutputSection,
+    /// Physical units (default: N-body units, G = 1); see [`crate::units`].
+    #[serde(default, skip_serializing_if = "crate::units::UnitsSection::is_unset")]
+    pub units: crate::units::UnitsSection,
 }
 
 /// `[run]`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunSection {
-    /// Simulated time at which the run ends (N-body units).
+    /// Simulated time at which the run ends (in the time unit: N-body units, or length /
+    /// velocity of `[units]`).
     pub end_time: f64,
     /// Time step; the last step is shortened to land exactly on `end_time`.
     pub dt: f64,
@@ -437,9 +441,17 @@ impl GravityConfig {
         Ok(config)
     }
 
+    /// The run's unit system (validated with the configuration).
+    pub fn units(&self) -> crate::units::Units {
+        self.units
+            .resolve()
+            .expect("validated with the configuration")
+    }
+
     /// Checks ranges and consistency; returns the offending key path and what is allowed.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let bad = |key: &str, msg: String| Err((key.to_string(), msg));
+        self.units.validate()?;
         let r = &self.run;
         if !(r.end_time.is_finite() && r.end_time > 0.0) {
             return bad(

@@ -95,11 +95,13 @@ impl PrecisionJob for Job<'_> {
     fn run<R: Real>(self) -> Self::Output {
         let c = self.config;
         let backend = CpuBackend::threads(c.run.threads);
-        let end = c.run.end_time;
+        // In engine time (G = 1, crate::units); the levels report the run's time steps.
+        let s = c.units().time_factor();
+        let end = c.run.end_time * s;
         let mut finals = Vec::new();
         let mut levels = Vec::new();
         for k in 0..self.levels {
-            let dt = c.run.dt / (1u64 << k) as f64;
+            let dt = c.run.dt * s / (1u64 << k) as f64;
             let steps = (end / dt).ceil() as u64;
             let h = end / steps as f64;
             let solver = DirectSolver::new(
@@ -115,7 +117,7 @@ impl PrecisionJob for Job<'_> {
             sim.run(steps, h);
             finals.push(positions(&sim.particles));
             levels.push(Level {
-                dt: h,
+                dt: h / s,
                 steps,
                 error: None,
                 order: None,

@@ -14,6 +14,7 @@ pub mod meshless;
 pub mod plot;
 pub mod runner;
 pub mod schedule;
+pub mod units;
 pub mod vtk;
 
 pub use config::{Config, ConfigError, GravityConfig, Source};

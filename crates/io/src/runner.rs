@@ -33,6 +33,7 @@ use crate::config::{
 };
 use crate::files::{CsvWriter, FileError, create_run_dir, write_atomic, write_json};
 use crate::schedule::{Outputs, parse_wall_interval};
+use crate::units::Units;
 use crate::vtk::{self, Field};
 
 /// Why a run stopped early.
@@ -190,6 +191,8 @@ struct Provenance<'a> {
     wall_seconds: Option<f64>,
     steps: Option<u64>,
     final_relative_energy_error: Option<f64>,
+    /// G and the units every number of the run is in.
+    units: Units,
 }
 
 /// Runs `config` into `dir` (created; an existing non-empty one only with `force`).
@@ -340,21 +343,24 @@ fn next_time(t: f64, dt: f64, end: f64) -> f64 {
 }
 
 /// A snapshot of `p` at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing all so far.
+/// Velocities and accelerations are converted from the engine's (G = 1) to the run's units
+/// (`sqrt(G)` and `G` times; see [`crate::units`]); `time` is the run's.
 fn write_snapshot<R: Real>(
     dir: &Path,
     p: &ParticleData<R>,
     time: f64,
+    units: &Units,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
-    let interleave = |s: mote_core::Vec3Span<'_, R>| -> Vec<f64> {
+    let interleave = |s: mote_core::Vec3Span<'_, R>, scale: f64| -> Vec<f64> {
         let (x, y, z) = s.components();
         (0..x.len())
-            .flat_map(|i| [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()])
+            .flat_map(|i| [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()].map(|v| v * scale))
             .collect()
     };
-    let points = interleave(p.positions());
-    let velocity = interleave(p.velocities());
-    let acceleration = interleave(p.accelerations());
+    let points = interleave(p.positions(), 1.0);
+    let velocity = interleave(p.velocities(), units.time_factor());
+    let acceleration = interleave(p.accelerations(), units.g);
     let mass: Vec<f64> = p.masses().iter().map(|m| m.as_f64()).collect();
     let fields = [
         Field::U64("id", p.ids()),
@@ -476,7 +482,8 @@ pub fn resume_gravity(
         checkpoint_path,
         (config.run.precision, header.precision),
         config.run.end_time,
-        header.time,
+        // The checkpoint's clock is the engine's (crate::units).
+        header.time / config.units().time_factor(),
     )?;
     let job = ResumeJob {
         config: &config,
@@ -686,6 +693,7 @@ fn drive<R: Real>(
         wall_seconds: None,
         steps: None,
         final_relative_energy_error: None,
+        units: c.units(),
     };
     let provenance_path = dir.join("provenance.json");
     let write_provenance = |p: &Provenance<'_>| write_json(&provenance_path, p);
@@ -697,12 +705,16 @@ fn drive<R: Real>(
     } else {
         CsvWriter::append(&csv_path, &DIAGNOSTICS_HEADER, sim.steps())?
     };
-    let end = c.run.end_time;
-    let dt = c.run.dt;
+    // The engine runs with G = 1 in the time sqrt(G) t (crate::units): its clock, steps and
+    // checkpoints are in engine time; what is written is converted back.
+    let units = c.units();
+    let s = units.time_factor();
+    let end = c.run.end_time * s;
+    let dt = c.run.dt * s;
     let mut outputs = Outputs::new(
         end,
         c.output.snapshots,
-        c.output.checkpoint_interval,
+        c.output.checkpoint_interval.map(|t| t * s),
         parse_wall_interval(&c.output.checkpoint_wall_interval).expect("validated with the config"),
         c.output.diagnostics_every,
         sim.time(),
@@ -712,20 +724,21 @@ fn drive<R: Real>(
     let mut snapshots = start.snapshots;
     let first = sim.diagnostics(backend);
     let e0 = start.initial_energy.unwrap_or(first.total);
+    let g = units.g;
     let write_row = |csv: &mut CsvWriter, step: u64, time: f64, d: &Diagnostics, wall: f64| {
         csv.row(&[
             step as f64,
-            time,
-            d.kinetic,
-            d.potential,
-            d.total,
+            time / s,
+            d.kinetic * g,
+            d.potential * g,
+            d.total * g,
             d.relative_energy_error(e0),
-            d.momentum[0],
-            d.momentum[1],
-            d.momentum[2],
-            d.angular_momentum[0],
-            d.angular_momentum[1],
-            d.angular_momentum[2],
+            d.momentum[0] * s,
+            d.momentum[1] * s,
+            d.momentum[2] * s,
+            d.angular_momentum[0] * s,
+            d.angular_momentum[1] * s,
+            d.angular_momentum[2] * s,
             d.virial_ratio,
             d.mass,
             wall,
@@ -733,7 +746,7 @@ fn drive<R: Real>(
     };
     if fresh {
         write_row(&mut csv, 0, 0.0, &first, 0.0)?;
-        write_snapshot(dir, &sim.particles, 0.0, &mut snapshots)?;
+        write_snapshot(dir, &sim.particles, 0.0, &units, &mut snapshots)?;
     }
     let checkpoint_path = dir.join("checkpoint.mote");
     let save = |sim: &Simulation<R>, snapshots: &[(f64, String)]| {
@@ -761,7 +774,7 @@ fn drive<R: Real>(
             check_finite(
                 &sim.particles,
                 k,
-                time,
+                time / s,
                 &crate::files::partial_path(&csv_path),
             )?;
             last = sim.diagnostics(backend);
@@ -769,12 +782,12 @@ fn drive<R: Real>(
             progress(Progress {
                 step: k,
                 total_steps,
-                time,
+                time: time / s,
                 status: format!("|dE/E| = {:.2e}", last.relative_energy_error(e0)),
             });
         }
         if due.snapshot {
-            write_snapshot(dir, &sim.particles, time, &mut snapshots)?;
+            write_snapshot(dir, &sim.particles, time / s, &units, &mut snapshots)?;
         }
         if due.checkpoint {
             save(&sim, &snapshots)?;
@@ -786,7 +799,7 @@ fn drive<R: Real>(
             return Err(RunError::Interrupted {
                 signal,
                 step: k,
-                time,
+                time: time / s,
                 checkpoint: checkpoint_path.display().to_string(),
             });
         }
@@ -801,7 +814,7 @@ fn drive<R: Real>(
     Ok(RunReport {
         dir: dir.to_path_buf(),
         steps: sim.steps(),
-        time,
+        time: time / s,
         energy_error: last.relative_energy_error(e0),
         virial_ratio: last.virial_ratio,
         wall_seconds: wall,

@@ -20,6 +20,7 @@ use plotters::style::colors::colormaps::ViridisRGB;
 
 use crate::config::{Config, Source};
 use crate::files::FileError;
+use crate::units::Units;
 
 /// Runs with at most this many bodies also get `orbits.png`.
 pub const ORBIT_BODIES: usize = 16;
@@ -41,9 +42,9 @@ struct Snapshot {
 }
 
 /// What kind of run a directory holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Family {
-    Gravity,
+    Gravity(Units),
     Meshless { dim: usize },
 }
 
@@ -76,7 +77,7 @@ pub fn plot_fields(dir: &Path, options: &FieldOptions) -> Result<Vec<PathBuf>, F
         let path = path.to_path_buf();
         move |message: String| FileError { path, message }
     };
-    match family {
+    match &family {
         Family::Meshless { dim: 1 } => {
             let out = dir.join("profile.png");
             atomic_png(&out, |tmp| draw_profiles(tmp, &snap, None)).map_err(fail(&out))?;
@@ -84,14 +85,15 @@ pub fn plot_fields(dir: &Path, options: &FieldOptions) -> Result<Vec<PathBuf>, F
         }
         Family::Meshless { dim } => {
             let out = dir.join("fields.png");
-            atomic_png(&out, |tmp| draw_maps(tmp, &snap, dim)).map_err(fail(&out))?;
+            atomic_png(&out, |tmp| draw_maps(tmp, &snap, *dim)).map_err(fail(&out))?;
             files.push(out);
         }
-        Family::Gravity => {
+        Family::Gravity(units) => {
             // A few bodies make no density field: their orbits are the picture.
             if snap.points.len() > ORBIT_BODIES {
                 let out = dir.join("surface_density.png");
-                atomic_png(&out, |tmp| draw_surface_density(tmp, &snap)).map_err(fail(&out))?;
+                atomic_png(&out, |tmp| draw_surface_density(tmp, &snap, units))
+                    .map_err(fail(&out))?;
                 files.push(out);
             } else {
                 let out = dir.join("orbits.png");
@@ -99,14 +101,14 @@ pub fn plot_fields(dir: &Path, options: &FieldOptions) -> Result<Vec<PathBuf>, F
                     .iter()
                     .map(|p| read_snapshot(p))
                     .collect::<Result<Vec<_>, _>>()?;
-                atomic_png(&out, |tmp| draw_orbits(tmp, &all)).map_err(fail(&out))?;
+                atomic_png(&out, |tmp| draw_orbits(tmp, &all, units)).map_err(fail(&out))?;
                 files.push(out);
             }
         }
     }
     if options.movie {
         let out = dir.join("movie.gif");
-        write_movie(&out, &list, family)?;
+        write_movie(&out, &list, &family)?;
         files.push(out);
     }
     Ok(files)
@@ -131,7 +133,7 @@ fn family(dir: &Path) -> Result<Family, FileError> {
         message: e.to_string(),
     })?;
     Ok(match config {
-        Config::Gravity(_) => Family::Gravity,
+        Config::Gravity(c) => Family::Gravity(c.units()),
         Config::Meshless(c) => Family::Meshless { dim: c.dimension() },
     })
 }
@@ -702,7 +704,7 @@ fn grid_cells(n: usize) -> usize {
 }
 
 /// The x-y and x-z surface densities of a gravity snapshot side by side, with colour bars.
-fn draw_surface_density(path: &Path, snap: &Snapshot) -> Result<(), String> {
+fn draw_surface_density(path: &Path, snap: &Snapshot, units: &Units) -> Result<(), String> {
     let (centre, half) = frame_of(snap);
     let cells = grid_cells(snap.points.len());
     let maps = [
@@ -715,20 +717,22 @@ fn draw_surface_density(path: &Path, snap: &Snapshot) -> Result<(), String> {
     let root = root
         .titled(
             &format!(
-                "projected surface density, {} bodies, t = {}",
+                "projected surface density, {} bodies, t = {} [{}]",
                 snap.points.len(),
-                tick(snap.time)
+                tick(snap.time),
+                units.time
             ),
             ("sans-serif", 26).into_font(),
         )
         .map_err(|e| e.to_string())?;
     for (area, ((a, b), grid)) in root.split_evenly((1, 2)).iter().zip(&maps) {
-        draw_grid(area, grid, cells, (*a, *b), centre, half, range)?;
+        draw_grid(area, grid, cells, (*a, *b), centre, half, range, units)?;
     }
     root.present().map_err(|e| e.to_string())
 }
 
 /// A surface-density grid (from [`surface_density`]) as a colour map with its colour bar.
+#[allow(clippy::too_many_arguments)]
 fn draw_grid<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     grid: &[f64],
@@ -737,6 +741,7 @@ fn draw_grid<DB: DrawingBackend>(
     centre: [f64; 3],
     half: f64,
     range: (f64, f64),
+    units: &Units,
 ) -> Result<(), String> {
     let axis = ["x", "y", "z"];
     let raster = Raster {
@@ -751,16 +756,16 @@ fn draw_grid<DB: DrawingBackend>(
         &raster,
         &format!("{}-{} plane", axis[a], axis[b]),
         (
-            &format!("{} [length unit]", axis[a]),
-            &format!("{} [length unit]", axis[b]),
+            &format!("{} [{}]", axis[a], units.length),
+            &format!("{} [{}]", axis[b], units.length),
         ),
         range,
-        "log10 Σ [mass unit / length unit^2]",
+        &format!("log10 Σ [{} / ({})^2]", units.mass, units.length),
     )
 }
 
 /// The paths of every body (x-y) through the snapshots, with the last positions marked.
-fn draw_orbits(path: &Path, all: &[Snapshot]) -> Result<(), String> {
+fn draw_orbits(path: &Path, all: &[Snapshot], units: &Units) -> Result<(), String> {
     let points = || all.iter().flat_map(|s| s.points.iter());
     let (xa, xb) = range_of(points().map(|p| p[0]));
     let (ya, yb) = range_of(points().map(|p| p[1]));
@@ -773,9 +778,10 @@ fn draw_orbits(path: &Path, all: &[Snapshot]) -> Result<(), String> {
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "orbits in the x-y plane, t = {} to {}",
+                "orbits in the x-y plane, t = {} to {} [{}]",
                 tick(all[0].time),
-                tick(last.time)
+                tick(last.time),
+                units.time
             ),
             ("sans-serif", 22),
         )
@@ -786,8 +792,8 @@ fn draw_orbits(path: &Path, all: &[Snapshot]) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
-        .x_desc("x [length unit]")
-        .y_desc("y [length unit]")
+        .x_desc(format!("x [{}]", units.length))
+        .y_desc(format!("y [{}]", units.length))
         .x_label_formatter(&ticks_for(cx - half, cx + half))
         .y_label_formatter(&ticks_for(cy - half, cy + half))
         .draw()
@@ -823,7 +829,7 @@ fn draw_orbits(path: &Path, all: &[Snapshot]) -> Result<(), String> {
 
 /// `movie.gif`: one frame per snapshot at 5 frames per second, with the axes and colour scale
 /// of the whole run (a first pass over the snapshots finds them).
-fn write_movie(out: &Path, list: &[PathBuf], family: Family) -> Result<(), FileError> {
+fn write_movie(out: &Path, list: &[PathBuf], family: &Family) -> Result<(), FileError> {
     let fail = |message: String| FileError {
         path: out.to_path_buf(),
         message,
@@ -861,7 +867,7 @@ fn write_movie(out: &Path, list: &[PathBuf], family: Family) -> Result<(), FileE
                 root.present().map_err(|e| fail(e.to_string()))?;
             }
         }
-        Family::Meshless { dim } => {
+        &Family::Meshless { dim } => {
             let first = read_snapshot(&list[0])?;
             let name = shown_variables(&first)[0].clone();
             let mut range = (f64::INFINITY, f64::NEG_INFINITY);
@@ -889,7 +895,7 @@ fn write_movie(out: &Path, list: &[PathBuf], family: Family) -> Result<(), FileE
                 root.present().map_err(|e| fail(e.to_string()))?;
             }
         }
-        Family::Gravity => {
+        Family::Gravity(units) => {
             let mut frame: Option<([f64; 3], f64)> = None;
             let mut range = (f64::INFINITY, f64::NEG_INFINITY);
             for path in list {
@@ -923,11 +929,16 @@ fn write_movie(out: &Path, list: &[PathBuf], family: Family) -> Result<(), FileE
                 root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
                 let titled = root
                     .titled(
-                        &format!("projected surface density, t = {}", tick(*time)),
+                        &format!(
+                            "projected surface density, t = {} [{}]",
+                            tick(*time),
+                            units.time
+                        ),
                         ("sans-serif", 24).into_font(),
                     )
                     .map_err(|e| fail(e.to_string()))?;
-                draw_grid(&titled, grid, cells, (0, 1), centre, half, range).map_err(fail)?;
+                draw_grid(&titled, grid, cells, (0, 1), centre, half, range, units)
+                    .map_err(fail)?;
                 root.present().map_err(|e| fail(e.to_string()))?;
             }
         }

@@ -127,7 +127,7 @@ pub fn plot_diagnostics(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     let out = dir.join("diagnostics.png");
     // The image encoder picks the format from the extension: keep `.png` last.
     let tmp = dir.join("diagnostics.partial.png");
-    draw_panels(&tmp, &time, &panels).map_err(|e| FileError {
+    draw_panels(&tmp, &time, &panels, &time_label(dir)).map_err(|e| FileError {
         path: out.clone(),
         message: e,
     })?;
@@ -136,6 +136,25 @@ pub fn plot_diagnostics(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
         message: e.to_string(),
     })?;
     Ok(vec![out])
+}
+
+/// The time axis's label: with the unit of a gravity run's `[units]` (from its `config.toml`;
+/// N-body or meshless runs: `time`).
+fn time_label(dir: &Path) -> String {
+    let path = dir.join("config.toml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return "time".into();
+    };
+    let source = crate::config::Source {
+        file: Some(&path),
+        text: &text,
+    };
+    match crate::config::Config::parse(&source, &[]) {
+        Ok(crate::config::Config::Gravity(c)) if !c.units.is_unset() => {
+            format!("time [{}]", c.units().time)
+        }
+        _ => "time".into(),
+    }
 }
 
 /// One panel of a run's picture: named lines against time.
@@ -195,7 +214,12 @@ fn meshless_panels(table: &Table) -> [Panel; 2] {
 
 /// Panels stacked vertically, each with its lines against `time` (zeros and non-finite values
 /// are left out of a log axis).
-fn draw_panels(path: &Path, time: &[f64], panels: &[Panel]) -> Result<(), String> {
+fn draw_panels(
+    path: &Path,
+    time: &[f64],
+    panels: &[Panel],
+    time_label: &str,
+) -> Result<(), String> {
     const COLOURS: [RGBColor; 5] = [RED, BLUE, GREEN, MAGENTA, BLACK];
     let root = BitMapBackend::new(path, (1000, 400 * panels.len() as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
@@ -230,7 +254,7 @@ fn draw_panels(path: &Path, time: &[f64], panels: &[Panel]) -> Result<(), String
                 let mut chart = $chart;
                 chart
                     .configure_mesh()
-                    .x_desc("time")
+                    .x_desc(time_label)
                     .y_label_formatter(&|v| format!("{v:.2e}"))
                     .draw()
                     .map_err(|e| e.to_string())?;

@@ -11,3 +11,4 @@ mod meshless;
 mod pictures;
 mod runner;
 mod schedule;
+mod units;

@@ -323,3 +323,63 @@ fn the_trees_memory_is_priced_before_the_run_starts() {
     assert!(e.to_string().contains("1000000 particles"), "{e}");
     assert!(!dir.exists(), "nothing written");
 }
+
+/// `[units]`: the Earth around the Sun in au, solar masses and km/s (G = 887.1 au (km/s)^2 /
+/// Msun, the time unit au / (km/s) = 4.74 years). Over one sidereal year (365.2564 days, an
+/// independent figure) the circular orbit closes, the snapshots give the orbital speed in km/s
+/// (29.78: sqrt(G M / a)), the diagnostics' time is in the time unit and the energy in Msun
+/// (km/s)^2; the relative energy error and the orbit's shape are those of the same run in
+/// N-body units (the engine runs that one: it is G = 1 in the time sqrt(G) t).
+#[test]
+fn a_run_in_physical_units_is_the_same_orbit_in_those_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let year = 365.256_363 * 86_400.0 / 1.495_978_707e8;
+    let text = format!(
+        "physics = \"gravity\"\n[run]\nend_time = {year}\ndt = {}\n[initial_conditions]\n\
+         kind = \"kepler\"\nsemi_major_axis = 1.0\neccentricity = 0.0\nm1 = 1.0\n\
+         m2 = 3.003e-6\n[integrator]\nkind = \"yoshida4\"\n[output]\nsnapshots = 1\n\
+         [units]\nlength = \"au\"\nmass = \"Msun\"\nvelocity = \"km/s\"\n",
+        year / 2000.0
+    );
+    let c = config(&text, &[]);
+    let dir = tmp.path().join("earth");
+    let report = run_gravity(&c, &dir, false, "test", &mut |_| {}).unwrap();
+    assert_eq!(report.time, year);
+    let snapshot = |k: usize| {
+        let bytes = std::fs::read(dir.join(format!("snapshots/snap_{k:05}.vtu"))).unwrap();
+        let a = mote_io::vtk::read_vtu(&bytes).unwrap();
+        (a["Points"].to_f64(), a["velocity"].to_f64())
+    };
+    let (x0, v0) = snapshot(0);
+    let (x1, _) = snapshot(1);
+    let relative = |p: &[f64]| [p[3] - p[0], p[4] - p[1], p[5] - p[2]];
+    let (r0, r1, dv) = (relative(&x0), relative(&x1), relative(&v0));
+    let closure = (0..3).map(|k| (r1[k] - r0[k]).powi(2)).sum::<f64>().sqrt();
+    let speed = dv.iter().map(|v| v * v).sum::<f64>().sqrt();
+    eprintln!("one year: the orbit closes to {closure:.2e} au; orbital speed {speed:.4} km/s");
+    // The year is known to 1e-6 relative; the Sun's GM and the au to 1e-9.
+    assert!(closure < 2e-5, "{closure}");
+    assert!((speed - 29.7847).abs() < 1e-3, "{speed}");
+    let text = std::fs::read_to_string(dir.join("diagnostics.csv")).unwrap();
+    let last: Vec<f64> = text
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(last[1], year);
+    // E = -G M m / 2a in Msun (km/s)^2.
+    let g = c.units().g;
+    let expected = -g * 1.0 * 3.003e-6 / 2.0;
+    assert!(
+        (last[4] / expected - 1.0).abs() < 1e-5,
+        "{} vs {expected}",
+        last[4]
+    );
+    let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
+    assert!(
+        provenance.contains("\"time\": \"au/(km/s)\""),
+        "{provenance}"
+    );
+}
