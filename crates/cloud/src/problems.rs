@@ -116,6 +116,27 @@ fn fill_gas<R: Real, const D: usize>(
     }
 }
 
+/// A problem of the Euler equations in `D` dimensions, with the gas's variable names.
+fn gas_problem<R: Real, const D: usize>(
+    name: &'static str,
+    cloud: Cloud<R, D>,
+    equation: Euler<D>,
+    boundaries: Boundaries<R, D>,
+    exact: Option<ExactFn<D>>,
+    end_time: f64,
+) -> Problem<R, D, Euler<D>> {
+    Problem {
+        name,
+        cloud,
+        equation,
+        boundaries,
+        variables: gas_variables::<D>(),
+        primitive: gas_primitive::<D>(),
+        exact,
+        end_time,
+    }
+}
+
 /// The names of Euler's conserved variables in `D` dimensions.
 fn gas_variables<const D: usize>() -> Vec<String> {
     let mut v = vec!["density".to_string()];
@@ -213,14 +234,12 @@ pub fn sod<R: Real>(
     });
     let gas = |(rho, u, p)| GasState { rho, u, p };
     let riemann = EulerRiemann::solve(gas(left), gas(right), gamma)?;
-    Ok(Problem {
-        name: "sod",
+    Ok(gas_problem(
+        "sod",
         cloud,
-        equation: eq,
-        boundaries: Boundaries::new().with_axis(0, Outflow),
-        variables: gas_variables::<1>(),
-        primitive: gas_primitive::<1>(),
-        exact: Some(Box::new(move |x, t, out| {
+        eq,
+        Boundaries::new().with_axis(0, Outflow),
+        Some(Box::new(move |x, t, out| {
             let w = if t > 0.0 {
                 riemann.sample((x[0] - 0.5) / t)
             } else if x[0] < 0.5 {
@@ -230,8 +249,8 @@ pub fn sod<R: Real>(
             };
             gas_conserved(gamma, w.rho, [w.u], w.p, out)
         })),
-        end_time: 0.2,
-    })
+        0.2,
+    ))
 }
 
 /// Shu's isentropic vortex (strength 5) on the periodic box `[-5, 5)^2`, carried by a uniform
@@ -250,19 +269,17 @@ pub fn isentropic_vortex<R: Real>(
     let domain = Domain::new_box([-5.0; 2], [5.0; 2], [true; 2])?;
     let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
     vortex.fill(&mut cloud, 0.0)?;
-    Ok(Problem {
-        name: "isentropic_vortex",
+    Ok(gas_problem(
+        "isentropic_vortex",
         cloud,
-        equation: Euler::<2>::new(gamma)?,
-        boundaries: Boundaries::new(),
-        variables: gas_variables::<2>(),
-        primitive: gas_primitive::<2>(),
-        exact: Some(Box::new(move |x, t, out| {
+        Euler::<2>::new(gamma)?,
+        Boundaries::new(),
+        Some(Box::new(move |x, t, out| {
             let (rho, v, p) = vortex.state(x, t);
             gas_conserved(gamma, rho, v, p, out)
         })),
-        end_time: 1.0,
-    })
+        1.0,
+    ))
 }
 
 /// The 2-D Riemann problem of Lax and Liu's configuration 3 on `[0, 1]^2` (four constant
@@ -282,18 +299,16 @@ pub fn quadrant<R: Real>(
         (false, false) => (0.138, [1.206, 1.206], 0.029),
         (true, false) => (0.5323, [0.0, 1.206], 0.3),
     });
-    Ok(Problem {
-        name: "quadrant",
+    Ok(gas_problem(
+        "quadrant",
         cloud,
-        equation: eq,
-        boundaries: Boundaries::new()
+        eq,
+        Boundaries::new()
             .with_axis(0, Outflow)
             .with_axis(1, Outflow),
-        variables: gas_variables::<2>(),
-        primitive: gas_primitive::<2>(),
-        exact: None,
-        end_time: 0.3,
-    })
+        None,
+        0.3,
+    ))
 }
 
 /// Woodward and Colella's double Mach reflection on `[0, 3] x [0, 1]`: a Mach 10 shock in
@@ -345,16 +360,7 @@ pub fn double_mach<R: Real>(
         .with(Cloud::<R, 2>::face_tag(0, true), Outflow)
         .with(Cloud::<R, 2>::face_tag(1, false), bottom)
         .with(Cloud::<R, 2>::face_tag(1, true), top);
-    Ok(Problem {
-        name: "double_mach",
-        cloud,
-        equation: eq,
-        boundaries,
-        variables: gas_variables::<2>(),
-        primitive: gas_primitive::<2>(),
-        exact: None,
-        end_time: 0.2,
-    })
+    Ok(gas_problem("double_mach", cloud, eq, boundaries, None, 0.2))
 }
 
 /// The Gresho-Chan vortex (Liska and Wendroff's form) on the periodic unit square: density 1, a
@@ -371,19 +377,17 @@ pub fn gresho_vortex<R: Real>(
     let domain = Domain::new_box([0.0; 2], [1.0; 2], [true; 2])?;
     let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
     fill_gas(&mut cloud, &eq, gresho_state);
-    Ok(Problem {
-        name: "gresho_vortex",
+    Ok(gas_problem(
+        "gresho_vortex",
         cloud,
-        equation: eq,
-        boundaries: Boundaries::new(),
-        variables: gas_variables::<2>(),
-        primitive: gas_primitive::<2>(),
-        exact: Some(Box::new(move |x, _, out| {
+        eq,
+        Boundaries::new(),
+        Some(Box::new(move |x, _, out| {
             let (rho, v, p) = gresho_state(x);
             gas_conserved(gamma, rho, v, p, out)
         })),
-        end_time: 3.0,
-    })
+        3.0,
+    ))
 }
 
 /// The Gresho vortex's density, velocity and pressure at `x`.
@@ -429,16 +433,14 @@ pub fn kelvin_helmholtz<R: Real>(
         let vy = 0.1 * (4.0 * std::f64::consts::PI * x).sin() * seed;
         (rho, [vx, vy], 2.5)
     });
-    Ok(Problem {
-        name: "kelvin_helmholtz",
+    Ok(gas_problem(
+        "kelvin_helmholtz",
         cloud,
-        equation: eq,
-        boundaries: Boundaries::new(),
-        variables: gas_variables::<2>(),
-        primitive: gas_primitive::<2>(),
-        exact: None,
-        end_time: 2.0,
-    })
+        eq,
+        Boundaries::new(),
+        None,
+        2.0,
+    ))
 }
 
 /// Noh's implosion in 2-D (cylindrical) on `[-1, 1]^2`: cold gas (density 1, pressure
@@ -470,19 +472,17 @@ pub fn noh<R: Real>(
             boundaries = boundaries.with(Cloud::<R, 2>::face_tag(axis, upper), Inflow(inflow));
         }
     }
-    Ok(Problem {
-        name: "noh",
+    Ok(gas_problem(
+        "noh",
         cloud,
-        equation: eq,
+        eq,
         boundaries,
-        variables: gas_variables::<2>(),
-        primitive: gas_primitive::<2>(),
-        exact: Some(Box::new(move |x, t, out| {
+        Some(Box::new(move |x, t, out| {
             let (rho, v, p) = state(x, t);
             gas_conserved(gamma, rho, v, p, out)
         })),
-        end_time: 0.6,
-    })
+        0.6,
+    ))
 }
 
 /// The pressure of Noh's cold gas.
@@ -598,14 +598,12 @@ pub fn gas_riemann<R: Real, const D: usize>(
     for d in 0..D {
         boundaries = boundaries.with_axis(d, Outflow);
     }
-    Ok(Problem {
-        name: "riemann",
+    Ok(gas_problem(
+        "riemann",
         cloud,
-        equation: eq,
+        eq,
         boundaries,
-        variables: gas_variables::<D>(),
-        primitive: gas_primitive::<D>(),
-        exact: Some(Box::new(move |x, t, out| {
+        Some(Box::new(move |x, t, out| {
             let s = distance(x);
             let (w, behind) = if t > 0.0 {
                 let xi = s / t;
@@ -620,7 +618,7 @@ pub fn gas_riemann<R: Real, const D: usize>(
             gas_conserved(gamma, w.rho, v, w.p, out)
         })),
         end_time,
-    })
+    ))
 }
 
 /// A 1-D Riemann problem of Burgers' equation on `[0, 1]` with outflow ends: `left` below

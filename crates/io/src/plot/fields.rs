@@ -364,13 +364,7 @@ fn draw_profile_panels<DB: DrawingBackend>(
             .map_err(err)?
             .label("mote")
             .legend(move |(x, y)| Circle::new((x + 10, y), 3, colour.filled()));
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(err)?;
+        super::legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }
@@ -817,13 +811,7 @@ fn draw_orbits(path: &Path, all: &[Snapshot], units: &Units) -> Result<(), Strin
             .draw_series([Circle::new((p[0], p[1]), 5, colour.filled())])
             .map_err(|e| e.to_string())?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| e.to_string())?;
+    super::legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(|e| e.to_string())
 }
 

@@ -157,6 +157,47 @@ fn time_label(dir: &Path) -> String {
     }
 }
 
+/// Draws the legend of `chart`: a framed, mostly opaque box at `position` (a place the
+/// chart's lines leave empty, so it hides none of them).
+pub(crate) fn legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(position)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// Where a legend hides the fewest of `points` (each `(x, y)` in `[0, 1]^2` of the plotting
+/// area): the corner or side whose quarter-width, third-height box holds the fewest.
+fn emptiest_corner(points: &[(f64, f64)]) -> SeriesLabelPosition {
+    use SeriesLabelPosition::*;
+    let boxes = [
+        (UpperRight, (0.7, 1.0), (0.67, 1.0)),
+        (UpperLeft, (0.0, 0.3), (0.67, 1.0)),
+        (LowerRight, (0.7, 1.0), (0.0, 0.33)),
+        (LowerLeft, (0.0, 0.3), (0.0, 0.33)),
+        (MiddleRight, (0.7, 1.0), (0.33, 0.67)),
+        (MiddleLeft, (0.0, 0.3), (0.33, 0.67)),
+    ];
+    let inside = |(x, y): (f64, f64), (xa, xb): (f64, f64), (ya, yb): (f64, f64)| {
+        (xa..=xb).contains(&x) && (ya..=yb).contains(&y)
+    };
+    boxes
+        .into_iter()
+        .min_by_key(|(_, xs, ys)| points.iter().filter(|&&p| inside(p, *xs, *ys)).count())
+        .map(|(position, _, _)| position)
+        .unwrap_or(UpperRight)
+}
+
 /// One panel of a run's picture: named lines against time.
 struct Panel {
     title: String,
@@ -268,17 +309,33 @@ fn draw_panels(
                             PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
                         });
                 }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()
-                    .map_err(|e| e.to_string())?;
+                // A single line is named by the panel's title: no legend to hide it. Several
+                // get their legend where the fewest of their points lie.
+                if panel.lines.len() > 1 {
+                    let points: Vec<(f64, f64)> = (0..panel.lines.len())
+                        .flat_map(|k| series(k).1)
+                        .map(|(t, y)| {
+                            let v = if panel.log {
+                                ((y.log10() - (lo / 2.0).log10())
+                                    / ((hi * 2.0).log10() - (lo / 2.0).log10()))
+                            } else {
+                                (y - lo) / (hi - lo).max(1e-300)
+                            };
+                            (t / t_max, v)
+                        })
+                        .collect();
+                    legend(&mut chart, emptiest_corner(&points))?;
+                }
             }};
         }
         if panel.log {
             let chart = builder
-                .build_cartesian_2d(0.0..t_max, (lo / 2.0..hi * 2.0).log_scale())
+                .build_cartesian_2d(
+                    0.0..t_max,
+                    (lo / 2.0..hi * 2.0)
+                        .log_scale()
+                        .with_key_points(log_ticks(lo / 2.0, hi * 2.0)),
+                )
                 .map_err(|e| e.to_string())?;
             draw_lines!(chart);
         } else {
@@ -420,13 +477,7 @@ pub fn loglog_series(
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
         }
         if named || slope.is_some() {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(|e| fail(e.to_string()))?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(fail)?;
         }
         root.present().map_err(|e| fail(e.to_string()))?;
     }
@@ -521,13 +572,7 @@ pub fn roofline(
                 Text::new(label.to_string(), (x * 1.08, y), ("sans-serif", 13))
             }))
             .map_err(|e| fail(e.to_string()))?;
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(|e| fail(e.to_string()))?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(fail)?;
         root.present().map_err(|e| fail(e.to_string()))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
