@@ -72,6 +72,9 @@ pub fn plot_fields(dir: &Path, options: &FieldOptions) -> Result<Vec<PathBuf>, F
         }
     };
     let snap = read_snapshot(&list[index])?;
+    if matches!(family, Family::Meshless { .. }) {
+        shown(&snap, &list[index])?;
+    }
     let mut files = Vec::new();
     let fail = |path: &Path| {
         let path = path.to_path_buf();
@@ -208,6 +211,31 @@ fn shown_variables(snap: &Snapshot) -> Vec<String> {
             })
             .cloned()
             .collect()
+    }
+}
+
+/// The variables a meshless picture of `snap` (read from `path`) shows: an error, not a panic,
+/// for a snapshot without any (a file that is not a meshless snapshot).
+fn shown(snap: &Snapshot, path: &Path) -> Result<Vec<String>, FileError> {
+    let names = shown_variables(snap);
+    if names.is_empty() {
+        return Err(FileError {
+            path: path.to_path_buf(),
+            message: "no state variables to draw: not a meshless snapshot".into(),
+        });
+    }
+    Ok(names)
+}
+
+/// Checks that `snap` (read from `path`) has every field of `names` (a movie's frames are drawn
+/// with the first snapshot's variables).
+fn has_fields(snap: &Snapshot, names: &[String], path: &Path) -> Result<(), FileError> {
+    match names.iter().find(|n| !snap.fields.contains_key(*n)) {
+        Some(missing) => Err(FileError {
+            path: path.to_path_buf(),
+            message: format!("no field `{missing}`, which the run's first snapshot has"),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -843,13 +871,14 @@ fn write_movie(out: &Path, list: &[PathBuf], family: &Family) -> Result<(), File
                 }
             }
             let first = read_snapshot(&list[0])?;
-            let names = shown_variables(&first);
+            let names = shown(&first, &list[0])?;
             let size = (1000, 300 * names.len() as u32 + 50);
             let root = BitMapBackend::gif(&tmp, size, delay_ms)
                 .map_err(|e| fail(e.to_string()))?
                 .into_drawing_area();
             for path in list {
                 let snap = read_snapshot(path)?;
+                has_fields(&snap, &names, path)?;
                 root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
                 draw_profile_panels(&root, &snap, &names, Some(&ranges)).map_err(fail)?;
                 root.present().map_err(|e| fail(e.to_string()))?;
@@ -857,10 +886,11 @@ fn write_movie(out: &Path, list: &[PathBuf], family: &Family) -> Result<(), File
         }
         &Family::Meshless { dim } => {
             let first = read_snapshot(&list[0])?;
-            let name = shown_variables(&first)[0].clone();
+            let name = shown(&first, &list[0])?[0].clone();
             let mut range = (f64::INFINITY, f64::NEG_INFINITY);
             for path in list {
                 let snap = read_snapshot(path)?;
+                has_fields(&snap, std::slice::from_ref(&name), path)?;
                 let (idx, _, _) = map_particles(&snap, dim);
                 let (lo, hi) = range_of(idx.iter().map(|&i| snap.fields[&name][i]));
                 range = (range.0.min(lo), range.1.max(hi));
@@ -870,6 +900,7 @@ fn write_movie(out: &Path, list: &[PathBuf], family: &Family) -> Result<(), File
                 .into_drawing_area();
             for path in list {
                 let snap = read_snapshot(path)?;
+                has_fields(&snap, std::slice::from_ref(&name), path)?;
                 let (idx, h, note) = map_particles(&snap, dim);
                 root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
                 let titled = root

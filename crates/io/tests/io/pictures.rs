@@ -130,6 +130,18 @@ fn every_kind_of_picture_is_drawn() {
         e.to_string().contains("no snapshot 9: the run has 3"),
         "{e}"
     );
+    // A listed snapshot that is not the run's (a gravity snapshot in a meshless run): the movie
+    // is an error naming the file and the missing field, not a panic.
+    std::fs::copy(
+        plummer.join("snapshots/snap_00001.vtu"),
+        sod.join("snapshots/snap_00002.vtu"),
+    )
+    .unwrap();
+    let e = plot_run(&sod, &movie).unwrap_err();
+    assert!(
+        e.to_string().contains("snap_00002.vtu") && e.to_string().contains("no field `density`"),
+        "{e}"
+    );
 }
 
 /// A run that is still going (or was killed) has `diagnostics.csv.partial` and the snapshots
