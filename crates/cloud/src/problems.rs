@@ -116,6 +116,21 @@ fn fill_gas<R: Real, const D: usize>(
     }
 }
 
+/// The Euler equations for `gamma` and a Morton-ordered lattice (zeroed gas variables) on the box
+/// from `lo` to `hi`, periodic along the `periodic` axes: what every gas problem starts from.
+fn gas_box<R: Real, const D: usize>(
+    options: &ProblemOptions,
+    gamma: f64,
+    lo: [f64; D],
+    hi: [f64; D],
+    periodic: [bool; D],
+) -> Result<(Euler<D>, Cloud<R, D>), CloudError> {
+    let h = spacing(options)?;
+    let eq = Euler::<D>::new(gamma)?;
+    let cloud = lattice::<R, D>(Domain::new_box(lo, hi, periodic)?, h, options, D + 2)?;
+    Ok((eq, cloud))
+}
+
 /// A problem of the Euler equations in `D` dimensions, with the gas's variable names.
 fn gas_problem<R: Real, const D: usize>(
     name: &'static str,
@@ -223,10 +238,7 @@ pub fn sod<R: Real>(
     options: &ProblemOptions,
     gamma: f64,
 ) -> Result<Problem<R, 1, Euler<1>>, CloudError> {
-    let h = spacing(options)?;
-    let eq = Euler::<1>::new(gamma)?;
-    let domain = Domain::new_box([0.0], [1.0], [false])?;
-    let mut cloud = lattice::<R, 1>(domain, h, options, 3)?;
+    let (eq, mut cloud) = gas_box::<R, 1>(options, gamma, [0.0], [1.0], [false])?;
     let (left, right) = ((1.0, 0.0, 1.0), (0.125, 0.0, 0.1));
     fill_gas(&mut cloud, &eq, |x| {
         let (rho, u, p) = if x[0] < 0.5 { left } else { right };
@@ -289,10 +301,7 @@ pub fn quadrant<R: Real>(
     options: &ProblemOptions,
     gamma: f64,
 ) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
-    let h = spacing(options)?;
-    let eq = Euler::<2>::new(gamma)?;
-    let domain = Domain::new_box([0.0; 2], [1.0; 2], [false; 2])?;
-    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    let (eq, mut cloud) = gas_box::<R, 2>(options, gamma, [0.0; 2], [1.0; 2], [false; 2])?;
     fill_gas(&mut cloud, &eq, |[x, y]| match (x > 0.5, y > 0.5) {
         (true, true) => (1.5, [0.0, 0.0], 1.5),
         (false, true) => (0.5323, [1.206, 0.0], 0.3),
@@ -320,10 +329,7 @@ pub fn double_mach<R: Real>(
     options: &ProblemOptions,
     gamma: f64,
 ) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
-    let h = spacing(options)?;
-    let eq = Euler::<2>::new(gamma)?;
-    let domain = Domain::new_box([0.0, 0.0], [3.0, 1.0], [false, false])?;
-    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    let (eq, mut cloud) = gas_box::<R, 2>(options, gamma, [0.0, 0.0], [3.0, 1.0], [false, false])?;
     let angle = std::f64::consts::FRAC_PI_6;
     let post_v = [8.25 * angle.cos(), -8.25 * angle.sin()];
     let (pre, post) = ((1.4, [0.0, 0.0], 1.0), (8.0, post_v, 116.5));
@@ -372,10 +378,7 @@ pub fn gresho_vortex<R: Real>(
     options: &ProblemOptions,
     gamma: f64,
 ) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
-    let h = spacing(options)?;
-    let eq = Euler::<2>::new(gamma)?;
-    let domain = Domain::new_box([0.0; 2], [1.0; 2], [true; 2])?;
-    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    let (eq, mut cloud) = gas_box::<R, 2>(options, gamma, [0.0; 2], [1.0; 2], [true; 2])?;
     fill_gas(&mut cloud, &eq, gresho_state);
     Ok(gas_problem(
         "gresho_vortex",
@@ -421,10 +424,7 @@ pub fn kelvin_helmholtz<R: Real>(
     options: &ProblemOptions,
     gamma: f64,
 ) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
-    let h = spacing(options)?;
-    let eq = Euler::<2>::new(gamma)?;
-    let domain = Domain::new_box([0.0; 2], [1.0; 2], [true; 2])?;
-    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    let (eq, mut cloud) = gas_box::<R, 2>(options, gamma, [0.0; 2], [1.0; 2], [true; 2])?;
     let sigma2 = 2.0 * (0.05f64 / 2f64.sqrt()).powi(2);
     fill_gas(&mut cloud, &eq, |[x, y]| {
         let inside = (y - 0.5).abs() < 0.25;
@@ -452,10 +452,7 @@ pub fn noh<R: Real>(
     options: &ProblemOptions,
     gamma: f64,
 ) -> Result<Problem<R, 2, Euler<2>>, CloudError> {
-    let h = spacing(options)?;
-    let eq = Euler::<2>::new(gamma)?;
-    let domain = Domain::new_box([-1.0; 2], [1.0; 2], [false; 2])?;
-    let mut cloud = lattice::<R, 2>(domain, h, options, 4)?;
+    let (eq, mut cloud) = gas_box::<R, 2>(options, gamma, [-1.0; 2], [1.0; 2], [false; 2])?;
     let state = move |x: [f64; 2], t: f64| noh_state(gamma, x, t);
     fill_gas(&mut cloud, &eq, |x| state(x, 0.0));
     let inflow = move |t: f64, x: [f64; 2], out: &mut [R]| {
