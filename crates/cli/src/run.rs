@@ -237,7 +237,8 @@ fn print_summary(report: &mote_io::runner::RunReport) {
 /// The exit a failed run gets: a stop on a signal its own status, anything else 1.
 fn run_failed(e: mote_io::runner::RunError) -> CliError {
     match e {
-        mote_io::runner::RunError::Interrupted { signal, .. } => {
+        mote_io::runner::RunError::Interrupted { signal, .. }
+        | mote_io::runner::RunError::Stopped { signal, .. } => {
             CliError::Interrupted(e.to_string(), signal)
         }
         other => CliError::Run(other.to_string()),

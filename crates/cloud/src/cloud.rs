@@ -238,6 +238,27 @@ impl<R: Real, const D: usize> Cloud<R, D> {
         Ok(())
     }
 
+    /// The same particles (positions, volumes, tags, orders, ids) with `variables` state
+    /// variables, all zero: the cloud of another representation of the same problem (a kinetic
+    /// relaxation system's `2 D M` variables for the `M` of the conservation law).
+    pub fn with_variables(&self, variables: usize) -> Result<Self, CloudError> {
+        let mut out = Self::new(self.domain, self.spacing, variables)?;
+        let n = self.len();
+        let mut state: Vec<&mut dyn AnyBuffer> = out
+            .state
+            .iter_mut()
+            .map(|b| b as &mut dyn AnyBuffer)
+            .collect();
+        columns::resize_all(&mut state, n)?;
+        out.position = self.position.clone();
+        out.volume = self.volume.clone();
+        out.tag = self.tag.clone();
+        out.order = self.order.clone();
+        out.id = self.id.clone();
+        out.next_id = self.next_id;
+        Ok(out)
+    }
+
     /// Keeps the first `n` particles.
     pub fn truncate(&mut self, n: usize) {
         columns::truncate_all(&mut self.arrays_mut(), n);

@@ -115,8 +115,17 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// clouds yet: each is refused with a message). Particle volumes are kept (exact for a
     /// divergence-free motion; the MLS-divergence form does not use them).
     pub fn with_motion(
-        mut self,
+        self,
         motion: impl Motion<R, D> + 'static,
+        reorder_distance: f64,
+    ) -> Result<Self, CloudError> {
+        self.with_boxed_motion(Box::new(motion), reorder_distance)
+    }
+
+    /// [`with_motion`](Self::with_motion) with a motion chosen at run time.
+    pub fn with_boxed_motion(
+        mut self,
+        motion: Box<dyn Motion<R, D>>,
         reorder_distance: f64,
     ) -> Result<Self, CloudError> {
         let refuse = |what: &str| Err(CloudError::invalid("moving cloud", motion.name(), what));
@@ -146,7 +155,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             .collect();
         self.stepper = Stepper::Explicit(RungeKutta::new(tableau, m + D));
         self.moving = Some(Moving {
-            motion: Box::new(motion),
+            motion,
             work,
             velocity: std::array::from_fn(|_| {
                 Buffer::new("particle_velocity", Scaling::PerParticle(1))

@@ -45,13 +45,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use mote_cloud::adapt::{AdaptStats, Adaptivity};
 use mote_cloud::boundary::Boundaries;
-use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
+use mote_cloud::cloud::INTERIOR;
+use mote_cloud::equations::{Burgers, Equation, Euler, KineticTransport, LinearAdvection};
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::motion::Motion;
 use mote_cloud::scheme::{Formulation, Limiter, Muscl};
+use mote_cloud::source::KineticRelaxation;
 use mote_cloud::time::Tableau;
-use mote_cloud::{Cloud, MeshlessSimulation, RowMajor, Weight};
+use mote_cloud::time::imex::ImexTableau;
+use mote_cloud::{Cloud, CloudError, MeshlessSimulation, RowMajor, Weight};
 use mote_core::memory::{self, MemoryModel, Reservation, ReserveOptions, reserve};
 use mote_core::{Backend, Budgeted, CpuBackend};
 
@@ -159,6 +164,142 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         Ok(Self { inner })
     }
 
+    /// The conservation law `equation` solved through its kinetic (Jin-Xin) relaxation system
+    /// ([`KineticRelaxation`], kinetic speed `speed`, relaxation time `epsilon`): the cloud's
+    /// state `u` becomes the Maxwellian `2 D M` kinetic variables, which `scheme` transports
+    /// explicitly while the IMEX pair `tableau` relaxes them implicitly. The simulation shows
+    /// the conservation law: [`cloud`](Self::cloud) holds the macroscopic state `u = sum_k f_k`
+    /// (as of the last [`sync`](Self::sync)), primitive variables and wave speeds are
+    /// `equation`'s, and [`stable_dt`](Self::stable_dt) is the kinetic transport's.
+    ///
+    /// On the CPU backend, on a periodic cloud (boundary conditions of the kinetic variables
+    /// are not built), without MOOD; `speed` must satisfy the subcharacteristic condition
+    /// (`D` times the largest wave speed along an axis) at every particle of the initial state.
+    #[allow(clippy::too_many_arguments)]
+    pub fn relaxed<E>(
+        cloud: Cloud<R, D>,
+        equation: E,
+        speed: Option<f64>,
+        epsilon: f64,
+        tableau: ImexTableau,
+        radius: f64,
+        scheme: &Scheme,
+        backend: Backend,
+    ) -> Result<Self, GpuError>
+    where
+        E: Equation<R, D> + Clone + 'static,
+    {
+        let refuse = |what: &str, needs: &str| -> Result<Self, GpuError> {
+            Err(CloudError::invalid("kinetic relaxation", what, needs).into())
+        };
+        let Backend::Cpu(cpu) = backend else {
+            return refuse("on a device", "the cpu backend");
+        };
+        if cloud.tags().iter().any(|&t| t != INTERIOR) {
+            return refuse(
+                "with boundary particles",
+                "a periodic cloud (boundary conditions of the kinetic variables are not built)",
+            );
+        }
+        let m = cloud.variables();
+        let mut u = vec![R::zero(); m];
+        let state = |u: &mut [R], i: usize| {
+            for (v, x) in u.iter_mut().enumerate() {
+                *x = cloud.state(v)[i];
+            }
+        };
+        // The fastest particle of the initial state, against the subcharacteristic condition.
+        let mut fastest = (0.0f64, 0usize);
+        for i in 0..cloud.len() {
+            state(&mut u, i);
+            for d in 0..D {
+                let axis = std::array::from_fn(|k| if k == d { R::one() } else { R::zero() });
+                let s = equation.max_wave_speed(&u, axis).as_f64();
+                if s > fastest.0 || s.is_nan() {
+                    fastest = (s, i);
+                }
+            }
+        }
+        let needed = D as f64 * fastest.0;
+        let speed = speed.unwrap_or(if needed > 0.0 { 1.1 * needed } else { 1.0 });
+        if speed < needed || needed.is_nan() {
+            return Err(CloudError::invalid(
+                "kinetic speed",
+                speed,
+                format!(
+                    "at least {needed:.6} ({D} times the largest wave speed along an axis of the \
+                     initial state, {:.6}, at particle id {}): below it the relaxation is unstable",
+                    fastest.0,
+                    cloud.ids()[fastest.1]
+                ),
+            )
+            .into());
+        }
+        let relax = KineticRelaxation::new::<R>(equation, speed, epsilon)?;
+        let mut kinetic = cloud.with_variables(relax.kinetic_variables())?;
+        let mut f = vec![R::zero(); relax.kinetic_variables()];
+        for i in 0..cloud.len() {
+            state(&mut u, i);
+            relax.maxwellian(&u, &mut f);
+            for (k, &x) in f.iter().enumerate() {
+                kinetic.state_var_mut(k)[i] = x;
+            }
+        }
+        let transport = Muscl::new(
+            relax.transport(),
+            scheme.order,
+            scheme.formulation,
+            Weight::default(),
+        )?
+        .with_flux(scheme.flux)?
+        .with_limiter(scheme.limiter)?;
+        let transport = match scheme.weno {
+            Some(weight) => transport.with_weno(weight)?,
+            None => transport,
+        };
+        let sim = MeshlessSimulation::new(kinetic, radius, transport, scheme.tableau.clone(), cpu)?
+            .with_mood(scheme.mood)?
+            .with_source(tableau, relax.clone())?;
+        Ok(Self {
+            inner: Box::new(Relaxed {
+                sim,
+                relax,
+                cloud,
+                current: true,
+            }),
+        })
+    }
+
+    /// Moves the particles with `motion` (see `MeshlessSimulation::with_motion`; the cloud is
+    /// reordered along the Morton curve after `reorder_distance` nominal spacings of travel).
+    /// On the CPU backend.
+    pub fn with_motion(
+        self,
+        motion: Box<dyn Motion<R, D>>,
+        reorder_distance: f64,
+    ) -> Result<Self, GpuError> {
+        Ok(Self {
+            inner: self.inner.with_motion(motion, reorder_distance)?,
+        })
+    }
+
+    /// Adapts a moving cloud every `every` steps (see `MeshlessSimulation::with_adaptivity`).
+    pub fn with_adaptivity(self, adapt: Adaptivity, every: u64) -> Result<Self, GpuError> {
+        Ok(Self {
+            inner: self.inner.with_adaptivity(adapt, every)?,
+        })
+    }
+
+    /// What adaptivity did so far (zeros without it).
+    pub fn adapt_stats(&self) -> AdaptStats {
+        self.inner.adapt_stats()
+    }
+
+    /// The kinetic speed of a relaxation run ([`relaxed`](Self::relaxed)); `None` otherwise.
+    pub fn kinetic_speed(&self) -> Option<f64> {
+        self.inner.kinetic_speed()
+    }
+
     /// `cpu`, or `gpu` with the device's name.
     pub fn backend(&self) -> String {
         self.inner.backend()
@@ -252,6 +393,36 @@ trait Stepper<R: GpuFloat, const D: usize> {
     fn floor_events(&self) -> Option<u64>;
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError>;
     fn memory_model(&mut self) -> MemoryModel;
+    fn with_motion(
+        self: Box<Self>,
+        _motion: Box<dyn Motion<R, D>>,
+        _reorder_distance: f64,
+    ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
+        Err(CloudError::invalid(
+            "moving cloud",
+            self.backend(),
+            "a fixed cloud (moving clouds run on the cpu backend, with an explicit stepper)",
+        )
+        .into())
+    }
+    fn with_adaptivity(
+        self: Box<Self>,
+        _adapt: Adaptivity,
+        _every: u64,
+    ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
+        Err(CloudError::invalid(
+            "adaptivity",
+            self.backend(),
+            "a moving cloud on the cpu backend",
+        )
+        .into())
+    }
+    fn adapt_stats(&self) -> AdaptStats {
+        AdaptStats::default()
+    }
+    fn kinetic_speed(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// The CPU backend: a [`MeshlessSimulation`] in the row-major layout.
@@ -285,7 +456,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
     }
 }
 
-impl<R: GpuFloat, const D: usize, E: Equation<R, D>> Stepper<R, D> for OnCpu<R, D, E> {
+impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for OnCpu<R, D, E> {
     fn backend(&self) -> String {
         "cpu".to_string()
     }
@@ -338,6 +509,119 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> Stepper<R, D> for OnCpu<R, 
     }
     fn floor_events(&self) -> Option<u64> {
         Some(self.sim.scheme.equation().floor_events())
+    }
+    fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
+        let Some(limit) = limit else {
+            return Ok(None);
+        };
+        let r = reserve(
+            &mut self.sim.budgeted_parts(),
+            limit,
+            ReserveOptions::default(),
+        )?;
+        Ok(Some(r))
+    }
+    fn memory_model(&mut self) -> MemoryModel {
+        let parts = self.sim.budgeted_parts();
+        let refs: Vec<&dyn Budgeted> = parts.iter().map(|p| &**p).collect();
+        MemoryModel::of(&refs)
+    }
+    fn with_motion(
+        self: Box<Self>,
+        motion: Box<dyn Motion<R, D>>,
+        reorder_distance: f64,
+    ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
+        let sim = self.sim.with_boxed_motion(motion, reorder_distance)?;
+        Ok(Box::new(OnCpu { sim }))
+    }
+    fn with_adaptivity(
+        self: Box<Self>,
+        adapt: Adaptivity,
+        every: u64,
+    ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
+        let sim = self.sim.with_adaptivity(adapt, every)?;
+        Ok(Box::new(OnCpu { sim }))
+    }
+    fn adapt_stats(&self) -> AdaptStats {
+        self.sim.adapt_stats()
+    }
+}
+
+/// The CPU backend solving a conservation law through its kinetic relaxation system: the
+/// engine steps the kinetic variables; `cloud` shows their macroscopic sum.
+struct Relaxed<R: GpuFloat, const D: usize, E> {
+    sim: MeshlessSimulation<R, D, KineticTransport<D>, RowMajor>,
+    relax: KineticRelaxation<D, E>,
+    /// The macroscopic state on the kinetic cloud's particles.
+    cloud: Cloud<R, D>,
+    /// Whether `cloud` holds the current macroscopic state.
+    current: bool,
+}
+
+impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for Relaxed<R, D, E> {
+    fn backend(&self) -> String {
+        "cpu".to_string()
+    }
+    fn equation_name(&self) -> &'static str {
+        self.relax.equation().name()
+    }
+    fn kinetic_speed(&self) -> Option<f64> {
+        Some(self.relax.transport().speed())
+    }
+    fn to_primitive(&self, u: &[R], w: &mut [R]) {
+        self.relax.equation().to_primitive(u, w);
+    }
+    fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
+        self.relax.equation().max_wave_speed(u, n)
+    }
+    fn neighbours_mean(&self) -> f64 {
+        self.sim.list.mean()
+    }
+    fn steps(&self) -> u64 {
+        self.sim.steps()
+    }
+    fn time(&self) -> f64 {
+        self.sim.time()
+    }
+    fn restore_clock(&mut self, time: f64, steps: u64) {
+        self.sim.restore_clock(time, steps);
+    }
+    fn stable_dt(&mut self, cfl: f64) -> Result<f64, GpuError> {
+        Ok(self.sim.stable_dt(cfl))
+    }
+    fn step(&mut self, dt: f64) -> Result<(), GpuError> {
+        self.current = false;
+        Ok(self.sim.step(dt)?)
+    }
+    fn sync(&mut self) -> Result<(), GpuError> {
+        if !self.current {
+            let m = self.cloud.variables();
+            let kinetic = &self.sim.cloud;
+            for v in 0..m {
+                let u = self.cloud.state_var_mut(v);
+                u.copy_from_slice(kinetic.state(v));
+                // Summed in the kinetic components' order, as the relaxation sums them.
+                for k in 1..2 * D {
+                    for (x, &f) in u.iter_mut().zip(kinetic.state(k * m + v)) {
+                        *x += f;
+                    }
+                }
+            }
+            self.current = true;
+        }
+        Ok(())
+    }
+    fn cloud(&self) -> &Cloud<R, D> {
+        &self.cloud
+    }
+    fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
+        Ok(self.sim.cloud.orders().to_vec())
+    }
+    fn take_mood_stats(&mut self) -> MoodStats {
+        self.sim.take_mood_stats()
+    }
+    fn floor_events(&self) -> Option<u64> {
+        Some(self.relax.equation().floor_events())
     }
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
         let Some(limit) = limit else {

@@ -89,6 +89,21 @@ pub enum RunError {
         /// The checkpoint written.
         checkpoint: String,
     },
+    /// A stop was requested and the run stopped at a step boundary, but it writes no
+    /// checkpoint to resume from (a moving cloud, a relaxation run).
+    #[error(
+        "stopped by {} at step {step}, time {time}: {why}", signal_name(*signal)
+    )]
+    Stopped {
+        /// The signal number.
+        signal: usize,
+        /// The last step finished.
+        step: u64,
+        /// The simulated time reached.
+        time: f64,
+        /// Why there is no checkpoint.
+        why: String,
+    },
     /// The state became NaN or infinite.
     #[error(
         "non-finite state at step {step}, time {time}: particle id {id} (index {index}) has {what}; \

@@ -84,6 +84,10 @@ impl<R: Real, const D: usize> Equation<R, D> for LinearAdvection<D> {
         self.variables
     }
 
+    fn flow_velocity(&self, _u: &[R]) -> Option<[R; D]> {
+        self.velocity.map(|a| a.map(R::cast))
+    }
+
     #[inline(always)]
     fn flux(&self, u: &[R], n: [R; D], out: &mut [R]) {
         if let Some(a) = self.velocity {

@@ -22,6 +22,10 @@ impl<R: Real, const D: usize> Equation<R, D> for Burgers<D> {
         1
     }
 
+    fn flow_velocity(&self, u: &[R]) -> Option<[R; D]> {
+        Some([u[0]; D])
+    }
+
     #[inline(always)]
     fn flux(&self, u: &[R], n: [R; D], out: &mut [R]) {
         out[0] = formula::burgers_flux(u[0], &n, D);

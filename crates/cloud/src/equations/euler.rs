@@ -315,6 +315,10 @@ impl<R: Real, const D: usize> Equation<R, D> for Euler<D> {
     }
 
     /// `(rho, u_1 .. u_D, p)`.
+    fn flow_velocity(&self, u: &[R]) -> Option<[R; D]> {
+        Some(self.primitive(u).1)
+    }
+
     fn to_primitive(&self, u: &[R], out: &mut [R]) {
         let (rho, v, p) = self.primitive(u);
         out[0] = rho;

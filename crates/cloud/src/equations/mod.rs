@@ -161,6 +161,14 @@ pub trait Equation<R: Real, const D: usize>: Send + Sync {
         0
     }
 
+    /// The velocity the state is carried with, for a moving cloud whose particles follow the
+    /// flow ([`crate::motion::StateVelocity`]): the fluid velocity of Euler, the advection
+    /// velocity of scalar advection, `u` along every axis for Burgers (its characteristic
+    /// speed). `None` (the default) where the equation has no single such velocity.
+    fn flow_velocity(&self, _u: &[R]) -> Option<[R; D]> {
+        None
+    }
+
     /// Conservative to primitive variables (identity unless overridden).
     fn to_primitive(&self, u: &[R], out: &mut [R]) {
         out.copy_from_slice(u);

@@ -6,7 +6,7 @@
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mood::MoodSettings;
 use mote_cloud::scheme::{Formulation, Limiter, MAX_ORDER};
-use mote_cloud::time::Tableau;
+use mote_cloud::time::{ImexTableau, Tableau};
 use mote_core::Precision;
 use serde::{Deserialize, Serialize};
 
@@ -30,9 +30,121 @@ pub struct MeshlessConfig {
     /// The spatial scheme and the time stepper.
     #[serde(default)]
     pub scheme: SchemeSection,
+    /// How the particles move (default: they stay where they are).
+    #[serde(default)]
+    pub motion: MotionSection,
+    /// Particle insertion, merging and removal on a moving cloud (default: off).
+    #[serde(default)]
+    pub adaptivity: AdaptivitySection,
+    /// Solve the problem's conservation law through its kinetic (Jin-Xin) relaxation system
+    /// with an IMEX stepper (absent: solve it directly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relaxation: Option<RelaxationSection>,
     /// What is written, and how often.
     #[serde(default)]
     pub output: MeshlessOutputSection,
+}
+
+/// The motions `[motion] kind` names.
+pub const MOTIONS: [&str; 4] = ["none", "rotation", "shear", "flow"];
+
+/// `[motion]`: a moving cloud. The particles move with a velocity field, and each stage of
+/// the Runge-Kutta step searches neighbours and fits the MLS moments at the new positions and
+/// exchanges ALE fluxes, so the state follows the particles (see `mote_cloud::motion`).
+/// Needs a periodic problem (no boundary particles), the explicit stepper, the
+/// `mls_divergence` formulation, no MOOD and the cpu backend. A moving run writes no
+/// checkpoint (positions are not in the checkpoint format yet): it cannot be resumed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MotionSection {
+    /// `none` (default), `rotation` (counter-rotating periodic cells, divergence-free),
+    /// `shear` (`w_x = speed sin(2 pi y)`), both prescribed; or `flow`: the particles move
+    /// with `fraction` times the flow velocity of the state (the fluid velocity of Euler, the
+    /// advection velocity, `u` for Burgers).
+    pub kind: String,
+    /// Peak speed of `rotation` and `shear` (default 0.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    /// The fraction of the flow velocity of `flow` (default 1: Lagrangian; 0: at rest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fraction: Option<f64>,
+    /// The cloud is reordered along the Morton curve after the particles have moved this many
+    /// nominal spacings in total (`inf`: never).
+    pub reorder_distance: f64,
+}
+
+impl Default for MotionSection {
+    fn default() -> Self {
+        Self {
+            kind: "none".to_string(),
+            speed: None,
+            fraction: None,
+            reorder_distance: 1.0,
+        }
+    }
+}
+
+impl MotionSection {
+    /// Whether the particles move.
+    pub fn moves(&self) -> bool {
+        self.kind != "none"
+    }
+}
+
+/// `[adaptivity]`: on a moving cloud, particles inserted into holes, close pairs merged and
+/// particles that left a non-periodic domain removed, every `every` steps, conserving every
+/// variable's total (see `mote_cloud::adapt`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdaptivitySection {
+    /// Adapt every this many steps (0: never, the default).
+    pub every: u64,
+    /// A point of the nominal lattice farther than this fraction of the spacing from every
+    /// particle is a hole and gets a particle.
+    pub hole_fraction: f64,
+    /// Pairs closer than this fraction of the spacing merge.
+    pub merge_fraction: f64,
+}
+
+impl Default for AdaptivitySection {
+    fn default() -> Self {
+        let d = mote_cloud::adapt::Adaptivity::default();
+        Self {
+            every: 0,
+            hole_fraction: d.hole_fraction,
+            merge_fraction: d.merge_fraction,
+        }
+    }
+}
+
+/// `[relaxation]`: the conservation law `du/dt + div F(u) = 0` solved through its kinetic
+/// relaxation system of `2 D M` kinetic variables, each advected with a velocity `+-speed`
+/// along an axis and relaxed towards the Maxwellian of `u` at the rate `1 / epsilon` (see
+/// `mote_cloud::source::relaxation`): the MUSCL scheme transports them explicitly and the IMEX
+/// pair `scheme.stepper` (`imex-euler`, `ars222`, `ssp2-332`, `ars233`, `ssp3-433`) relaxes
+/// them implicitly. As `epsilon -> 0` the macroscopic `u = sum f` solves the original law with
+/// the dissipation of the kinetic speed. Diagnostics, snapshots and errors show `u`.
+/// Periodic problems in 1-D and 2-D, f64, the cpu backend, no MOOD, a fixed cloud. Writes no
+/// checkpoint (the kinetic state is not in the checkpoint format yet).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RelaxationSection {
+    /// The kinetic speed `lambda`: at least `D` times the largest wave speed along an axis
+    /// (the subcharacteristic condition, checked on the initial state). Default: 1.1 times
+    /// that bound on the initial state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    /// The relaxation time `epsilon` (default 1e-6: the stiff limit, the conservation law).
+    pub epsilon: f64,
+}
+
+impl Default for RelaxationSection {
+    fn default() -> Self {
+        Self {
+            speed: None,
+            epsilon: 1e-6,
+        }
+    }
 }
 
 /// `[run]` of a meshless run.
@@ -494,7 +606,8 @@ pub struct SchemeSection {
     /// `mls_divergence` (the MLS divergence of pairwise fluxes) or `conservative`
     /// (antisymmetric face weights: conservative to round-off).
     pub formulation: Formulation,
-    /// Time stepper: `euler`, `rk2`, `rk3` (SSP) or `rk4`.
+    /// Time stepper: `euler`, `rk2`, `rk3` (SSP) or `rk4`; with `[relaxation]` an IMEX pair:
+    /// `imex-euler`, `ars222`, `ssp2-332`, `ars233` or `ssp3-433`.
     pub stepper: String,
     /// Slope limiter: `none`, `bj` (Barth-Jespersen), `vk` (Venkatakrishnan), `minmod` or
     /// `superbee` (the last two in 1-D).
@@ -700,7 +813,21 @@ impl MeshlessConfig {
             r.map_err(|e| (key.to_string(), e.to_string()))
         };
         by_name("scheme.flux", FluxKind::by_name(&s.flux).map(drop))?;
-        by_name("scheme.stepper", Tableau::by_name(&s.stepper).map(drop))?;
+        if self.relaxation.is_none() {
+            if ImexTableau::by_name(&s.stepper).is_ok() {
+                return bad(
+                    "scheme.stepper",
+                    format!(
+                        "`{}` is an IMEX pair, which steps a source term: add [relaxation], or \
+                         name an explicit stepper (euler, rk2, rk3 or rk4)",
+                        s.stepper
+                    ),
+                );
+            }
+            by_name("scheme.stepper", Tableau::by_name(&s.stepper).map(drop))?;
+        }
+        self.validate_motion()?;
+        self.validate_relaxation()?;
         by_name(
             "scheme.limiter",
             Limiter::by_name(&s.limiter, &s.limiter_mode).map(drop),
@@ -764,6 +891,211 @@ impl MeshlessConfig {
         // minmod one dimension, WENO order >= 2): the scheme is built here once, without a
         // cloud, so that the mistake is reported as this file's, not as a failed run.
         super::check_scheme(self).map_err(|(key, e)| (key.to_string(), e.to_string()))
+    }
+
+    /// Whether the run can be resumed from a checkpoint: not a moving cloud (positions are not
+    /// in the checkpoint) nor a relaxation run (nor its kinetic state); those write none.
+    pub fn resumable(&self) -> bool {
+        !self.motion.moves() && self.relaxation.is_none()
+    }
+
+    /// Checks `[motion]` and `[adaptivity]`.
+    fn validate_motion(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, msg: String| Err((key.to_string(), msg));
+        let m = &self.motion;
+        if !MOTIONS.contains(&m.kind.as_str()) {
+            return bad(
+                "motion.kind",
+                format!("`{}`: expected none, rotation, shear or flow", m.kind),
+            );
+        }
+        let prescribed = m.kind == "rotation" || m.kind == "shear";
+        if m.speed.is_some() && !prescribed {
+            return bad(
+                "motion.speed",
+                format!(
+                    "does not apply to kind `{}`: only rotation and shear take a peak speed",
+                    m.kind
+                ),
+            );
+        }
+        if m.fraction.is_some() && m.kind != "flow" {
+            return bad(
+                "motion.fraction",
+                format!(
+                    "does not apply to kind `{}`: only flow takes a fraction of the flow velocity",
+                    m.kind
+                ),
+            );
+        }
+        if let Some(v) = m.speed
+            && !v.is_finite()
+        {
+            return bad("motion.speed", format!("{}: not finite", num(v)));
+        }
+        if let Some(v) = m.fraction
+            && !v.is_finite()
+        {
+            return bad("motion.fraction", format!("{}: not finite", num(v)));
+        }
+        if m.reorder_distance.is_nan() || m.reorder_distance <= 0.0 {
+            return bad(
+                "motion.reorder_distance",
+                format!(
+                    "{} is not allowed: a positive number of spacings (inf: never)",
+                    num(m.reorder_distance)
+                ),
+            );
+        }
+        let a = &self.adaptivity;
+        if a.every > 0 && !m.moves() {
+            return bad(
+                "adaptivity.every",
+                "adaptivity acts on a moving cloud: set [motion] kind (or every = 0)".into(),
+            );
+        }
+        let adapt = mote_cloud::adapt::Adaptivity {
+            hole_fraction: a.hole_fraction,
+            merge_fraction: a.merge_fraction,
+        };
+        if adapt.validate().is_err() {
+            return bad(
+                "adaptivity.merge_fraction",
+                format!(
+                    "hole_fraction {} and merge_fraction {}: expected 0 < merge_fraction < \
+                     hole_fraction <= 1 (fractions of the spacing)",
+                    num(a.hole_fraction),
+                    num(a.merge_fraction)
+                ),
+            );
+        }
+        if !m.moves() {
+            return Ok(());
+        }
+        let why = |what: &str| format!("a moving cloud needs {what}");
+        if self.problem.kind.has_boundaries() {
+            return bad(
+                "motion.kind",
+                why(&format!(
+                    "a periodic problem: `{}` has boundary particles (boundary conditions on \
+                     moving clouds are not built)",
+                    self.problem.kind.name()
+                )),
+            );
+        }
+        let s = &self.scheme;
+        if s.mood != "none" {
+            return bad(
+                "scheme.mood",
+                why("mood = \"none\" (MOOD on moving clouds is not built)"),
+            );
+        }
+        if s.formulation != Formulation::MlsDivergence {
+            return bad(
+                "scheme.formulation",
+                why("\"mls_divergence\" (the conservative form needs evolving volumes)"),
+            );
+        }
+        if self.relaxation.is_some() {
+            return bad(
+                "motion.kind",
+                why("an explicit stepper: it cannot be combined with [relaxation]"),
+            );
+        }
+        if self.run.backend != "cpu" {
+            return bad(
+                "run.backend",
+                why(
+                    "the cpu backend from a configuration (the device engine's moving clouds \
+                     are not routed through the runner yet)",
+                ),
+            );
+        }
+        if self.output.checkpoint_interval.is_some() {
+            return bad(
+                "output.checkpoint_interval",
+                "a moving run writes no checkpoint (positions are not in the checkpoint \
+                 format yet): leave it out"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks `[relaxation]` (and that an IMEX stepper has it).
+    fn validate_relaxation(&self) -> Result<(), (String, String)> {
+        let bad = |key: &str, msg: String| Err((key.to_string(), msg));
+        let Some(r) = &self.relaxation else {
+            return Ok(());
+        };
+        let why = |what: &str| format!("a relaxation run needs {what}");
+        if let Some(v) = r.speed
+            && !(v.is_finite() && v > 0.0)
+        {
+            return bad(
+                "relaxation.speed",
+                format!("{} is not allowed: a positive, finite speed", num(v)),
+            );
+        }
+        if !(r.epsilon.is_finite() && r.epsilon > 0.0) {
+            return bad(
+                "relaxation.epsilon",
+                format!("{} is not allowed: a positive, finite time", num(r.epsilon)),
+            );
+        }
+        let s = &self.scheme;
+        if ImexTableau::by_name(&s.stepper).is_err() {
+            return bad(
+                "scheme.stepper",
+                format!(
+                    "`{}`: {} (imex-euler, ars222, ssp2-332, ars233 or ssp3-433) to relax the \
+                     kinetic variables implicitly",
+                    s.stepper,
+                    why("an IMEX pair")
+                ),
+            );
+        }
+        let kind = self.problem.kind;
+        if kind.has_boundaries() {
+            return bad(
+                "problem.kind",
+                why(&format!(
+                    "a periodic problem: `{}` has boundary particles (boundary conditions of \
+                     the kinetic variables are not built)",
+                    kind.name()
+                )),
+            );
+        }
+        if self.dimension() == 3 {
+            return bad(
+                "problem.dim",
+                why("1 or 2 dimensions (3-D is not built into this program)"),
+            );
+        }
+        if s.mood != "none" {
+            return bad(
+                "scheme.mood",
+                why("mood = \"none\" (an IMEX stage is not revised)"),
+            );
+        }
+        if self.run.precision != Precision::F64 {
+            return bad(
+                "run.precision",
+                why("f64 (the relaxation engine is built in f64 only)"),
+            );
+        }
+        if self.run.backend != "cpu" {
+            return bad("run.backend", why("the cpu backend"));
+        }
+        if self.output.checkpoint_interval.is_some() {
+            return bad(
+                "output.checkpoint_interval",
+                "a relaxation run writes no checkpoint (its kinetic state is not in the \
+                 checkpoint format yet): leave it out"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// The resolved configuration as TOML, every default included.

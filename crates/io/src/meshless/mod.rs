@@ -19,16 +19,18 @@ pub mod config;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
+use mote_cloud::adapt::Adaptivity;
 use mote_cloud::boundary::Boundaries;
 use mote_cloud::cloud::INTERIOR;
-use mote_cloud::equations::{Burgers, Equation, Euler, LinearAdvection};
+use mote_cloud::equations::{Burgers, Equation, Euler, KineticTransport, LinearAdvection};
 use mote_cloud::exact;
 use mote_cloud::flux::FluxKind;
 use mote_cloud::mls::default_radius_factor;
 use mote_cloud::mood::{MoodSettings, MoodStats};
+use mote_cloud::motion::{Motion, StateVelocity};
 use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
-use mote_cloud::time::Tableau;
+use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, Weight};
 use mote_core::memory::{self, ReserveOptions};
 use mote_core::{Backend, CpuBackend, DeviceSpec, MachineInfo, Precision, Real};
@@ -113,6 +115,19 @@ pub(crate) fn check_scheme(c: &MeshlessConfig) -> Result<(), (&'static str, Clou
     let s = &c.scheme;
     let gamma = c.problem.gamma.unwrap_or(1.4);
     let euler = |e: Result<(), CloudError>| e.map_err(|e| ("problem.gamma", e));
+    if c.relaxation.is_some() {
+        // The scheme transports the kinetic variables: its flux and limiter must suit the
+        // kinetic transport (validated: 1-D or 2-D, periodic).
+        let m = if c.problem.is_gas() {
+            c.dimension() + 2
+        } else {
+            1
+        };
+        return match c.dimension() {
+            1 => build_scheme::<f64, 1, _>(KineticTransport::<1>::new(m, 1.0), s).map(drop),
+            _ => build_scheme::<f64, 2, _>(KineticTransport::<2>::new(m, 1.0), s).map(drop),
+        };
+    }
     match (c.problem.kind, c.dimension()) {
         (ProblemKind::AdvectionWave, 1) => {
             build_scheme::<f64, 1, _>(LinearAdvection::scalar([1.0], 1), s).map(drop)
@@ -246,6 +261,9 @@ impl MeshlessRun<'_> {
         } else {
             Backend::Cpu(CpuBackend::threads(config.run.threads))
         };
+        if config.relaxation.is_some() {
+            return self.relaxed(backend);
+        }
         match config.run.precision {
             Precision::F32 => self.run::<f32>(backend),
             Precision::F64 => self.run::<f64>(backend),
@@ -285,6 +303,51 @@ impl MeshlessRun<'_> {
                 self.drive(|o| problems::kelvin_helmholtz::<R>(o, gamma), backend)
             }
             (ProblemKind::Noh, _) => self.drive(|o| problems::noh::<R>(o, gamma), backend),
+        }
+    }
+
+    /// The configured problem through its kinetic relaxation system (validated: a periodic
+    /// problem in 1-D or 2-D, f64, the cpu backend). Only these engines are instantiated with
+    /// the kinetic transport (build time: each is a MUSCL scheme compiled for every variable
+    /// count).
+    fn relaxed(self, backend: Backend) -> Result<MeshlessReport, RunError> {
+        let p = &self.config.problem;
+        let gamma = p.gamma.unwrap_or(1.4);
+        match (p.kind, self.config.dimension()) {
+            (ProblemKind::AdvectionWave, 1) => self.drive_with(
+                &problems::advection_wave::<f64, 1>,
+                backend,
+                relaxed_simulation,
+            ),
+            (ProblemKind::AdvectionWave, 2) => self.drive_with(
+                &problems::advection_wave::<f64, 2>,
+                backend,
+                relaxed_simulation,
+            ),
+            (ProblemKind::BurgersTopHat, _) => self.drive_with(
+                &problems::burgers_top_hat::<f64>,
+                backend,
+                relaxed_simulation,
+            ),
+            (ProblemKind::IsentropicVortex, _) => self.drive_with(
+                &|o| problems::isentropic_vortex::<f64>(o, gamma),
+                backend,
+                relaxed_simulation,
+            ),
+            (ProblemKind::GreshoVortex, _) => self.drive_with(
+                &|o| problems::gresho_vortex::<f64>(o, gamma),
+                backend,
+                relaxed_simulation,
+            ),
+            (ProblemKind::KelvinHelmholtz, _) => self.drive_with(
+                &|o| problems::kelvin_helmholtz::<f64>(o, gamma),
+                backend,
+                relaxed_simulation,
+            ),
+            (kind, dim) => Err(RunError::Refused(format!(
+                "[relaxation] is not built for problem `{}` in {dim}-D",
+                kind.name()
+            ))),
         }
     }
 
@@ -364,7 +427,9 @@ fn scheme_of(s: &SchemeSection) -> Result<Scheme, CloudError> {
         // The central fit's weight of the WENO-type combination: the value validated in the
         // tests (docs/validation.md).
         weno: s.weno.then_some(WENO_CENTRAL_WEIGHT),
-        tableau: Tableau::by_name(&s.stepper)?,
+        // A relaxation run names an IMEX pair here, which replaces the explicit stepper
+        // (`Simulation::relaxed`); its explicit tableau is never used.
+        tableau: Tableau::by_name(&s.stepper).unwrap_or_else(|_| Tableau::ssp_rk3()),
         mood: MoodSettings::by_name(&s.mood, &s.mood_strategy)?,
     })
 }
@@ -407,7 +472,22 @@ fn split<R: Real, const D: usize, E>(
     (cloud, equation, boundaries, rest)
 }
 
-/// The configured simulation of `problem` with neighbours within `radius`, on `backend`.
+/// What builds a run's problem from the resolution, jitter and boundary layers.
+type BuildProblem<'a, R, const D: usize, E> =
+    dyn Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError> + 'a;
+
+/// What makes a run's simulation of its problem: the configured simulation, neighbours within
+/// the radius, on the backend.
+type MakeSimulation<R, const D: usize, E> =
+    fn(
+        &MeshlessConfig,
+        Problem<R, D, E>,
+        f64,
+        Backend,
+    ) -> Result<(Simulation<R, D>, ProblemRest<D>), RunError>;
+
+/// The configured simulation of `problem` with neighbours within `radius`, on `backend`, with
+/// its motion and adaptivity.
 fn simulation<R: GpuFloat, const D: usize, E>(
     c: &MeshlessConfig,
     problem: Problem<R, D, E>,
@@ -415,13 +495,86 @@ fn simulation<R: GpuFloat, const D: usize, E>(
     backend: Backend,
 ) -> Result<(Simulation<R, D>, ProblemRest<D>), RunError>
 where
-    E: Equation<R, D> + OnDevice<D> + 'static,
+    E: Equation<R, D> + OnDevice<D> + Clone + 'static,
 {
     let (cloud, equation, boundaries, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
-    let sim = Simulation::new(cloud, equation, boundaries, radius, &scheme, backend)
+    let motion = motion_of(&c.motion, &equation, &cloud)?;
+    let mut sim = Simulation::new(cloud, equation, boundaries, radius, &scheme, backend)
         .map_err(run_error)?;
+    if let Some(motion) = motion {
+        sim = sim
+            .with_motion(motion, c.motion.reorder_distance)
+            .map_err(run_error)?;
+        let a = &c.adaptivity;
+        if a.every > 0 {
+            let adapt = Adaptivity {
+                hole_fraction: a.hole_fraction,
+                merge_fraction: a.merge_fraction,
+            };
+            sim = sim.with_adaptivity(adapt, a.every).map_err(run_error)?;
+        }
+    }
     Ok((sim, rest))
+}
+
+/// The configured simulation of `problem` through its kinetic relaxation system (a
+/// [`MakeSimulation`] of the f64 engines only).
+fn relaxed_simulation<const D: usize, E>(
+    c: &MeshlessConfig,
+    problem: Problem<f64, D, E>,
+    radius: f64,
+    backend: Backend,
+) -> Result<(Simulation<f64, D>, ProblemRest<D>), RunError>
+where
+    E: Equation<f64, D> + Clone + 'static,
+{
+    let r = c.relaxation.as_ref().expect("a relaxation run");
+    let (cloud, equation, _periodic, rest) = split(c, problem);
+    let scheme = scheme_of(&c.scheme)?;
+    let tableau = ImexTableau::by_name(&c.scheme.stepper)?;
+    let sim = Simulation::relaxed(
+        cloud, equation, r.speed, r.epsilon, tableau, radius, &scheme, backend,
+    )
+    .map_err(run_error)?;
+    Ok((sim, rest))
+}
+
+/// The configured motion of `cloud` under `equation` (`None`: a fixed cloud).
+fn motion_of<R: Real, const D: usize, E>(
+    m: &config::MotionSection,
+    equation: &E,
+    cloud: &Cloud<R, D>,
+) -> Result<Option<Box<dyn Motion<R, D>>>, RunError>
+where
+    E: Equation<R, D> + Clone + 'static,
+{
+    let (lo, hi) = cloud.domain().bounds();
+    match m.kind.as_str() {
+        "none" => Ok(None),
+        "flow" => {
+            // Asked of a real state (the first particle's): a made-up one could trip the
+            // equation's positivity floors and count an event.
+            let probe: Vec<R> = (0..cloud.variables()).map(|v| cloud.state(v)[0]).collect();
+            if equation.flow_velocity(&probe).is_none() {
+                return Err(RunError::Refused(format!(
+                    "motion.kind = \"flow\": the equation `{}` has no flow velocity to move \
+                     the particles with (use a prescribed motion)",
+                    equation.name()
+                )));
+            }
+            let eq = equation.clone();
+            let mover = StateVelocity::new("flow", m.fraction.unwrap_or(1.0), move |u: &[R]| {
+                eq.flow_velocity(u).unwrap_or([R::zero(); D])
+            })?;
+            Ok(Some(Box::new(mover)))
+        }
+        kind => {
+            let len = std::array::from_fn(|d| hi[d] - lo[d]);
+            let motion = mote_cloud::motion::builtin::<D>(kind, m.speed.unwrap_or(0.5), lo, len)?;
+            Ok(Some(Box::new(motion)))
+        }
+    }
 }
 
 /// Everything a run's output needs to know about the run.
@@ -450,6 +603,22 @@ struct Provenance<'a> {
     errors: Option<exact::Errors>,
     mood: Option<MoodStats>,
     floor_events: Option<u64>,
+    /// The kinetic speed of a relaxation run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kinetic_speed: Option<f64>,
+    /// What adaptivity did over the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adaptivity: Option<AdaptSummary>,
+}
+
+/// Adaptivity's totals over a run, for the provenance.
+#[derive(Serialize)]
+struct AdaptSummary {
+    inserted: usize,
+    unfilled: usize,
+    merged: usize,
+    removed: usize,
+    particles_at_end: usize,
 }
 
 impl MeshlessRun<'_> {
@@ -464,11 +633,29 @@ impl MeshlessRun<'_> {
 
     /// Builds the problem with `build`, prices it on the host (host runs), makes its
     /// simulation on `backend`, reserves its memory, runs it and writes the run directory.
-    fn drive<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D> + 'static>(
+    fn drive<R: GpuFloat, const D: usize, E>(
         self,
         build: impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
         backend: Backend,
-    ) -> Result<MeshlessReport, RunError> {
+    ) -> Result<MeshlessReport, RunError>
+    where
+        E: Equation<R, D> + OnDevice<D> + Clone + 'static,
+    {
+        self.drive_with(&build, backend, simulation)
+    }
+
+    /// [`drive`](Self::drive) with the simulation made by `make`. `build` and `make` are
+    /// passed as a trait object and a function pointer, so that this (long) function is
+    /// compiled once per precision, dimension and equation, not once per problem.
+    fn drive_with<R: GpuFloat, const D: usize, E>(
+        self,
+        build: &BuildProblem<'_, R, D, E>,
+        backend: Backend,
+        make: MakeSimulation<R, D, E>,
+    ) -> Result<MeshlessReport, RunError>
+    where
+        E: Equation<R, D> + OnDevice<D> + Clone + 'static,
+    {
         let c = self.config;
         let price = matches!(backend, Backend::Cpu(_));
         let started = SystemTime::now();
@@ -501,7 +688,7 @@ impl MeshlessRun<'_> {
         // (resolution^D per unit volume, a lower bound) must fit the limit.
         if price && let Some(limit) = limit {
             let interior = (options.resolution as f64).powi(D as i32);
-            self.price(&build, &options, interior.min(1e18) as usize, limit)?;
+            self.price(build, make, &options, interior.min(1e18) as usize, limit)?;
         }
         let mut problem = build(&options)?;
         if let Some(r) = self.resume {
@@ -509,7 +696,7 @@ impl MeshlessRun<'_> {
         }
         let radius = factor * max_spacing(&problem.cloud);
         if price && let Some(limit) = limit {
-            self.price(&build, &options, problem.cloud.len(), limit)?;
+            self.price(build, make, &options, problem.cloud.len(), limit)?;
         }
         let (n, interior) = (
             problem.cloud.len(),
@@ -520,7 +707,7 @@ impl MeshlessRun<'_> {
                 .filter(|&&t| t == INTERIOR)
                 .count(),
         );
-        let (mut sim, rest) = simulation(c, problem, radius, backend)?;
+        let (mut sim, rest) = make(c, problem, radius, backend)?;
         // Buffers are reserved (sized once, frozen) against a limit the user set; the default
         // budget only prices the run.
         let reserved = sim
@@ -564,6 +751,8 @@ impl MeshlessRun<'_> {
             errors: None,
             mood: None,
             floor_events: None,
+            kinetic_speed: sim.kinetic_speed(),
+            adaptivity: None,
         };
         let provenance_path = self.dir.join("provenance.json");
         let write_provenance = |p: &Provenance<'_>| write_json(&provenance_path, p);
@@ -580,7 +769,17 @@ impl MeshlessRun<'_> {
             // its momentum, not its density).
             header.extend(rest.variables[1..].iter().map(|v| format!("l1_error_{v}")));
         }
-        header.extend(["mood_reductions", "floor_events", "wall_seconds"].map(String::from));
+        header.extend(["mood_reductions", "floor_events"].map(String::from));
+        // A moving cloud's particle count, and what adaptivity did so far.
+        let moving = c.motion.moves();
+        let adapting = moving && c.adaptivity.every > 0;
+        if moving {
+            header.push("particles".into());
+        }
+        if adapting {
+            header.extend(["inserted", "merged", "removed"].map(String::from));
+        }
+        header.push("wall_seconds".into());
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let csv_path = self.dir.join("diagnostics.csv");
         let mut csv = if self.resume.is_some() {
@@ -634,22 +833,36 @@ impl MeshlessRun<'_> {
             }
             // The device does not count floor events: NaN, not a misleading 0.
             let new_floors = floors.map_or(f64::NAN, |f| (f - totals.floors_reported) as f64);
-            values.extend([
-                mood.reductions as f64,
-                new_floors,
-                clock.elapsed().as_secs_f64(),
-            ]);
+            values.extend([mood.reductions as f64, new_floors]);
+            if moving {
+                values.push(cloud.len() as f64);
+            }
+            if adapting {
+                let a = sim.adapt_stats();
+                values.extend([a.inserted, a.merged, a.removed].map(|k| k as f64));
+            }
+            values.push(clock.elapsed().as_secs_f64());
             totals.floors_reported = floors.unwrap_or(0);
             csv.row(&values)?;
             Ok(())
         };
         let checkpoint_path = self.dir.join("checkpoint.mote");
+        // A moving or relaxation run writes no checkpoint (see MeshlessConfig::resumable).
+        let resumable = c.resumable();
+        let last_state = if resumable {
+            format!("The last good state is in {}", checkpoint_path.display())
+        } else {
+            "This run writes no checkpoint (a moving cloud or a relaxation run)".to_string()
+        };
         let save = |sim: &mut Simulation<R, D>,
                     time: f64,
                     totals: &Totals,
                     snapshots: &[(f64, String)],
                     first_dt: f64|
          -> Result<(), RunError> {
+            if !resumable {
+                return Ok(());
+            }
             sim.sync()?;
             let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
             let cloud = sim.cloud();
@@ -710,12 +923,11 @@ impl MeshlessRun<'_> {
                     reason: format!(
                         "the stable time step collapsed to {stable:.3e}, below run.min_dt_ratio = \
                          {:e} of the first step {reference:.3e} (about {:.1e} more steps to the \
-                         end time {end}); {}. The last good state is in {} (lower run.cfl or \
-                         scheme.order, add a limiter or MOOD, or lower run.min_dt_ratio to go on)",
+                         end time {end}); {}. {last_state} (lower run.cfl or scheme.order, add \
+                         a limiter or MOOD, or lower run.min_dt_ratio to go on)",
                         c.run.min_dt_ratio,
                         (end - time) / stable,
                         limiting_particle(&sim),
-                        checkpoint_path.display()
                     ),
                     csv: csv_so_far(),
                 });
@@ -757,6 +969,16 @@ impl MeshlessRun<'_> {
             if let Some(signal) = due.stop {
                 provenance.steps = Some(sim.steps());
                 write_provenance(&provenance)?;
+                if !resumable {
+                    return Err(RunError::Stopped {
+                        signal,
+                        step: sim.steps(),
+                        time,
+                        why: "a moving cloud or a relaxation run writes no checkpoint: it \
+                              cannot be resumed"
+                            .into(),
+                    });
+                }
                 return Err(RunError::Interrupted {
                     signal,
                     step: sim.steps(),
@@ -788,6 +1010,16 @@ impl MeshlessRun<'_> {
         provenance.mood = Some(totals.mood);
         let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
         provenance.floor_events = floor_events;
+        if c.adaptivity.every > 0 {
+            let a = sim.adapt_stats();
+            provenance.adaptivity = Some(AdaptSummary {
+                inserted: a.inserted,
+                unfilled: a.unfilled,
+                merged: a.merged,
+                removed: a.removed,
+                particles_at_end: cloud.len(),
+            });
+        }
         write_provenance(&provenance)?;
         Ok(MeshlessReport {
             dir: self.dir.to_path_buf(),
@@ -811,7 +1043,8 @@ impl MeshlessRun<'_> {
     /// the slots per particle, are measured on the same problem at a low resolution.
     fn price<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D> + 'static>(
         &self,
-        build: &impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
+        build: &BuildProblem<'_, R, D, E>,
+        make: MakeSimulation<R, D, E>,
         options: &ProblemOptions,
         particles: usize,
         limit: u64,
@@ -823,7 +1056,7 @@ impl MeshlessRun<'_> {
         let prototype = build(&small)?;
         let radius = self.radius_factor::<D>() * max_spacing(&prototype.cloud);
         let cpu = Backend::Cpu(CpuBackend::threads(self.config.run.threads));
-        let (mut sim, _) = simulation(self.config, prototype, radius, cpu)?;
+        let (mut sim, _) = make(self.config, prototype, radius, cpu)?;
         let model = sim.memory_model();
         let slots = (particles as f64 * model.slots_per_particle()).ceil() as usize;
         let needed = model.bytes(particles, slots);
