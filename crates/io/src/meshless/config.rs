@@ -216,6 +216,9 @@ pub enum ProblemKind {
     KelvinHelmholtz,
     /// Noh's implosion (2-D Euler, exact inflow at the faces, CPU only): a strong shock.
     Noh,
+    /// The Sedov-Taylor blast (2-D Euler, periodic): a point explosion, exact by the
+    /// self-similar solution.
+    Sedov,
     /// A Riemann problem on the unit box with outflow faces: two constant states (`left`,
     /// `right`) meeting at a plane (`diaphragm`, `normal`), for the Euler equations (1-D or
     /// 2-D) or a scalar equation (1-D); exact by the Riemann solver.
@@ -236,6 +239,7 @@ impl ProblemKind {
             ProblemKind::GreshoVortex => "gresho_vortex",
             ProblemKind::KelvinHelmholtz => "kelvin_helmholtz",
             ProblemKind::Noh => "noh",
+            ProblemKind::Sedov => "sedov",
         }
     }
 
@@ -251,6 +255,7 @@ impl ProblemKind {
                 | ProblemKind::GreshoVortex
                 | ProblemKind::KelvinHelmholtz
                 | ProblemKind::Noh
+                | ProblemKind::Sedov
         )
     }
 
@@ -291,7 +296,8 @@ impl ProblemKind {
             | ProblemKind::DoubleMach
             | ProblemKind::GreshoVortex
             | ProblemKind::KelvinHelmholtz
-            | ProblemKind::Noh => 2,
+            | ProblemKind::Noh
+            | ProblemKind::Sedov => 2,
         }
     }
 
@@ -308,6 +314,7 @@ impl ProblemKind {
             ProblemKind::GreshoVortex => 64,
             ProblemKind::KelvinHelmholtz => 100,
             ProblemKind::Noh => 50,
+            ProblemKind::Sedov => 100,
         }
     }
 
@@ -321,6 +328,7 @@ impl ProblemKind {
             ProblemKind::GreshoVortex => 3.0,
             ProblemKind::KelvinHelmholtz => 2.0,
             ProblemKind::Noh => 0.6,
+            ProblemKind::Sedov => 0.1,
         }
     }
 }
@@ -771,7 +779,7 @@ impl MeshlessConfig {
                 format!(
                     "does not apply to kind `{}` (not a gas); the gas problems are sod, \
                      isentropic_vortex, quadrant, double_mach, gresho_vortex, \
-                     kelvin_helmholtz, noh and riemann with equation = \"euler\"",
+                     kelvin_helmholtz, noh, sedov and riemann with equation = \"euler\"",
                     p.kind.name()
                 ),
             );

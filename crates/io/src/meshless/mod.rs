@@ -303,6 +303,7 @@ impl MeshlessRun<'_> {
                 self.drive(|o| problems::kelvin_helmholtz::<R>(o, gamma), backend)
             }
             (ProblemKind::Noh, _) => self.drive(|o| problems::noh::<R>(o, gamma), backend),
+            (ProblemKind::Sedov, _) => self.drive(|o| problems::sedov::<R>(o, gamma), backend),
         }
     }
 
@@ -341,6 +342,11 @@ impl MeshlessRun<'_> {
             ),
             (ProblemKind::KelvinHelmholtz, _) => self.drive_with(
                 &|o| problems::kelvin_helmholtz::<f64>(o, gamma),
+                backend,
+                relaxed_simulation,
+            ),
+            (ProblemKind::Sedov, _) => self.drive_with(
+                &|o| problems::sedov::<f64>(o, gamma),
                 backend,
                 relaxed_simulation,
             ),

@@ -171,9 +171,11 @@ fn read_snapshot(path: &Path) -> Result<Snapshot, FileError> {
         .map(|a| a.to_f64())
         .and_then(|t| t.first().copied())
         .unwrap_or(f64::NAN);
+    // The cells' arrays (one vertex per particle) are the file's bookkeeping, not fields.
+    let bookkeeping = ["TimeValue", "connectivity", "offsets", "types"];
     let fields = arrays
         .iter()
-        .filter(|(name, a)| a.components == 1 && *name != "TimeValue")
+        .filter(|(name, a)| a.components == 1 && !bookkeeping.contains(&name.as_str()))
         .map(|(name, a)| (name.clone(), a.to_f64()))
         .collect();
     Ok(Snapshot {
@@ -465,7 +467,10 @@ fn draw_maps(path: &Path, snap: &Snapshot, dim: usize) -> Result<(), String> {
     let (ya, yb) = range_of(idx.iter().map(|&i| snap.points[i][1]));
     let aspect = ((yb - ya + h) / (xb - xa + h)).clamp(0.2, 2.0);
     let (cols, panel_w) = (2u32, 620u32);
-    let map_h = ((panel_w - 140) as f64 * aspect) as u32 + 90;
+    // The plotting area's width is the panel's less the colour bar (140), the y labels (60) and
+    // the margins (16); its height the map's less the caption, the x labels and the margins
+    // (about 86): a square domain draws as a square.
+    let map_h = ((panel_w - 216) as f64 * aspect) as u32 + 86;
     let rows = maps.len().div_ceil(cols as usize) as u32;
     let root = BitMapBackend::new(path, (cols * panel_w, rows * map_h + 50)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;

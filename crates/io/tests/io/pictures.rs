@@ -70,6 +70,17 @@ fn every_kind_of_picture_is_drawn() {
     assert_eq!(size, (1000, 800));
     assert!(colours > 20, "{colours}");
 
+    // A scalar equation's profile: its one variable (the snapshot's cell arrays, connectivity,
+    // offsets and types, are not fields: they were drawn as three more panels once).
+    let burgers = tmp.path().join("burgers");
+    let c = meshless(
+        "physics = \"meshless\"\n[problem]\nkind = \"burgers_top_hat\"\nresolution = 100\n\
+         [output]\nsnapshots = 1\n",
+    );
+    run_meshless(&c, &burgers, false, "test", &mut |_| {}).unwrap();
+    plot_run(&burgers, &FieldOptions::default()).unwrap();
+    assert_eq!(png(&burgers.join("profile.png")).0, (1000, 300 + 50));
+
     // 2-D: colour maps of density, pressure, the error and the order.
     let vortex = tmp.path().join("vortex");
     let c = meshless(

@@ -1,5 +1,9 @@
 //! Exact solutions and error norms.
 
+mod sedov;
+
+pub use sedov::Sedov;
+
 use mote_core::Real;
 
 use crate::cloud::{Cloud, INTERIOR};
