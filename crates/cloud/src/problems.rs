@@ -602,6 +602,64 @@ impl<const D: usize> Diaphragm<D> {
     }
 }
 
+/// A user's gas on the unit box `[0, 1]^D` (periodic, or with outflow faces): `state` gives
+/// the density, velocity and pressure at a position, or an error (a value that is not a gas
+/// state, named by the caller). No exact solution.
+pub fn custom_gas<R: Real, const D: usize>(
+    options: &ProblemOptions,
+    gamma: f64,
+    periodic: bool,
+    state: impl Fn([f64; D]) -> Result<(f64, [f64; D], f64), CloudError>,
+) -> Result<Problem<R, D, Euler<D>>, CloudError> {
+    let (eq, mut cloud) = gas_box::<R, D>(options, gamma, [0.0; D], [1.0; D], [periodic; D])?;
+    for i in 0..cloud.len() {
+        let (rho, v, p) = state(cloud.position_of(i))?;
+        for (k, value) in eq.conservative(rho, v, p).into_iter().enumerate() {
+            cloud.state_var_mut(k)[i] = R::cast(value);
+        }
+    }
+    let boundaries = outflow_unless(periodic);
+    Ok(gas_problem("custom", cloud, eq, boundaries, None, 0.2))
+}
+
+/// A user's scalar state `u0` under `equation` on the unit box (periodic, or with outflow
+/// faces), with the exact solution `exact` where the caller knows one.
+pub fn custom_scalar<R: Real, const D: usize, E>(
+    options: &ProblemOptions,
+    equation: E,
+    periodic: bool,
+    u0: impl Fn([f64; D]) -> Result<f64, CloudError>,
+    exact: Option<ExactFn<D>>,
+) -> Result<Problem<R, D, E>, CloudError> {
+    let h = spacing(options)?;
+    let domain = Domain::new_box([0.0; D], [1.0; D], [periodic; D])?;
+    let mut cloud = lattice::<R, D>(domain, h, options, 1)?;
+    for i in 0..cloud.len() {
+        cloud.state_var_mut(0)[i] = R::cast(u0(cloud.position_of(i))?);
+    }
+    Ok(Problem {
+        name: "custom",
+        cloud,
+        equation,
+        boundaries: outflow_unless(periodic),
+        variables: vec!["u".to_string()],
+        primitive: Vec::new(),
+        exact,
+        end_time: 0.2,
+    })
+}
+
+/// Outflow on every axis of a box that is not periodic; none on a periodic one.
+fn outflow_unless<R: Real, const D: usize>(periodic: bool) -> Boundaries<R, D> {
+    let mut boundaries = Boundaries::new();
+    if !periodic {
+        for d in 0..D {
+            boundaries = boundaries.with_axis(d, Outflow);
+        }
+    }
+    boundaries
+}
+
 /// The Riemann problem of the Euler equations on the unit box `[0, 1]^D` with outflow faces:
 /// `left` behind the diaphragm, `right` ahead of it, to `end_time`. Exact by the 1-D Riemann
 /// solver along the normal, the tangential velocity carried by the contact (valid until the

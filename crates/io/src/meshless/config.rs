@@ -10,6 +10,7 @@ use mote_cloud::time::{ImexTableau, Tableau};
 use mote_core::Precision;
 use serde::{Deserialize, Serialize};
 
+use super::expression::Value;
 use crate::config::{
     ConfigError, Physics, Source, deserialize_and_validate, expect_physics, num, read_table,
     validate_output, validate_resources,
@@ -223,6 +224,11 @@ pub enum ProblemKind {
     /// `right`) meeting at a plane (`diaphragm`, `normal`), for the Euler equations (1-D or
     /// 2-D) or a scalar equation (1-D); exact by the Riemann solver.
     Riemann,
+    /// A user's initial state on the unit box (periodic, or with outflow faces): values given
+    /// as numbers or expressions of `x`, `y`, `z` in `[problem.initial]`, for the Euler
+    /// equations (1-D, 2-D), Burgers (1-D) or advection (1-3-D; exact: the profile carried
+    /// along on a periodic box).
+    Custom,
 }
 
 impl ProblemKind {
@@ -240,6 +246,7 @@ impl ProblemKind {
             ProblemKind::KelvinHelmholtz => "kelvin_helmholtz",
             ProblemKind::Noh => "noh",
             ProblemKind::Sedov => "sedov",
+            ProblemKind::Custom => "custom",
         }
     }
 
@@ -269,7 +276,10 @@ impl ProblemKind {
 
     /// Whether `[problem] dim` applies.
     fn takes_dimension(self) -> bool {
-        matches!(self, ProblemKind::AdvectionWave | ProblemKind::Riemann)
+        matches!(
+            self,
+            ProblemKind::AdvectionWave | ProblemKind::Riemann | ProblemKind::Custom
+        )
     }
 
     /// Whether the problem has boundary particles (outflow or wall layers); the others are
@@ -289,7 +299,7 @@ impl ProblemKind {
     pub fn dimension(self, dim: Option<usize>) -> usize {
         match self {
             ProblemKind::AdvectionWave => dim.unwrap_or(2),
-            ProblemKind::Riemann => dim.unwrap_or(1),
+            ProblemKind::Riemann | ProblemKind::Custom => dim.unwrap_or(1),
             ProblemKind::BurgersTopHat | ProblemKind::Sod => 1,
             ProblemKind::IsentropicVortex
             | ProblemKind::Quadrant
@@ -305,7 +315,7 @@ impl ProblemKind {
     fn default_resolution(self, dim: usize) -> usize {
         match self {
             ProblemKind::AdvectionWave => [200, 64, 24][dim - 1],
-            ProblemKind::Riemann => [1000, 200, 40][dim - 1],
+            ProblemKind::Riemann | ProblemKind::Custom => [1000, 200, 40][dim - 1],
             ProblemKind::BurgersTopHat => 400,
             ProblemKind::Sod => 1000,
             ProblemKind::IsentropicVortex => 64,
@@ -323,7 +333,10 @@ impl ProblemKind {
         match self {
             ProblemKind::AdvectionWave | ProblemKind::IsentropicVortex => 1.0,
             ProblemKind::BurgersTopHat => 0.15,
-            ProblemKind::Sod | ProblemKind::DoubleMach | ProblemKind::Riemann => 0.2,
+            ProblemKind::Sod
+            | ProblemKind::DoubleMach
+            | ProblemKind::Riemann
+            | ProblemKind::Custom => 0.2,
             ProblemKind::Quadrant => 0.3,
             ProblemKind::GreshoVortex => 3.0,
             ProblemKind::KelvinHelmholtz => 2.0,
@@ -374,6 +387,54 @@ pub struct ProblemSection {
     /// along x; any non-zero length).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub normal: Option<Vec<f64>>,
+    /// Whether a custom problem's unit box is periodic (default) or has outflow faces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periodic: Option<bool>,
+    /// A custom problem's initial state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial: Option<Box<InitialSection>>,
+}
+
+/// `[problem.initial]`: a custom problem's initial state, each value a number or an expression
+/// of `x`, `y`, `z` (see [`super::expression`]): `density`, `velocity` (one value per
+/// dimension; a single value in 1-D) and `pressure` for the Euler equations; `u` for Burgers
+/// and advection, whose `velocity` is then the advection velocity (numbers; default `(1, 0.5,
+/// 0.25)`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitialSection {
+    /// Density (Euler), > 0 everywhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub density: Option<Value>,
+    /// Velocity (Euler: default at rest), or the advection velocity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub velocity: Option<Values>,
+    /// Pressure (Euler), > 0 everywhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<Value>,
+    /// The variable of Burgers and advection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub u: Option<Value>,
+}
+
+/// One value or one per dimension.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Values {
+    /// A single value (1-D).
+    One(Value),
+    /// One value per dimension.
+    Many(Vec<Value>),
+}
+
+impl Values {
+    /// The values as a list.
+    pub fn to_vec(&self) -> Vec<Value> {
+        match self {
+            Values::One(v) => vec![v.clone()],
+            Values::Many(v) => v.clone(),
+        }
+    }
 }
 
 /// A constant state of a Riemann problem: `density`, `velocity` (one component per dimension;
@@ -406,8 +467,152 @@ impl ProblemSection {
     /// Whether the problem solves the Euler equations (and so takes `gamma`).
     pub fn is_gas(&self) -> bool {
         self.kind.is_gas()
-            || (self.kind == ProblemKind::Riemann
+            || (matches!(self.kind, ProblemKind::Riemann | ProblemKind::Custom)
                 && self.equation.as_deref().unwrap_or("euler") == "euler")
+    }
+
+    /// Whether the problem has boundary particles (a custom problem unless periodic).
+    pub fn has_boundaries(&self) -> bool {
+        match self.kind {
+            ProblemKind::Custom => !self.periodic.unwrap_or(true),
+            kind => kind.has_boundaries(),
+        }
+    }
+
+    /// Checks a custom problem's keys (or that a problem of another kind sets none of them).
+    fn validate_custom(&self, dim: usize) -> Result<(), (String, String)> {
+        let bad = |key: &str, msg: String| Err((key.to_string(), msg));
+        if self.kind != ProblemKind::Custom {
+            for (key, set) in [
+                ("periodic", self.periodic.is_some()),
+                ("initial", self.initial.is_some()),
+            ] {
+                if set {
+                    return bad(
+                        &format!("problem.{key}"),
+                        format!(
+                            "does not apply to kind `{}`: only a custom problem takes it",
+                            self.kind.name()
+                        ),
+                    );
+                }
+            }
+            return Ok(());
+        }
+        for key in ["left", "right", "diaphragm", "normal"] {
+            let set = match key {
+                "left" => self.left.is_some(),
+                "right" => self.right.is_some(),
+                "diaphragm" => self.diaphragm.is_some(),
+                _ => self.normal.is_some(),
+            };
+            if set {
+                return bad(
+                    &format!("problem.{key}"),
+                    "does not apply to kind `custom`: give the state in [problem.initial]".into(),
+                );
+            }
+        }
+        let equation = self.equation.as_deref().unwrap_or("euler");
+        if !RIEMANN_EQUATIONS.contains(&equation) {
+            return bad(
+                "problem.equation",
+                format!("`{equation}`: expected euler, burgers or advection"),
+            );
+        }
+        let gas = equation == "euler";
+        let dims = match equation {
+            "euler" => 2,
+            "burgers" => 1,
+            _ => 3,
+        };
+        if dim > dims {
+            return bad(
+                "problem.dim",
+                format!(
+                    "{dim}: a custom {equation} problem runs in 1{} dimensions",
+                    if dims > 1 {
+                        format!(" to {dims}")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+        }
+        let Some(initial) = &self.initial else {
+            let example = if gas {
+                "density = \"1 + 0.2 * sin(2 * PI * x)\", pressure = 1.0"
+            } else {
+                "u = \"sin(2 * PI * x)\""
+            };
+            return bad(
+                "problem.initial",
+                format!("required for a custom problem, e.g. [problem.initial] {example}"),
+            );
+        };
+        let key = |k: &str| format!("problem.initial.{k}");
+        let parse = |k: &str, v: &Value| {
+            super::expression::Parsed::parse(v, dim).map_err(|msg| (key(k), msg))
+        };
+        let velocity = initial.velocity.as_ref().map(Values::to_vec);
+        if let Some(v) = &velocity
+            && v.len() != dim
+        {
+            return bad(
+                &key("velocity"),
+                format!("{} components: expected {dim} (one per dimension)", v.len()),
+            );
+        }
+        if gas {
+            if initial.u.is_some() {
+                return bad(
+                    &key("u"),
+                    "a gas state has density, velocity and pressure".into(),
+                );
+            }
+            for (name, value) in [
+                ("density", &initial.density),
+                ("pressure", &initial.pressure),
+            ] {
+                let Some(v) = value else {
+                    return bad(&key(name), "required for a gas state".into());
+                };
+                parse(name, v)?;
+            }
+            for v in velocity.iter().flatten() {
+                parse("velocity", v)?;
+            }
+        } else {
+            for (name, set) in [
+                ("density", initial.density.is_some()),
+                ("pressure", initial.pressure.is_some()),
+            ] {
+                if set {
+                    return bad(&key(name), format!("a {equation} state has only `u`"));
+                }
+            }
+            let Some(u) = &initial.u else {
+                return bad(&key("u"), "required for a scalar state".into());
+            };
+            parse("u", u)?;
+            if let Some(v) = &velocity {
+                if equation == "burgers" {
+                    return bad(
+                        &key("velocity"),
+                        "Burgers carries `u` itself: no velocity to give".into(),
+                    );
+                }
+                if v.iter()
+                    .any(|c| !matches!(c, Value::Number(x) if x.is_finite()))
+                {
+                    return bad(
+                        &key("velocity"),
+                        "the advection velocity is a constant: finite numbers".into(),
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks a Riemann problem's keys (or that a problem of another kind sets none of them).
@@ -415,7 +620,10 @@ impl ProblemSection {
         let bad = |key: &str, msg: String| Err((key.to_string(), msg));
         if self.kind != ProblemKind::Riemann {
             let set = [
-                ("equation", self.equation.is_some()),
+                (
+                    "equation",
+                    self.equation.is_some() && self.kind != ProblemKind::Custom,
+                ),
                 ("left", self.left.is_some()),
                 ("right", self.right.is_some()),
                 ("diaphragm", self.diaphragm.is_some()),
@@ -425,8 +633,13 @@ impl ProblemSection {
                 return bad(
                     &format!("problem.{key}"),
                     format!(
-                        "does not apply to kind `{}`: only a riemann problem takes it",
-                        self.kind.name()
+                        "does not apply to kind `{}`: only a riemann problem takes it{}",
+                        self.kind.name(),
+                        if *key == "equation" {
+                            " (and a custom one)"
+                        } else {
+                            ""
+                        }
                     ),
                 );
             }
@@ -597,6 +810,8 @@ impl Default for ProblemSection {
             right: None,
             diaphragm: None,
             normal: None,
+            periodic: None,
+            initial: None,
         }
     }
 }
@@ -704,6 +919,11 @@ impl MeshlessConfig {
             self.problem.gamma.get_or_insert(kind.default_gamma());
         }
         let dim = kind.dimension(self.problem.dim);
+        if kind == ProblemKind::Custom {
+            let p = &mut self.problem;
+            p.equation.get_or_insert_with(|| "euler".to_string());
+            p.periodic.get_or_insert(true);
+        }
         if kind == ProblemKind::Riemann {
             let p = &mut self.problem;
             let gas = p.is_gas();
@@ -726,10 +946,16 @@ impl MeshlessConfig {
 
     /// Whether the problem has an exact solution to measure errors against.
     pub fn has_exact_solution(&self) -> bool {
-        !matches!(
-            self.problem.kind,
-            ProblemKind::Quadrant | ProblemKind::DoubleMach | ProblemKind::KelvinHelmholtz
-        )
+        let p = &self.problem;
+        match p.kind {
+            ProblemKind::Quadrant | ProblemKind::DoubleMach | ProblemKind::KelvinHelmholtz => false,
+            // A user's advected profile on a periodic box is carried along; nothing else of a
+            // custom problem is known exactly.
+            ProblemKind::Custom => {
+                p.equation.as_deref() == Some("advection") && p.periodic.unwrap_or(true)
+            }
+            _ => true,
+        }
     }
 
     /// The problem's dimension.
@@ -810,6 +1036,7 @@ impl MeshlessConfig {
             );
         }
         p.validate_riemann(self.dimension())?;
+        p.validate_custom(self.dimension())?;
         let s = &self.scheme;
         if !(1..=MAX_ORDER).contains(&s.order) {
             return bad(
@@ -867,7 +1094,7 @@ impl MeshlessConfig {
         }
         // A conservative-form run with boundary particles does not keep a uniform gas
         // uniform next to a boundary layer (issue #25): refused until that is fixed.
-        if s.formulation == Formulation::Conservative && p.kind.has_boundaries() {
+        if s.formulation == Formulation::Conservative && p.has_boundaries() {
             return bad(
                 "scheme.formulation",
                 format!(
@@ -981,7 +1208,7 @@ impl MeshlessConfig {
             return Ok(());
         }
         let why = |what: &str| format!("a moving cloud needs {what}");
-        if self.problem.kind.has_boundaries() {
+        if self.problem.has_boundaries() {
             return bad(
                 "motion.kind",
                 why(&format!(
@@ -1064,7 +1291,25 @@ impl MeshlessConfig {
             );
         }
         let kind = self.problem.kind;
-        if kind.has_boundaries() {
+        if !matches!(
+            kind,
+            ProblemKind::AdvectionWave
+                | ProblemKind::BurgersTopHat
+                | ProblemKind::IsentropicVortex
+                | ProblemKind::GreshoVortex
+                | ProblemKind::KelvinHelmholtz
+                | ProblemKind::Sedov
+        ) {
+            return bad(
+                "problem.kind",
+                why(&format!(
+                    "one of advection_wave, burgers_top_hat, isentropic_vortex, gresho_vortex, \
+                     kelvin_helmholtz and sedov (`{}` is not built with it)",
+                    kind.name()
+                )),
+            );
+        }
+        if self.problem.has_boundaries() {
             return bad(
                 "problem.kind",
                 why(&format!(

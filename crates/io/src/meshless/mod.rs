@@ -15,6 +15,9 @@
 //! [`resume_meshless`] continues from it, bit for bit as if never interrupted.
 
 pub mod config;
+pub mod expression;
+
+use expression::{Parsed, Value};
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
@@ -39,8 +42,8 @@ use mote_gpu::{GpuError, GpuFloat};
 use serde::Serialize;
 
 pub use config::{
-    MeshlessConfig, MeshlessOutputSection, MeshlessRunSection, ProblemKind, ProblemSection,
-    SchemeSection, StateSection,
+    InitialSection, MeshlessConfig, MeshlessOutputSection, MeshlessRunSection, ProblemKind,
+    ProblemSection, SchemeSection, StateSection, Values,
 };
 
 use crate::checkpoint::{self, AnyHeader, MeshlessHeader};
@@ -139,6 +142,21 @@ pub(crate) fn check_scheme(c: &MeshlessConfig) -> Result<(), (&'static str, Clou
             build_scheme::<f64, 3, _>(LinearAdvection::scalar([1.0; 3], 1), s).map(drop)
         }
         (ProblemKind::BurgersTopHat, _) => build_scheme::<f64, 1, _>(Burgers::<1>, s).map(drop),
+        (ProblemKind::Custom, d) if !c.problem.is_gas() => {
+            if c.problem.equation.as_deref() == Some("burgers") {
+                build_scheme::<f64, 1, _>(Burgers::<1>, s).map(drop)
+            } else {
+                match d {
+                    1 => build_scheme::<f64, 1, _>(LinearAdvection::scalar([1.0], 1), s).map(drop),
+                    2 => {
+                        build_scheme::<f64, 2, _>(LinearAdvection::scalar([1.0; 2], 1), s).map(drop)
+                    }
+                    _ => {
+                        build_scheme::<f64, 3, _>(LinearAdvection::scalar([1.0; 3], 1), s).map(drop)
+                    }
+                }
+            }
+        }
         (ProblemKind::Riemann, _) if !c.problem.is_gas() => {
             if c.problem.equation.as_deref() == Some("burgers") {
                 build_scheme::<f64, 1, _>(Burgers::<1>, s).map(drop)
@@ -304,6 +322,7 @@ impl MeshlessRun<'_> {
             }
             (ProblemKind::Noh, _) => self.drive(|o| problems::noh::<R>(o, gamma), backend),
             (ProblemKind::Sedov, _) => self.drive(|o| problems::sedov::<R>(o, gamma), backend),
+            (ProblemKind::Custom, d) => self.custom::<R>(d, backend),
         }
     }
 
@@ -355,6 +374,109 @@ impl MeshlessRun<'_> {
                 kind.name()
             ))),
         }
+    }
+
+    /// The configured custom problem (validated: Euler in 1-D and 2-D, Burgers in 1-D,
+    /// advection in 1-3-D; every expression parses).
+    fn custom<R: GpuFloat>(self, dim: usize, backend: Backend) -> Result<MeshlessReport, RunError> {
+        let p = &self.config.problem;
+        let initial = p.initial.as_ref().expect("validated");
+        let periodic = p.periodic.unwrap_or(true);
+        let equation = p.equation.as_deref().unwrap_or("euler");
+        let u = || {
+            initial
+                .u
+                .as_ref()
+                .map(|v| field(v, dim))
+                .expect("validated")
+        };
+        match (equation, dim) {
+            ("euler", 1) => self.custom_gas::<R, 1>(backend),
+            ("euler", _) => self.custom_gas::<R, 2>(backend),
+            ("burgers", _) => {
+                let u = u();
+                self.drive(
+                    |o| {
+                        let u0 = |x: [f64; 1]| finite("problem.initial.u", &u, &x);
+                        problems::custom_scalar::<R, 1, _>(o, Burgers::<1>, periodic, u0, None)
+                    },
+                    backend,
+                )
+            }
+            (_, 1) => self.custom_advection::<R, 1>(u(), backend),
+            (_, 2) => self.custom_advection::<R, 2>(u(), backend),
+            _ => self.custom_advection::<R, 3>(u(), backend),
+        }
+    }
+
+    /// A custom gas in `D` dimensions.
+    fn custom_gas<R: GpuFloat, const D: usize>(
+        self,
+        backend: Backend,
+    ) -> Result<MeshlessReport, RunError>
+    where
+        Euler<D>: Equation<R, D> + OnDevice<D>,
+    {
+        let p = &self.config.problem;
+        let initial = p.initial.as_ref().expect("validated");
+        let gamma = p.gamma.unwrap_or(1.4);
+        let periodic = p.periodic.unwrap_or(true);
+        let density = field(initial.density.as_ref().expect("validated"), D);
+        let pressure = field(initial.pressure.as_ref().expect("validated"), D);
+        let velocity: Vec<Parsed> = match &initial.velocity {
+            Some(v) => v.to_vec().iter().map(|c| field(c, D)).collect(),
+            None => vec![field(&Value::Number(0.0), D); D],
+        };
+        let state = |x: [f64; D]| -> Result<(f64, [f64; D], f64), CloudError> {
+            let rho = positive("problem.initial.density", &density, &x)?;
+            let p = positive("problem.initial.pressure", &pressure, &x)?;
+            let mut v = [0.0; D];
+            for (c, f) in v.iter_mut().zip(&velocity) {
+                *c = finite("problem.initial.velocity", f, &x)?;
+            }
+            Ok((rho, v, p))
+        };
+        self.drive(
+            |o| problems::custom_gas::<R, D>(o, gamma, periodic, state),
+            backend,
+        )
+    }
+
+    /// A custom advected profile `u` in `D` dimensions; exact on a periodic box (the profile
+    /// carried along).
+    fn custom_advection<R: GpuFloat, const D: usize>(
+        self,
+        u: Parsed,
+        backend: Backend,
+    ) -> Result<MeshlessReport, RunError>
+    where
+        LinearAdvection<D>: Equation<R, D> + OnDevice<D>,
+    {
+        let p = &self.config.problem;
+        let periodic = p.periodic.unwrap_or(true);
+        let given = p.initial.as_ref().and_then(|i| i.velocity.as_ref());
+        let velocity: [f64; D] = match given.map(Values::to_vec) {
+            Some(v) => std::array::from_fn(|d| match v[d] {
+                Value::Number(c) => c,
+                Value::Expression(_) => unreachable!("validated: numbers"),
+            }),
+            None => std::array::from_fn(|d| [1.0, 0.5, 0.25][d]),
+        };
+        self.drive(
+            |o| {
+                let exact: Option<problems::ExactFn<D>> = periodic.then(|| {
+                    let u = u.clone();
+                    let domain = mote_cloud::Domain::unit_periodic();
+                    Box::new(move |x: [f64; D], t: f64, out: &mut [f64]| {
+                        out[0] = exact::advected(|y: [f64; D]| u.at(&y), velocity, t, domain)(x);
+                    }) as problems::ExactFn<D>
+                });
+                let u0 = |x: [f64; D]| finite("problem.initial.u", &u, &x);
+                let equation = LinearAdvection::scalar(velocity, 1);
+                problems::custom_scalar::<R, D, _>(o, equation, periodic, u0, exact)
+            },
+            backend,
+        )
     }
 
     /// The configured Riemann problem (validated: 1-D or 2-D Euler, 1-D scalar).
@@ -419,6 +541,47 @@ impl MeshlessRun<'_> {
             |o| problems::gas_riemann::<R, D>(o, gamma, left, right, diaphragm, end),
             backend,
         )
+    }
+}
+
+/// A validated value of `[problem.initial]` ready to evaluate.
+fn field(value: &Value, dim: usize) -> Parsed {
+    Parsed::parse(value, dim).expect("validated with the configuration")
+}
+
+/// `field` at `x`, which must be finite; an error names `key` and the position.
+fn finite<const D: usize>(
+    key: &'static str,
+    field: &Parsed,
+    x: &[f64; D],
+) -> Result<f64, CloudError> {
+    let v = field.at(x);
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(CloudError::invalid(
+            key,
+            format!("{v} at {x:?}"),
+            "a finite value at every particle (is the expression defined over the whole box?)",
+        ))
+    }
+}
+
+/// `field` at `x`, which must be finite and positive; an error names `key` and the position.
+fn positive<const D: usize>(
+    key: &'static str,
+    field: &Parsed,
+    x: &[f64; D],
+) -> Result<f64, CloudError> {
+    let v = finite(key, field, x)?;
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err(CloudError::invalid(
+            key,
+            format!("{v} at {x:?}"),
+            "a value > 0 at every particle",
+        ))
     }
 }
 
