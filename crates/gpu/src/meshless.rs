@@ -300,6 +300,18 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         self.inner.kinetic_speed()
     }
 
+    /// The rate at which every conserved variable leaves through the boundary faces at the
+    /// current state, into `rate` (one per variable): per face, its area times the mean over
+    /// its boundary particles of `(F(u_b) + F(u_i)) . n / 2`, with `u_i` the state of the
+    /// particle's nearest interior neighbour (the central flux at the face: a slip wall's mass
+    /// flux is then 0, an outflow face's the interior's flux). Integrated over time, it is
+    /// what the totals lose to the outside. `false` (and `rate` untouched) without boundary
+    /// particles, and on the device, whose state is on the host only at a
+    /// [`sync`](Self::sync).
+    pub fn boundary_flux(&self, rate: &mut [f64]) -> bool {
+        self.inner.boundary_flux(rate)
+    }
+
     /// `cpu`, or `gpu` with the device's name.
     pub fn backend(&self) -> String {
         self.inner.backend()
@@ -423,6 +435,9 @@ trait Stepper<R: GpuFloat, const D: usize> {
     fn kinetic_speed(&self) -> Option<f64> {
         None
     }
+    fn boundary_flux(&self, _rate: &mut [f64]) -> bool {
+        false
+    }
 }
 
 /// The CPU backend: a [`MeshlessSimulation`] in the row-major layout.
@@ -544,6 +559,46 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     }
     fn adapt_stats(&self) -> AdaptStats {
         self.sim.adapt_stats()
+    }
+    fn boundary_flux(&self, rate: &mut [f64]) -> bool {
+        let boundaries = self.sim.boundaries();
+        let cloud = &self.sim.cloud;
+        let tags = cloud.tags();
+        let m = cloud.variables();
+        // Boundary particles per face tag (`1 + 2 axis + high`).
+        let mut count = [0usize; 1 + 2 * 3];
+        for p in boundaries.particles() {
+            count[tags[p.index] as usize] += 1;
+        }
+        if count.iter().all(|&c| c == 0) {
+            return false;
+        }
+        let (lo, hi) = cloud.domain().bounds();
+        let area = |axis: usize| {
+            (0..D)
+                .filter(|&b| b != axis)
+                .map(|b| hi[b] - lo[b])
+                .product::<f64>()
+        };
+        let equation = self.sim.scheme.equation();
+        let (mut u, mut w) = (vec![R::zero(); m], vec![R::zero(); m]);
+        let (mut fu, mut fw) = (vec![R::zero(); m], vec![R::zero(); m]);
+        rate[..m].fill(0.0);
+        for p in boundaries.particles() {
+            let tag = tags[p.index] as usize;
+            let share = area((tag - 1) / 2) / count[tag] as f64;
+            for v in 0..m {
+                u[v] = cloud.state(v)[p.index];
+                w[v] = cloud.state(v)[p.interior];
+            }
+            let n = p.normal.map(R::cast);
+            equation.flux(&u, n, &mut fu);
+            equation.flux(&w, n, &mut fw);
+            for v in 0..m {
+                rate[v] += share * 0.5 * (fu[v].as_f64() + fw[v].as_f64());
+            }
+        }
+        true
     }
 }
 

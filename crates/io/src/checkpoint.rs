@@ -76,6 +76,10 @@ pub struct MeshlessHeader {
     /// (`run.min_dt_ratio`); absent in checkpoints of earlier versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_dt: Option<f64>,
+    /// What every conserved variable lost through the boundary faces so far (the time
+    /// integral of `Simulation::boundary_flux`), for a run with boundary particles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outflow: Option<Vec<f64>>,
 }
 
 /// A checkpoint's header, of either family.

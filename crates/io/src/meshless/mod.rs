@@ -6,7 +6,10 @@
 //! total of every conserved variable over the interior particles, the range of the first
 //! variable, its L1 and relative L2 errors against the exact solution where the problem has one
 //! and the other variables' L1 errors,
-//! MOOD's order reductions and the positivity floors that acted since the previous row) and
+//! MOOD's order reductions and the positivity floors that acted since the previous row; a
+//! moving cloud's particle count and what adaptivity did; with boundary particles, on the CPU,
+//! `outflow_NAME`: what every variable lost through the faces so far, the time integral of the
+//! central flux at the faces, so that `total + outflow` is what stays constant) and
 //! `snapshots/*.vtu` with `snapshots.pvd` for ParaView (every particle, boundary layers included,
 //! with its tag, order, volume, conserved and primitive variables). Files are written atomically;
 //! the diagnostics grow in `diagnostics.csv.partial` until the run ends. Snapshot times and the
@@ -948,6 +951,18 @@ impl MeshlessRun<'_> {
         if adapting {
             header.extend(["inserted", "merged", "removed"].map(String::from));
         }
+        // What the totals lost through the boundary faces, integrated over time (a CPU run
+        // with boundary particles): `total + outflow` is what the scheme conserves.
+        let m = rest.variables.len();
+        let mut rate = vec![0.0; m];
+        let balance = sim.boundary_flux(&mut rate);
+        let mut outflow = self
+            .resume
+            .and_then(|r| r.header.outflow.clone())
+            .unwrap_or_else(|| vec![0.0; m]);
+        if balance {
+            header.extend(rest.variables.iter().map(|v| format!("outflow_{v}")));
+        }
         header.push("wall_seconds".into());
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let csv_path = self.dir.join("diagnostics.csv");
@@ -984,6 +999,7 @@ impl MeshlessRun<'_> {
                    time: f64,
                    dt: f64,
                    totals: &mut Totals,
+                   outflow: &[f64],
                    csv: &mut CsvWriter|
          -> Result<(), RunError> {
             let mood = sim.take_mood_stats();
@@ -1010,6 +1026,9 @@ impl MeshlessRun<'_> {
                 let a = sim.adapt_stats();
                 values.extend([a.inserted, a.merged, a.removed].map(|k| k as f64));
             }
+            if balance {
+                values.extend(outflow);
+            }
             values.push(clock.elapsed().as_secs_f64());
             totals.floors_reported = floors.unwrap_or(0);
             csv.row(&values)?;
@@ -1027,7 +1046,8 @@ impl MeshlessRun<'_> {
                     time: f64,
                     totals: &Totals,
                     snapshots: &[(f64, String)],
-                    first_dt: f64|
+                    first_dt: f64,
+                    outflow: &[f64]|
          -> Result<(), RunError> {
             if !resumable {
                 return Ok(());
@@ -1049,6 +1069,7 @@ impl MeshlessRun<'_> {
                 mood: totals.mood,
                 floor_events,
                 first_dt: Some(first_dt),
+                outflow: balance.then(|| outflow.to_vec()),
             };
             let state: Vec<&[R]> = (0..cloud.variables()).map(|v| cloud.state(v)).collect();
             Ok(checkpoint::write_meshless(
@@ -1061,7 +1082,7 @@ impl MeshlessRun<'_> {
         let mut time = match self.resume {
             Some(r) => r.header.time,
             None => {
-                row(&mut sim, 0.0, 0.0, &mut totals, &mut csv)?;
+                row(&mut sim, 0.0, 0.0, &mut totals, &outflow, &mut csv)?;
                 write_snapshot(self.dir, &mut sim, &rest, 0.0, &mut snapshots)?;
                 0.0
             }
@@ -1085,7 +1106,7 @@ impl MeshlessRun<'_> {
             }
             let reference = *first_dt.get_or_insert(stable);
             if stable < c.run.min_dt_ratio * reference {
-                save(&mut sim, time, &totals, &snapshots, reference)?;
+                save(&mut sim, time, &totals, &snapshots, reference, &outflow)?;
                 return Err(RunError::Meshless {
                     step: sim.steps() + 1,
                     time,
@@ -1117,9 +1138,17 @@ impl MeshlessRun<'_> {
             })?;
             let dt = t_next - time;
             time = t_next;
+            if balance {
+                // The trapezoidal rule over the step, from the rates at both ends.
+                let before = rate.clone();
+                sim.boundary_flux(&mut rate);
+                for ((o, a), b) in outflow.iter_mut().zip(&before).zip(&rate) {
+                    *o += 0.5 * dt * (a + b);
+                }
+            }
             let due = outputs.after_step(sim.steps(), time);
             if due.row {
-                row(&mut sim, time, dt, &mut totals, &mut csv)?;
+                row(&mut sim, time, dt, &mut totals, &outflow, &mut csv)?;
                 let remaining = ((end - time) / stable).ceil() as u64;
                 (self.progress)(Progress {
                     step: sim.steps(),
@@ -1132,7 +1161,7 @@ impl MeshlessRun<'_> {
                 write_snapshot(self.dir, &mut sim, &rest, time, &mut snapshots)?;
             }
             if due.checkpoint {
-                save(&mut sim, time, &totals, &snapshots, reference)?;
+                save(&mut sim, time, &totals, &snapshots, reference, &outflow)?;
                 outputs.saved();
             }
             if let Some(signal) = due.stop {

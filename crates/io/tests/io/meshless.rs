@@ -995,3 +995,46 @@ fn a_users_initial_state_runs_from_expressions() {
     .unwrap_err();
     assert_eq!(e.key.as_deref(), Some("problem.initial"), "{e}");
 }
+
+/// What leaves through the faces is accounted for: a Sod tube run until its shock and
+/// rarefaction have left the box (t = 0.5) loses mass, momentum and energy through its outflow
+/// faces, and the integrated boundary flux (`outflow_NAME`) balances the change of every total
+/// to within 3 % (measured at 100 particles: residuals 1.6 %, 0.2 % and 1.2 % of the change of
+/// mass, momentum and energy; 0.1 % at 1000 particles: the non-conservation of the
+/// MLS-divergence form, which falls with the spacing, and the trapezoidal rule in time).
+#[test]
+fn the_totals_balance_the_boundary_fluxes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = config(
+        "physics = \"meshless\"\n[run]\nend_time = 0.5\n[problem]\nkind = \"sod\"\n\
+         resolution = 100\n[output]\nsnapshots = 0\n",
+        &[],
+    )
+    .unwrap();
+    let dir = tmp.path().join("sod");
+    run_meshless(&c, &dir, false, "test", &mut |_| {}).unwrap();
+    let cols = columns(&dir);
+    for name in ["density", "momentum_x", "energy"] {
+        let (t, out) = (
+            &cols[&format!("total_{name}")],
+            &cols[&format!("outflow_{name}")],
+        );
+        let change = t.iter().map(|x| (x - t[0]).abs()).fold(0.0, f64::max);
+        let residual = t
+            .iter()
+            .zip(out)
+            .map(|(x, o)| (x + o - t[0]).abs())
+            .fold(0.0, f64::max);
+        eprintln!("{name}: change {change:.3e}, balance residual {residual:.3e}");
+        assert!(change > 0.04 && residual < 0.03 * change, "{name}");
+    }
+    // A periodic run has no faces and no such column.
+    let c = config(
+        "physics = \"meshless\"\n[run]\nend_time = 0.01\n[problem]\nkind = \"advection_wave\"\n\
+         dim = 1\nresolution = 20\n[output]\nsnapshots = 0\n",
+        &[],
+    )
+    .unwrap();
+    run_meshless(&c, &tmp.path().join("wave"), false, "test", &mut |_| {}).unwrap();
+    assert!(!columns(&tmp.path().join("wave")).contains_key("outflow_u"));
+}

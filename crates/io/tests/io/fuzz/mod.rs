@@ -399,6 +399,7 @@ fn checkpoint_seeds() -> Vec<Vec<u8>> {
         mood: Default::default(),
         floor_events: Some(0),
         first_dt: Some(1e-3),
+        outflow: None,
     };
     write_meshless(
         &m,
