@@ -262,7 +262,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
             .with_source(tableau, relax.clone())?;
         Ok(Self {
             inner: Box::new(Relaxed {
-                sim,
+                kinetic: OnCpu { sim },
                 relax,
                 cloud,
                 current: true,
@@ -603,9 +603,10 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
 }
 
 /// The CPU backend solving a conservation law through its kinetic relaxation system: the
-/// engine steps the kinetic variables; `cloud` shows their macroscopic sum.
+/// engine (an [`OnCpu`] over the kinetic transport) steps the kinetic variables; `cloud` shows
+/// their macroscopic sum, and primitive variables and wave speeds are the law's.
 struct Relaxed<R: GpuFloat, const D: usize, E> {
-    sim: MeshlessSimulation<R, D, KineticTransport<D>, RowMajor>,
+    kinetic: OnCpu<R, D, KineticTransport<D>>,
     relax: KineticRelaxation<D, E>,
     /// The macroscopic state on the kinetic cloud's particles.
     cloud: Cloud<R, D>,
@@ -630,28 +631,28 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         self.relax.equation().max_wave_speed(u, n)
     }
     fn neighbours_mean(&self) -> f64 {
-        self.sim.list.mean()
+        self.kinetic.neighbours_mean()
     }
     fn steps(&self) -> u64 {
-        self.sim.steps()
+        self.kinetic.steps()
     }
     fn time(&self) -> f64 {
-        self.sim.time()
+        self.kinetic.time()
     }
     fn restore_clock(&mut self, time: f64, steps: u64) {
-        self.sim.restore_clock(time, steps);
+        self.kinetic.restore_clock(time, steps);
     }
     fn stable_dt(&mut self, cfl: f64) -> Result<f64, GpuError> {
-        Ok(self.sim.stable_dt(cfl))
+        self.kinetic.stable_dt(cfl)
     }
     fn step(&mut self, dt: f64) -> Result<(), GpuError> {
         self.current = false;
-        Ok(self.sim.step(dt)?)
+        self.kinetic.step(dt)
     }
     fn sync(&mut self) -> Result<(), GpuError> {
         if !self.current {
             let m = self.cloud.variables();
-            let kinetic = &self.sim.cloud;
+            let kinetic = &self.kinetic.sim.cloud;
             for v in 0..m {
                 let u = self.cloud.state_var_mut(v);
                 u.copy_from_slice(kinetic.state(v));
@@ -670,29 +671,19 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         &self.cloud
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
-        Ok(self.sim.cloud.orders().to_vec())
+        self.kinetic.orders()
     }
     fn take_mood_stats(&mut self) -> MoodStats {
-        self.sim.take_mood_stats()
+        self.kinetic.take_mood_stats()
     }
     fn floor_events(&self) -> Option<u64> {
         Some(self.relax.equation().floor_events())
     }
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
-        let Some(limit) = limit else {
-            return Ok(None);
-        };
-        let r = reserve(
-            &mut self.sim.budgeted_parts(),
-            limit,
-            ReserveOptions::default(),
-        )?;
-        Ok(Some(r))
+        self.kinetic.reserve(limit)
     }
     fn memory_model(&mut self) -> MemoryModel {
-        let parts = self.sim.budgeted_parts();
-        let refs: Vec<&dyn Budgeted> = parts.iter().map(|p| &**p).collect();
-        MemoryModel::of(&refs)
+        self.kinetic.memory_model()
     }
 }
 

@@ -221,8 +221,8 @@ pub enum ProblemKind {
     /// self-similar solution.
     Sedov,
     /// A Riemann problem on the unit box with outflow faces: two constant states (`left`,
-    /// `right`) meeting at a plane (`diaphragm`, `normal`), for the Euler equations (1-D or
-    /// 2-D) or a scalar equation (1-D); exact by the Riemann solver.
+    /// `right`) meeting at a plane (`diaphragm`, `normal`), for the Euler equations (1-D,
+    /// 2-D, 3-D in f64) or a scalar equation (1-D); exact by the Riemann solver.
     Riemann,
     /// A user's initial state on the unit box (periodic, or with outflow faces): values given
     /// as numbers or expressions of `x`, `y`, `z` in `[problem.initial]`, for the Euler
@@ -367,7 +367,7 @@ pub struct ProblemSection {
     /// Ratio of specific heats of the gas problems (default 1.4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gamma: Option<f64>,
-    /// The equation of a Riemann problem: `euler` (default; 1-D or 2-D), `burgers` or
+    /// The equation of a Riemann problem: `euler` (default; 1-D, 2-D, or 3-D in f64), `burgers` or
     /// `advection` (unit speed; both 1-D).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub equation: Option<String>,
@@ -653,14 +653,6 @@ impl ProblemSection {
             );
         }
         let gas = equation == "euler";
-        if gas && dim == 3 {
-            return bad(
-                "problem.dim",
-                "3: the Euler equations run in 1-D and 2-D (3-D Euler is not built into this \
-                 program yet)"
-                    .into(),
-            );
-        }
         if !gas && dim != 1 {
             return bad(
                 "problem.dim",
@@ -1037,6 +1029,14 @@ impl MeshlessConfig {
         }
         p.validate_riemann(self.dimension())?;
         p.validate_custom(self.dimension())?;
+        if p.is_gas() && self.dimension() == 3 && r.precision != Precision::F64 {
+            return bad(
+                "run.precision",
+                "3-D Euler runs in f64 (the f32 engine is not built into this program: build \
+                 time)"
+                    .into(),
+            );
+        }
         let s = &self.scheme;
         if !(1..=MAX_ORDER).contains(&s.order) {
             return bad(

@@ -172,6 +172,11 @@ pub(crate) fn check_scheme(c: &MeshlessConfig) -> Result<(), (&'static str, Clou
             euler(eq.as_ref().map(drop).map_err(Clone::clone))?;
             build_scheme::<f64, 1, _>(eq.expect("checked"), s).map(drop)
         }
+        (_, 3) => {
+            let eq = Euler::<3>::new(gamma);
+            euler(eq.as_ref().map(drop).map_err(Clone::clone))?;
+            build_scheme::<f64, 3, _>(eq.expect("checked"), s).map(drop)
+        }
         _ => {
             let eq = Euler::<2>::new(gamma);
             euler(eq.as_ref().map(drop).map_err(Clone::clone))?;
@@ -284,6 +289,13 @@ impl MeshlessRun<'_> {
         };
         if config.relaxation.is_some() {
             return self.relaxed(backend);
+        }
+        // 3-D Euler is instantiated in f64 only (validated): one engine, not two (build time).
+        if config.problem.kind == ProblemKind::Riemann
+            && config.problem.is_gas()
+            && config.dimension() == 3
+        {
+            return self.gas_riemann::<f64, 3>(backend);
         }
         match config.run.precision {
             Precision::F32 => self.run::<f32>(backend),
@@ -482,7 +494,8 @@ impl MeshlessRun<'_> {
         )
     }
 
-    /// The configured Riemann problem (validated: 1-D or 2-D Euler, 1-D scalar).
+    /// The configured Riemann problem (validated: 1-D or 2-D Euler, 1-D scalar; 3-D Euler is
+    /// run by `launch` in f64).
     fn riemann<R: GpuFloat>(
         self,
         dim: usize,

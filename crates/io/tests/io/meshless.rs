@@ -323,6 +323,12 @@ fn gpu_runs_agree_with_cpu_runs() {
         assert_eq!(gpu.floor_events, None);
         let (a, b) = (columns(&cpu_dir), columns(&gpu_dir));
         for (name, x) in &a {
+            // The device reports no boundary balance (its state reaches the host at a sync
+            // only): the CPU's outflow columns have no counterpart there.
+            if name.starts_with("outflow_") {
+                assert!(!b.contains_key(name), "case {k}: {name} on the device");
+                continue;
+            }
             if name == "wall_seconds" || name == "floor_events" {
                 continue;
             }
@@ -600,6 +606,24 @@ fn toros_riemann_problems_run_from_a_file_and_match_the_exact_solver() {
     assert!(e.l1 < 0.03, "{e:?}");
 }
 
+/// Sod's problem in 3-D from a file, the diaphragm normal to the cube's diagonal (3-D Euler is
+/// built in f64 only): the density error against the exact solver along the normal. Measured:
+/// 4.5e-2 at 10^3 interior particles to t = 0.06.
+#[test]
+fn a_3d_riemann_problem_runs_from_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "physics = \"meshless\"\n[run]\nend_time = 0.06\nthreads = 2\n[problem]\n\
+                kind = \"riemann\"\ndim = 3\nresolution = 10\nnormal = [1.0, 1.0, 1.0]\n\
+                left = { density = 1.0, pressure = 1.0 }\n\
+                right = { density = 0.125, pressure = 0.1 }\n[output]\nsnapshots = 1\n";
+    let c = config(text, &[]).unwrap();
+    let report = run_meshless(&c, &tmp.path().join("cube"), false, "test", &mut |_| {}).unwrap();
+    let e = report.errors.unwrap();
+    eprintln!("diagonal Sod, 10^3 particles: density L1 {:.3e}", e.l1);
+    assert!(e.l1 < 0.055, "{e:?}");
+    assert_eq!(report.floor_events, Some(0));
+}
+
 /// A Riemann problem's mistakes name the key: a missing state, a state of the wrong kind, a
 /// velocity of the wrong length (on the line that sets it, inside an inline table), states that
 /// generate a vacuum, Riemann keys on another problem.
@@ -642,8 +666,14 @@ fn riemann_problem_mistakes_are_explained() {
     assert!(e.message.contains("vacuum"), "{e}");
     let e = config(&format!("{base}{gas}diaphragm = 1.5\n"), &[]).unwrap_err();
     assert_eq!(e.key.as_deref(), Some("problem.diaphragm"), "{e}");
-    let e = config(&format!("{base}{gas}dim = 3\n"), &[]).unwrap_err();
-    assert_eq!(e.key.as_deref(), Some("problem.dim"), "{e}");
+    // 3-D Euler is built in f64 only.
+    assert!(config(&format!("{base}{gas}dim = 3\n"), &[]).is_ok());
+    let e = config(
+        &format!("{base}{gas}dim = 3\n[run]\nprecision = \"f32\"\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("run.precision"), "{e}");
     let e = config(&format!("{base}{gas}dim = 2\nnormal = [1.0]\n"), &[]).unwrap_err();
     assert_eq!(e.key.as_deref(), Some("problem.normal"), "{e}");
     let e = config(&format!("{base}equation = \"burgers\"\n{gas}"), &[]).unwrap_err();
