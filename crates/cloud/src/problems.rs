@@ -9,7 +9,7 @@
 
 use mote_core::Real;
 
-use crate::boundary::{Boundaries, Dirichlet, Front, FrontAhead, Inflow, Outflow};
+use crate::boundary::{Boundaries, Dirichlet, Front, FrontAhead, Inflow, Outflow, SlipWall};
 use crate::cloud::{Cloud, LatticeOptions};
 use crate::domain::Domain;
 use crate::equations::{Burgers, Euler, LinearAdvection};
@@ -602,13 +602,14 @@ impl<const D: usize> Diaphragm<D> {
     }
 }
 
-/// A user's gas on the unit box `[0, 1]^D` (periodic, or with outflow faces): `state` gives
-/// the density, velocity and pressure at a position, or an error (a value that is not a gas
-/// state, named by the caller). No exact solution.
+/// A user's gas on the unit box `[0, 1]^D` (periodic, or with outflow faces, or with slip
+/// walls when `walls`): `state` gives the density, velocity and pressure at a position, or an
+/// error (a value that is not a gas state, named by the caller). No exact solution.
 pub fn custom_gas<R: Real, const D: usize>(
     options: &ProblemOptions,
     gamma: f64,
     periodic: bool,
+    walls: bool,
     state: impl Fn([f64; D]) -> Result<(f64, [f64; D], f64), CloudError>,
 ) -> Result<Problem<R, D, Euler<D>>, CloudError> {
     let (eq, mut cloud) = gas_box::<R, D>(options, gamma, [0.0; D], [1.0; D], [periodic; D])?;
@@ -618,7 +619,13 @@ pub fn custom_gas<R: Real, const D: usize>(
             cloud.state_var_mut(k)[i] = R::cast(value);
         }
     }
-    let boundaries = outflow_unless(periodic);
+    let boundaries = if walls && !periodic {
+        (0..D).fold(Boundaries::new(), |b, d| {
+            b.with_axis(d, SlipWall::default())
+        })
+    } else {
+        outflow_unless(periodic)
+    };
     Ok(gas_problem("custom", cloud, eq, boundaries, None, 0.2))
 }
 

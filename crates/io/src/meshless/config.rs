@@ -224,7 +224,8 @@ pub enum ProblemKind {
     /// `right`) meeting at a plane (`diaphragm`, `normal`), for the Euler equations (1-D,
     /// 2-D, 3-D in f64) or a scalar equation (1-D); exact by the Riemann solver.
     Riemann,
-    /// A user's initial state on the unit box (periodic, or with outflow faces): values given
+    /// A user's initial state on the unit box (periodic, or with outflow or slip-wall faces:
+    /// `periodic`, `faces`): values given
     /// as numbers or expressions of `x`, `y`, `z` in `[problem.initial]`, for the Euler
     /// equations (1-D, 2-D), Burgers (1-D) or advection (1-3-D; exact: the profile carried
     /// along on a periodic box).
@@ -387,9 +388,13 @@ pub struct ProblemSection {
     /// along x; any non-zero length).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub normal: Option<Vec<f64>>,
-    /// Whether a custom problem's unit box is periodic (default) or has outflow faces.
+    /// Whether a custom problem's unit box is periodic (default) or has faces.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub periodic: Option<bool>,
+    /// The faces of a custom problem that is not periodic: `outflow` (default) or `slip_wall`
+    /// (Euler: the normal velocity reflected, no mass through the wall).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faces: Option<String>,
     /// A custom problem's initial state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub initial: Option<Box<InitialSection>>,
@@ -485,6 +490,7 @@ impl ProblemSection {
         if self.kind != ProblemKind::Custom {
             for (key, set) in [
                 ("periodic", self.periodic.is_some()),
+                ("faces", self.faces.is_some()),
                 ("initial", self.initial.is_some()),
             ] {
                 if set {
@@ -521,6 +527,30 @@ impl ProblemSection {
             );
         }
         let gas = equation == "euler";
+        if let Some(faces) = &self.faces {
+            if self.periodic.unwrap_or(true) {
+                return bad(
+                    "problem.faces",
+                    "a periodic box has no faces: set periodic = false".into(),
+                );
+            }
+            match faces.as_str() {
+                "outflow" => {}
+                "slip_wall" if gas => {}
+                "slip_wall" => {
+                    return bad(
+                        "problem.faces",
+                        format!("slip walls reflect a gas's velocity: not for {equation}"),
+                    );
+                }
+                other => {
+                    return bad(
+                        "problem.faces",
+                        format!("`{other}`: expected outflow or slip_wall"),
+                    );
+                }
+            }
+        }
         let dims = match equation {
             "euler" => 2,
             "burgers" => 1,
@@ -803,6 +833,7 @@ impl Default for ProblemSection {
             diaphragm: None,
             normal: None,
             periodic: None,
+            faces: None,
             initial: None,
         }
     }

@@ -436,6 +436,7 @@ impl MeshlessRun<'_> {
         let initial = p.initial.as_ref().expect("validated");
         let gamma = p.gamma.unwrap_or(1.4);
         let periodic = p.periodic.unwrap_or(true);
+        let walls = p.faces.as_deref() == Some("slip_wall");
         let density = field(initial.density.as_ref().expect("validated"), D);
         let pressure = field(initial.pressure.as_ref().expect("validated"), D);
         let velocity: Vec<Parsed> = match &initial.velocity {
@@ -452,7 +453,7 @@ impl MeshlessRun<'_> {
             Ok((rho, v, p))
         };
         self.drive(
-            |o| problems::custom_gas::<R, D>(o, gamma, periodic, state),
+            |o| problems::custom_gas::<R, D>(o, gamma, periodic, walls, state),
             backend,
         )
     }
