@@ -359,7 +359,7 @@ pub struct IntegratorSection {
 pub struct OutputSection {
     /// A diagnostics row every this many steps (and at the end).
     pub diagnostics_every: u64,
-    /// Snapshots (`snapshots/snap_NNNNN.vtu` + `snapshots.pvd`) at this many evenly spaced
+    /// Snapshots (`snapshots/snap_NNNNN.vtu` + `snapshots.pvd`, or `.hdf5` + `snapshots.json`) at this many evenly spaced
     /// times after the initial one (0: only the initial state), each written at the first step
     /// boundary at or after its time (no step is shortened for output; the snapshot records the
     /// time it was taken).
@@ -372,6 +372,11 @@ pub struct OutputSection {
     /// Wall-clock time between safety checkpoints (`"10m"`, `"30s"`, `"2h"`, or `"off"`), so
     /// that a killed run loses at most this much work. Checkpoints never change the physics.
     pub checkpoint_wall_interval: String,
+    /// Snapshot files: `"vtk"` (ParaView, the default), `"hdf5"` (Gadget/SWIFT layout, for
+    /// h5py and yt; needs the `hdf5` build feature) or `"both"`.
+    pub format: crate::snapshot::SnapshotFormat,
+    /// Deflate level of HDF5 snapshots' datasets (chunked), 0 (none, the default) to 9.
+    pub compression: u8,
 }
 
 impl Default for OutputSection {
@@ -381,6 +386,8 @@ impl Default for OutputSection {
             snapshots: 10,
             checkpoint_interval: None,
             checkpoint_wall_interval: crate::schedule::DEFAULT_WALL_INTERVAL.to_string(),
+            format: crate::snapshot::SnapshotFormat::Vtk,
+            compression: 0,
         }
     }
 }
@@ -515,6 +522,7 @@ impl GravityConfig {
             &self.output.checkpoint_wall_interval,
             r.end_time,
         )?;
+        crate::snapshot::validate_format(self.output.format, self.output.compression)?;
         if r.dt > r.end_time {
             tracing::warn!(
                 "run.dt = {} is larger than run.end_time = {}: the run is one shortened step",

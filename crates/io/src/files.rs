@@ -22,7 +22,7 @@ pub struct FileError {
 }
 
 impl FileError {
-    fn io(path: &Path, e: io::Error) -> Self {
+    pub(crate) fn io(path: &Path, e: io::Error) -> Self {
         FileError {
             path: path.to_path_buf(),
             message: e.to_string(),
@@ -55,11 +55,12 @@ pub fn partial_path(path: &Path) -> PathBuf {
 
 /// The names of the files a run writes at the top of its directory (besides `snapshots/`):
 /// what `--force` may remove, and nothing else.
-const RUN_FILES: [&str; 9] = [
+const RUN_FILES: [&str; 10] = [
     "config.toml",
     "provenance.json",
     "diagnostics.csv",
     "snapshots.pvd",
+    "snapshots.json",
     "checkpoint.mote",
     "diagnostics.png",
     "diagnostics.partial.png",
@@ -82,12 +83,12 @@ fn is_run_file(name: &str) -> bool {
     RUN_FILES.contains(&base)
 }
 
-/// Whether `name` is a snapshot a run writes in `snapshots/` (`snap_NNNNN.vtu`, final or
-/// `.partial`).
+/// Whether `name` is a snapshot a run writes in `snapshots/` (`snap_NNNNN.vtu` or
+/// `snap_NNNNN.hdf5`, final or `.partial`).
 fn is_snapshot_file(name: &str) -> bool {
     let base = name.strip_suffix(".partial").unwrap_or(name);
     base.strip_prefix("snap_")
-        .and_then(|s| s.strip_suffix(".vtu"))
+        .and_then(|s| s.strip_suffix(".vtu").or_else(|| s.strip_suffix(".hdf5")))
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
@@ -117,7 +118,7 @@ fn refuse_force(dir: &Path) -> Option<String> {
 }
 
 /// Removes from the run directory `dir` the files a run writes (see [`RUN_FILES`] and
-/// `snapshots/snap_NNNNN.vtu`), and `snapshots/` if that leaves it empty. Any other file stays.
+/// `snapshots/snap_NNNNN.vtu` or `.hdf5`), and `snapshots/` if that leaves it empty. Any other file stays.
 fn clear_run_dir(dir: &Path) -> Result<(), FileError> {
     let entries = |d: &Path| -> Result<Vec<(String, PathBuf, bool)>, FileError> {
         let mut v = Vec::new();

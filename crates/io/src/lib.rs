@@ -9,11 +9,14 @@ pub mod checkpoint;
 pub mod config;
 pub mod convergence;
 pub mod files;
+#[cfg(feature = "hdf5")]
+pub mod h5;
 pub mod interrupt;
 pub mod meshless;
 pub mod plot;
 pub mod runner;
 pub mod schedule;
+pub mod snapshot;
 pub mod units;
 pub mod vtk;
 

@@ -33,6 +33,7 @@ use crate::config::{
 };
 use crate::files::{CsvWriter, FileError, create_run_dir, write_atomic, write_json};
 use crate::schedule::{Outputs, parse_wall_interval};
+use crate::snapshot::{self, Column, Family, Header, Snapshot, SnapshotFormat, Values};
 use crate::units::Units;
 use crate::vtk::{self, Field};
 
@@ -357,33 +358,93 @@ fn next_time(t: f64, dt: f64, end: f64) -> f64 {
     }
 }
 
-/// A snapshot of `p` at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing all so far.
+/// Where and how a run writes its snapshots.
+pub(crate) struct SnapshotSink<'a> {
+    /// The run directory.
+    pub dir: &'a Path,
+    /// `[output] format`.
+    pub format: SnapshotFormat,
+    /// `[output] compression`.
+    pub compression: u8,
+    /// The resolved configuration, stored in HDF5 snapshots.
+    pub config: String,
+    /// The commit the program was built from.
+    pub commit: &'a str,
+}
+
+impl SnapshotSink<'_> {
+    /// The HDF5 header of a snapshot at `time` (the rest filled by the caller).
+    pub fn header(&self, family: Family, dimension: usize, time: f64, box_size: f64) -> Header {
+        Header {
+            family,
+            dimension,
+            time,
+            box_size,
+            units_cgs: None,
+            unit_names: ["1", "1", "1", "1"].map(String::from),
+            compression: self.compression,
+            config: self.config.clone(),
+            commit: self.commit.to_string(),
+        }
+    }
+}
+
+/// A snapshot of `p` at `time`, in the configured formats: `snapshots/snap_NNNNN.vtu` (with the
+/// `.pvd` listing all so far) and/or `snapshots/snap_NNNNN.hdf5` (with `snapshots.json`).
 /// Velocities and accelerations are converted from the engine's (G = 1) to the run's units
-/// (`sqrt(G)` and `G` times; see [`crate::units`]); `time` is the run's.
+/// (`sqrt(G)` and `G` times; see [`crate::units`]); `time` is the run's. The HDF5 file keeps the
+/// run's precision.
 fn write_snapshot<R: Real>(
-    dir: &Path,
+    sink: &SnapshotSink<'_>,
     p: &ParticleData<R>,
     time: f64,
     units: &Units,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
-    let interleave = |s: mote_core::Vec3Span<'_, R>, scale: f64| -> Vec<f64> {
-        let (x, y, z) = s.components();
-        (0..x.len())
-            .flat_map(|i| [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()].map(|v| v * scale))
-            .collect()
-    };
-    let points = interleave(p.positions(), 1.0);
-    let velocity = interleave(p.velocities(), units.time_factor());
-    let acceleration = interleave(p.accelerations(), units.g);
-    let mass: Vec<f64> = p.masses().iter().map(|m| m.as_f64()).collect();
-    let fields = [
-        Field::U64("id", p.ids()),
-        Field::Vec3F64("velocity", &velocity),
-        Field::Vec3F64("acceleration", &acceleration),
-        Field::F64("mass", &mass),
-    ];
-    Ok(vtk::write_snapshot(dir, time, list, &points, &fields)?)
+    let number = snapshot::next_number(sink.dir, list)?;
+    let (vt, g) = (units.time_factor(), units.g);
+    if sink.format.vtk() {
+        let interleave = |s: mote_core::Vec3Span<'_, R>, scale: f64| -> Vec<f64> {
+            let (x, y, z) = s.components();
+            (0..x.len())
+                .flat_map(|i| [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()].map(|v| v * scale))
+                .collect()
+        };
+        let points = interleave(p.positions(), 1.0);
+        let velocity = interleave(p.velocities(), vt);
+        let acceleration = interleave(p.accelerations(), g);
+        let mass: Vec<f64> = p.masses().iter().map(|m| m.as_f64()).collect();
+        let fields = [
+            Field::U64("id", p.ids()),
+            Field::Vec3F64("velocity", &velocity),
+            Field::Vec3F64("acceleration", &acceleration),
+            Field::F64("mass", &mass),
+        ];
+        snapshot::add_vtk(sink.dir, number, time, list, &points, &fields)?;
+    }
+    if sink.format.hdf5() {
+        // Scaled in f64 and rounded once to the run's precision; a factor of 1 (N-body units)
+        // leaves every value's bits as they are.
+        let interleave = |s: mote_core::Vec3Span<'_, R>, scale: f64| -> Values {
+            let (x, y, z) = s.components();
+            Values::real::<R>(
+                (0..x.len()).flat_map(|i| [x[i], y[i], z[i]].map(|v| R::cast(v.as_f64() * scale))),
+            )
+        };
+        let mut header = sink.header(Family::Gravity, 3, time, 0.0);
+        header.units_cgs = units.si.map(|[l, m, v]| [l * 100.0, m * 1000.0, v * 100.0]);
+        header.unit_names =
+            [&units.length, &units.mass, &units.velocity, &units.time].map(|n| n.to_string());
+        let columns = vec![
+            Column::vector("Coordinates", interleave(p.positions(), 1.0)),
+            Column::vector("Velocities", interleave(p.velocities(), vt)),
+            Column::vector("Accelerations", interleave(p.accelerations(), g)),
+            Column::scalar("Masses", Values::real::<R>(p.masses().iter().copied())),
+            Column::scalar("ParticleIDs", Values::U64(p.ids().to_vec())),
+        ];
+        snapshot::add_hdf5(sink.dir, number, list, &Snapshot { header, columns })?;
+    }
+    Ok(())
 }
 
 /// Where a run starts: fresh from the configuration, or from a checkpoint.
@@ -724,6 +785,13 @@ fn drive<R: Real>(
     // checkpoints are in engine time; what is written is converted back.
     let units = c.units();
     let s = units.time_factor();
+    let sink = SnapshotSink {
+        dir,
+        format: c.output.format,
+        compression: c.output.compression,
+        config: c.to_toml(),
+        commit: git_commit,
+    };
     let end = c.run.end_time * s;
     let dt = c.run.dt * s;
     let mut outputs = Outputs::new(
@@ -761,7 +829,7 @@ fn drive<R: Real>(
     };
     if fresh {
         write_row(&mut csv, 0, 0.0, &first, 0.0)?;
-        write_snapshot(dir, &sim.particles, 0.0, &units, &mut snapshots)?;
+        write_snapshot(&sink, &sim.particles, 0.0, &units, &mut snapshots)?;
     }
     let checkpoint_path = dir.join("checkpoint.mote");
     let save = |sim: &Simulation<R>, snapshots: &[(f64, String)]| {
@@ -802,7 +870,7 @@ fn drive<R: Real>(
             });
         }
         if due.snapshot {
-            write_snapshot(dir, &sim.particles, time / s, &units, &mut snapshots)?;
+            write_snapshot(&sink, &sim.particles, time / s, &units, &mut snapshots)?;
         }
         if due.checkpoint {
             save(&sim, &snapshots)?;

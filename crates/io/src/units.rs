@@ -83,6 +83,8 @@ pub struct Units {
     pub time: String,
     /// The time unit in seconds, where the units are physical.
     pub time_seconds: Option<f64>,
+    /// The length, mass and velocity units in SI (m, kg, m/s), where the units are physical.
+    pub si: Option<[f64; 3]>,
 }
 
 impl Units {
@@ -95,6 +97,7 @@ impl Units {
             velocity: "velocity unit".into(),
             time: "time unit".into(),
             time_seconds: None,
+            si: None,
         }
     }
 
@@ -198,6 +201,7 @@ impl UnitsSection {
             velocity: v.to_string(),
             time: format!("{l}/({v})"),
             time_seconds: Some(length / velocity),
+            si: Some([length, mass, velocity]),
         })
     }
 }

@@ -304,38 +304,3 @@ pub fn existing_snapshots(dir: &Path, list: &[(f64, String)]) -> Vec<(f64, Strin
         .cloned()
         .collect()
 }
-
-/// The number in a snapshot's name `snapshots/snap_NNNNN.vtu`.
-fn snapshot_number(name: &str) -> Option<u64> {
-    name.strip_prefix("snapshots/snap_")?
-        .strip_suffix(".vtu")?
-        .parse()
-        .ok()
-}
-
-/// Writes the next snapshot of a run into `dir`: `snapshots/snap_NNNNN.vtu` (`NNNNN` one more
-/// than the highest number in `list`, 0 for the first) with `points` and `fields`, the
-/// simulation `time` in its field data, then appends it to `list` at `time` and rewrites
-/// `snapshots.pvd` with the whole list.
-pub fn write_snapshot(
-    dir: &Path,
-    time: f64,
-    list: &mut Vec<(f64, String)>,
-    points: &[f64],
-    fields: &[Field<'_>],
-) -> Result<(), FileError> {
-    let snap_dir = dir.join("snapshots");
-    std::fs::create_dir_all(&snap_dir).map_err(|e| FileError {
-        path: snap_dir.clone(),
-        message: e.to_string(),
-    })?;
-    let number = list
-        .iter()
-        .filter_map(|(_, f)| snapshot_number(f))
-        .max()
-        .map_or(0, |k| k + 1);
-    let name = format!("snapshots/snap_{number:05}.vtu");
-    write_vtu(&dir.join(&name), Some(time), points, fields)?;
-    list.push((time, name));
-    write_pvd(&dir.join("snapshots.pvd"), list)
-}

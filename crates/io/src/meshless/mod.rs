@@ -52,10 +52,12 @@ pub use config::{
 use crate::checkpoint::{self, AnyHeader, MeshlessHeader};
 use crate::config::{Source, parse_memory_limit};
 use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic, write_json};
+use crate::runner::SnapshotSink;
 use crate::runner::{
     Progress, ResumeError, RunError, check_resume, effective_memory_limit, explicit_memory_limit,
 };
 use crate::schedule::{Outputs, parse_wall_interval};
+use crate::snapshot::{self, Column, Family, Snapshot, Values as Stored};
 use crate::vtk::{self, Field};
 
 /// What a finished meshless run reports.
@@ -909,6 +911,13 @@ impl MeshlessRun<'_> {
             create_run_dir(self.dir, self.force)?;
         }
         write_atomic(&self.dir.join("config.toml"), c.to_toml().as_bytes())?;
+        let sink = SnapshotSink {
+            dir: self.dir,
+            format: c.output.format,
+            compression: c.output.compression,
+            config: c.to_toml(),
+            commit: self.git_commit,
+        };
 
         let neighbours_mean = sim.neighbours_mean();
         let backend = CpuBackend::threads(c.run.threads);
@@ -1097,7 +1106,7 @@ impl MeshlessRun<'_> {
             Some(r) => r.header.time,
             None => {
                 row(&mut sim, 0.0, 0.0, &mut totals, &outflow, &mut csv)?;
-                write_snapshot(self.dir, &mut sim, &rest, 0.0, &mut snapshots)?;
+                write_snapshot(&sink, &mut sim, &rest, 0.0, &mut snapshots)?;
                 0.0
             }
         };
@@ -1172,7 +1181,7 @@ impl MeshlessRun<'_> {
                 });
             }
             if due.snapshot {
-                write_snapshot(self.dir, &mut sim, &rest, time, &mut snapshots)?;
+                write_snapshot(&sink, &mut sim, &rest, time, &mut snapshots)?;
             }
             if due.checkpoint {
                 save(&mut sim, time, &totals, &snapshots, reference, &outflow)?;
@@ -1408,30 +1417,21 @@ fn range<R: Real>(u: &[R], tags: &[u32]) -> (f64, f64) {
         })
 }
 
-/// A snapshot of every particle at `time`: `snapshots/snap_NNNNN.vtu`, and the `.pvd` listing
-/// all so far.
+/// A snapshot of every particle at `time` in the configured formats: `snapshots/snap_NNNNN.vtu`
+/// (with the `.pvd` listing all so far) and/or `snapshots/snap_NNNNN.hdf5` (with
+/// `snapshots.json`; the run's precision, the Gadget names for a gas).
 fn write_snapshot<R: GpuFloat, const D: usize>(
-    dir: &Path,
+    sink: &SnapshotSink<'_>,
     sim: &mut Simulation<R, D>,
     rest: &ProblemRest<D>,
     time: f64,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
-    let orders: Vec<f64> = sim.orders()?.into_iter().map(f64::from).collect();
+    let orders = sim.orders()?;
     sim.sync()?;
+    let number = snapshot::next_number(sink.dir, list)?;
     let cloud = sim.cloud();
     let (n, m) = (cloud.len(), cloud.variables());
-    let pos = cloud.positions();
-    let points: Vec<f64> = (0..n)
-        .flat_map(|i| {
-            std::array::from_fn::<f64, 3, _>(|d| if d < D { pos[d][i].as_f64() } else { 0.0 })
-        })
-        .collect();
-    let tags: Vec<u64> = cloud.tags().iter().map(|&t| u64::from(t)).collect();
-    let volumes: Vec<f64> = cloud.volumes().iter().map(|v| v.as_f64()).collect();
-    let conserved: Vec<Vec<f64>> = (0..m)
-        .map(|v| cloud.state(v).iter().map(|x| x.as_f64()).collect())
-        .collect();
     // Primitive variables whose names differ from the conserved ones (Euler: velocity and
     // pressure), through the equation's own conversion.
     let mut primitive: Vec<Vec<f64>> = vec![Vec::with_capacity(n); m];
@@ -1447,30 +1447,132 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
             }
         }
     }
-    let mut fields = vec![
-        Field::U64("id", cloud.ids()),
-        Field::U64("tag", &tags),
-        Field::F64("order", &orders),
-        Field::F64("volume", &volumes),
-    ];
-    for (name, values) in rest.variables.iter().zip(&conserved) {
-        fields.push(Field::F64(name, values));
-    }
-    for (name, values) in rest.primitive.iter().zip(&primitive) {
-        if !rest.variables.contains(name) {
-            fields.push(Field::F64(name, values));
-        }
-    }
     // The exact solution at the snapshot's time, in the variables a picture shows (the
     // primitive ones where the equation has them): `exact_NAME`, for `mote plot` and ParaView.
     let (exact_names, exact_values) = match &rest.exact {
         Some(ex) => exact_fields(sim, rest, ex, time),
         None => (Vec::new(), Vec::new()),
     };
-    for (name, values) in exact_names.iter().zip(&exact_values) {
-        fields.push(Field::F64(name, values));
+    let cloud = sim.cloud();
+    let pos = cloud.positions();
+    if sink.format.vtk() {
+        let orders: Vec<f64> = orders.iter().map(|&o| f64::from(o)).collect();
+        let points: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                std::array::from_fn::<f64, 3, _>(|d| if d < D { pos[d][i].as_f64() } else { 0.0 })
+            })
+            .collect();
+        let tags: Vec<u64> = cloud.tags().iter().map(|&t| u64::from(t)).collect();
+        let volumes: Vec<f64> = cloud.volumes().iter().map(|v| v.as_f64()).collect();
+        let conserved: Vec<Vec<f64>> = (0..m)
+            .map(|v| cloud.state(v).iter().map(|x| x.as_f64()).collect())
+            .collect();
+        let mut fields = vec![
+            Field::U64("id", cloud.ids()),
+            Field::U64("tag", &tags),
+            Field::F64("order", &orders),
+            Field::F64("volume", &volumes),
+        ];
+        for (name, values) in rest.variables.iter().zip(&conserved) {
+            fields.push(Field::F64(name, values));
+        }
+        for (name, values) in rest.primitive.iter().zip(&primitive) {
+            if !rest.variables.contains(name) {
+                fields.push(Field::F64(name, values));
+            }
+        }
+        for (name, values) in exact_names.iter().zip(&exact_values) {
+            fields.push(Field::F64(name, values));
+        }
+        snapshot::add_vtk(sink.dir, number, time, list, &points, &fields)?;
     }
-    Ok(vtk::write_snapshot(dir, time, list, &points, &fields)?)
+    if sink.format.hdf5() {
+        let (lo, hi) = cloud.domain().bounds();
+        let box_size = (0..D).map(|d| hi[d] - lo[d]).fold(0.0, f64::max);
+        let mut columns = vec![
+            Column::vector(
+                "Coordinates",
+                Stored::real::<R>((0..n).flat_map(|i| {
+                    std::array::from_fn::<R, 3, _>(|d| if d < D { pos[d][i] } else { R::zero() })
+                })),
+            ),
+            Column::scalar("ParticleIDs", Stored::U64(cloud.ids().to_vec())),
+            Column::scalar("Tag", Stored::U32(cloud.tags().to_vec())),
+            Column::scalar(
+                "Order",
+                Stored::U32(orders.iter().map(|&o| u32::from(o)).collect()),
+            ),
+            Column::scalar("Volume", Stored::real::<R>(cloud.volumes().iter().copied())),
+        ];
+        let gas = rest.primitive.iter().any(|p| p == "pressure");
+        // A gas's mass is its density times its volume; a scalar equation's "mass" the volume
+        // (Gadget readers expect `Masses`).
+        let masses: Vec<f64> = (0..n)
+            .map(|i| {
+                let v = cloud.volumes()[i].as_f64();
+                if gas {
+                    cloud.state(0)[i].as_f64() * v
+                } else {
+                    v
+                }
+            })
+            .collect();
+        columns.push(Column::scalar(
+            "Masses",
+            Stored::real_from_f64::<R>(&masses),
+        ));
+        for (k, name) in rest.variables.iter().enumerate() {
+            let values = Stored::real::<R>(cloud.state(k).iter().copied());
+            let name = if gas && name == "density" {
+                "Density"
+            } else {
+                name
+            };
+            columns.push(Column::scalar(name, values));
+        }
+        if gas {
+            let col = |name: &str| rest.primitive.iter().position(|p| p == name);
+            let velocity: Vec<f64> = (0..n)
+                .flat_map(|i| {
+                    std::array::from_fn::<f64, 3, _>(|d| {
+                        col(["velocity_x", "velocity_y", "velocity_z"][d])
+                            .map_or(0.0, |c| primitive[c][i])
+                    })
+                })
+                .collect();
+            columns.push(Column::vector(
+                "Velocities",
+                Stored::real_from_f64::<R>(&velocity),
+            ));
+            if let Some(p) = col("pressure") {
+                columns.push(Column::scalar(
+                    "Pressure",
+                    Stored::real_from_f64::<R>(&primitive[p]),
+                ));
+                // Specific internal energy E / rho - |v|^2 / 2, from the conserved variables
+                // (no equation-of-state parameter needed).
+                let energy = rest.variables.iter().position(|v| v == "energy");
+                let internal: Vec<f64> = (0..n)
+                    .map(|i| {
+                        let rho = cloud.state(0)[i].as_f64();
+                        let e = energy.map_or(0.0, |k| cloud.state(k)[i].as_f64());
+                        let v2: f64 = velocity[3 * i..3 * i + 3].iter().map(|x| x * x).sum();
+                        e / rho - 0.5 * v2
+                    })
+                    .collect();
+                columns.push(Column::scalar(
+                    "InternalEnergy",
+                    Stored::real_from_f64::<R>(&internal),
+                ));
+            }
+        }
+        for (name, values) in exact_names.iter().zip(&exact_values) {
+            columns.push(Column::scalar(name, Stored::real_from_f64::<R>(values)));
+        }
+        let header = sink.header(Family::Meshless, D, time, box_size);
+        snapshot::add_hdf5(sink.dir, number, list, &Snapshot { header, columns })?;
+    }
+    Ok(())
 }
 
 /// The exact solution at every particle at `time` as named columns: the primitive variables
