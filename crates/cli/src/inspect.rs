@@ -10,7 +10,7 @@ use crate::CliError;
 /// Options of `mote inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// A snapshot (`.vtu`), a checkpoint (`.mote`) or a diagnostics file (`.csv`).
+    /// A snapshot (`.vtu` or `.hdf5`), a checkpoint (`.mote`) or a diagnostics file (`.csv`).
     file: PathBuf,
 }
 
@@ -52,6 +52,46 @@ pub fn run(args: &InspectArgs) -> Result<(), CliError> {
                     "  {name:<14} {:<8} x{}  min {lo:.6e}  max {hi:.6e}",
                     a.vtk_type, a.components
                 );
+            }
+            Ok(())
+        }
+        Some("hdf5" | "h5") => {
+            let c = mote_io::snapshot::read_hdf5(path).map_err(|e| CliError::Run(e.to_string()))?;
+            let n = c
+                .datasets
+                .get("Coordinates")
+                .map_or(0, |(shape, _)| shape.first().copied().unwrap_or(0));
+            let what = if c.part_type == 0 {
+                "meshless particles"
+            } else {
+                "gravitating bodies"
+            };
+            println!(
+                "{}: HDF5 snapshot (Gadget/SWIFT layout), /PartType{}: {n} {what}, dimension {}, at time {}{}",
+                path.display(),
+                c.part_type,
+                c.dimension,
+                c.time,
+                if c.config.is_some() {
+                    "; written by mote (its configuration in /Code)"
+                } else {
+                    ""
+                }
+            );
+            for (name, (shape, values)) in &c.datasets {
+                let v = values.to_f64();
+                let (lo, hi) = v
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                        (l.min(x), h.max(x))
+                    });
+                let ty = match values {
+                    mote_io::snapshot::Values::F32(_) => "f32",
+                    mote_io::snapshot::Values::F64(_) => "f64",
+                    mote_io::snapshot::Values::U64(_) => "u64",
+                    mote_io::snapshot::Values::U32(_) => "u32",
+                };
+                println!("  {name:<16} {ty:<4} {shape:?}  min {lo:.6e}  max {hi:.6e}");
             }
             Ok(())
         }
@@ -136,7 +176,7 @@ pub fn run(args: &InspectArgs) -> Result<(), CliError> {
             Ok(())
         }
         _ => Err(CliError::Config(format!(
-            "{}: unknown kind of file; expected .vtu (snapshot), .mote (checkpoint) or .csv (diagnostics)",
+            "{}: unknown kind of file; expected .vtu or .hdf5 (snapshot), .mote (checkpoint) or .csv (diagnostics)",
             path.display()
         ))),
     }

@@ -74,7 +74,7 @@ enum Command {
     Resume(run::ResumeArgs),
     /// Run a configuration at successively halved time steps; report errors and orders.
     Convergence(run::ConvergenceArgs),
-    /// Summarise a snapshot (.vtu), checkpoint (.mote) or diagnostics file (.csv).
+    /// Summarise a snapshot (.vtu or .hdf5), checkpoint (.mote) or diagnostics file (.csv).
     Inspect(inspect::InspectArgs),
     /// Draw the pictures of a run directory: diagnostics.png (energy error and virial ratio, or
     /// conserved totals and errors) and the fields of a snapshot (profile.png, fields.png,

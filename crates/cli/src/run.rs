@@ -241,6 +241,9 @@ fn run_failed(e: mote_io::runner::RunError) -> CliError {
         | mote_io::runner::RunError::Stopped { signal, .. } => {
             CliError::Interrupted(e.to_string(), signal)
         }
+        // A bad initial-conditions file is a mistake in the input (exit 2), found before
+        // anything was written.
+        mote_io::runner::RunError::InitialConditions(_) => CliError::Config(e.to_string()),
         other => CliError::Run(other.to_string()),
     }
 }

@@ -128,6 +128,9 @@ pub enum InitialConditionsKind {
     DiscGalaxy,
     /// Two disc galaxies on a parabolic approach.
     GalaxyCollision,
+    /// Bodies from a file (`path`): HDF5 in the snapshot layout or a text table
+    /// ([`crate::initial`]).
+    File,
 }
 
 /// `[initial_conditions]`: one flat table; which keys apply depends on `kind`, and a key that
@@ -189,6 +192,11 @@ pub struct InitialConditions {
     /// Inclination of the second disc in degrees (`galaxy_collision`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inclination_degrees: Option<f64>,
+    /// The file of a `file` kind (relative to the working directory): `.hdf5`/`.h5` in the
+    /// snapshot layout, or a `.csv`/`.txt` table with the columns `x y z vx vy vz m [id]`. The
+    /// run starts at the file's time (`/Header/Time`; 0 for a table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl Default for InitialConditions {
@@ -214,6 +222,7 @@ impl Default for InitialConditions {
             separation: None,
             pericentre: None,
             inclination_degrees: None,
+            path: None,
         }
     }
 }
@@ -226,7 +235,7 @@ impl InitialConditions {
         let fill = |v: &mut Option<f64>, d: f64| {
             v.get_or_insert(d);
         };
-        if self.kind != Kepler {
+        if self.kind != Kepler && self.kind != File {
             self.seed.get_or_insert(1);
         }
         match self.kind {
@@ -265,6 +274,7 @@ impl InitialConditions {
                     fill(&mut self.inclination_degrees, c.inclination.to_degrees());
                 }
             }
+            File => {}
         }
         self
     }
@@ -410,6 +420,7 @@ fn ic_keys(kind: InitialConditionsKind) -> &'static [&'static str] {
         UniformSphere => &["particles", "seed", "radius", "virial_ratio"],
         ColdCollapse => &["particles", "seed", "radius"],
         Kepler => &["semi_major_axis", "eccentricity", "m1", "m2"],
+        File => &["path"],
         DiscGalaxy => GALAXY,
         GalaxyCollision => &[
             "particles",
@@ -566,6 +577,21 @@ impl GravityConfig {
                 "initial_conditions.particles",
                 "at least 2 particles".into(),
             );
+        }
+        if self.initial_conditions.kind == InitialConditionsKind::File {
+            // The file's contents are checked when the run reads it, before anything is
+            // written (crate::initial).
+            return match self.initial_conditions.path.as_deref() {
+                None => bad(
+                    "initial_conditions.path",
+                    "required for kind `file`: the HDF5 file or text table of the bodies".into(),
+                ),
+                Some(p) if !std::path::Path::new(p).is_file() => bad(
+                    "initial_conditions.path",
+                    format!("`{p}` is not a file (paths are relative to the working directory)"),
+                ),
+                Some(_) => Ok(()),
+            };
         }
         // The initial conditions' own checks, on a two-particle probe (so that a value they
         // refuse is a configuration error with its key and line, not a failure at run time).

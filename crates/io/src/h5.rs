@@ -16,7 +16,7 @@ use hdf5::types::{FloatSize, TypeDescriptor, VarLenUnicode};
 use hdf5::{Group, H5Type, Location};
 
 use crate::files::{FileError, partial_path};
-use crate::snapshot::{Snapshot, Values};
+use crate::snapshot::{Hdf5Contents as Read, Snapshot, Values};
 
 /// Rows per chunk of a compressed dataset: 64 Ki rows (0.5-1.5 MiB per chunk of f64), large
 /// enough that deflate and the chunk index cost little per byte, small enough that a reader of
@@ -163,24 +163,6 @@ fn dataset<T: H5Type>(
             .deflate(level);
     }
     builder.create(name)?.write_raw(data)
-}
-
-/// An HDF5 snapshot (or a user's initial conditions in the same layout) as read.
-#[derive(Clone, Debug)]
-pub struct Read {
-    /// The particle group's type (`PartTypeK`): the first present of 0-5.
-    pub part_type: usize,
-    /// `/Header` `Time` (0 if absent).
-    pub time: f64,
-    /// `/Header` `Dimension` (3 if absent: Gadget files are 3-D).
-    pub dimension: usize,
-    /// `/Header` `MassTable[part_type]` (0 if absent): Gadget's mass of every particle of the
-    /// type when the group has no `Masses`.
-    pub table_mass: f64,
-    /// The group's datasets: name, shape and values.
-    pub datasets: BTreeMap<String, (Vec<usize>, Values)>,
-    /// `/Code` `Configuration`, if the file is mote's.
-    pub config: Option<String>,
 }
 
 /// Reads the first particle group of the HDF5 file at `path` with every dataset in it.

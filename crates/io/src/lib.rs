@@ -11,6 +11,7 @@ pub mod convergence;
 pub mod files;
 #[cfg(feature = "hdf5")]
 pub mod h5;
+pub mod initial;
 pub mod interrupt;
 pub mod meshless;
 pub mod plot;

@@ -43,6 +43,10 @@ pub enum RunError {
     /// A file could not be written.
     #[error(transparent)]
     File(#[from] FileError),
+    /// The initial conditions' file is unreadable or holds bad values (the message names the
+    /// dataset or line and the first bad index); nothing was written.
+    #[error("initial conditions: {0}")]
+    InitialConditions(FileError),
     /// The run does not fit its memory limit.
     #[error(transparent)]
     Capacity(#[from] CapacityError),
@@ -291,7 +295,25 @@ pub fn initial_particles<R: Real>(c: &InitialConditions) -> Result<ParticleData<
                 seed,
             )
         }
+        File => Err(GravityError::InvalidParameter {
+            name: "initial_conditions.kind",
+            value: "file".into(),
+            allowed: "bodies from a file are read by `mote run` (`file_particles`); this command needs generated initial conditions",
+        }),
     }
+}
+
+/// The bodies read from a file as the engine's particles in precision `R`: velocities from the
+/// run's units to the engine's (divided by `time_factor`, `sqrt(G)`; exact in N-body units),
+/// accelerations zero (the integrator computes them), the file's ids.
+pub fn file_particles<R: Real>(b: &crate::initial::Bodies, time_factor: f64) -> ParticleData<R> {
+    let cast =
+        |v: &[f64], scale: f64| -> Vec<R> { v.iter().map(|&x| R::cast(x / scale)).collect() };
+    let [x, y, z] = b.position.each_ref().map(|v| cast(v, 1.0));
+    let [vx, vy, vz] = b.velocity.each_ref().map(|v| cast(v, time_factor));
+    let zero = vec![R::zero(); b.len()];
+    let m = cast(&b.mass, 1.0);
+    ParticleData::restore([&x, &y, &z, &vx, &vy, &vz, &zero, &zero, &zero, &m], &b.ids)
 }
 
 /// Fails, naming the particle, if any position or velocity of `p` is NaN or infinite.
@@ -463,16 +485,38 @@ impl PrecisionJob for GravityRun<'_> {
     fn run<R: Real>(self) -> Self::Output {
         let c = self.config;
         let backend = CpuBackend::threads(c.run.threads);
-        let n = particle_count(&c.initial_conditions.clone().with_defaults());
         let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
         let mut solver = make_solver::<R>(c)?;
-        price(c, n, integrator.as_ref(), solver.as_mut())?;
-        let particles = initial_particles::<R>(&c.initial_conditions)?;
+        // Bodies from a file are read and checked first (they are the count to price), all
+        // before the run directory exists: a bad file writes nothing.
+        let (particles, time) = if c.initial_conditions.kind == InitialConditionsKind::File {
+            let path = c.initial_conditions.path.as_deref().unwrap_or_default();
+            let bodies = crate::initial::read_bodies(Path::new(path))
+                .map_err(RunError::InitialConditions)?;
+            let s = c.units().time_factor();
+            let time = bodies.time * s;
+            if time >= c.run.end_time * s {
+                return Err(RunError::InitialConditions(FileError {
+                    path: path.into(),
+                    message: format!(
+                        "its time {} (/Header/Time) is not before run.end_time = {}: the run \
+                         starts at the file's time",
+                        bodies.time, c.run.end_time
+                    ),
+                }));
+            }
+            price(c, bodies.len(), integrator.as_ref(), solver.as_mut())?;
+            (file_particles::<R>(&bodies, s), time)
+        } else {
+            let n = particle_count(&c.initial_conditions.clone().with_defaults());
+            price(c, n, integrator.as_ref(), solver.as_mut())?;
+            (initial_particles::<R>(&c.initial_conditions)?, 0.0)
+        };
         create_run_dir(self.dir, self.force)?;
         let start = Start {
             particles,
             step: 0,
-            time: 0.0,
+            time,
             initial_energy: None,
             snapshots: Vec::new(),
             resumed_from: None,
@@ -729,7 +773,10 @@ fn drive<R: Real>(
     write_atomic(&dir.join("config.toml"), c.to_toml().as_bytes())?;
     let fresh = start.resumed_from.is_none();
     let mut sim = if fresh {
-        Simulation::new(start.particles, solver, integrator)
+        let mut sim = Simulation::new(start.particles, solver, integrator);
+        // Initial conditions from a file start at the file's time.
+        sim.set_time(start.time);
+        sim
     } else {
         Simulation::restore(start.particles, solver, integrator, start.time, start.step)
     };
@@ -828,8 +875,14 @@ fn drive<R: Real>(
         ])
     };
     if fresh {
-        write_row(&mut csv, 0, 0.0, &first, 0.0)?;
-        write_snapshot(&sink, &sim.particles, 0.0, &units, &mut snapshots)?;
+        write_row(&mut csv, 0, sim.time(), &first, 0.0)?;
+        write_snapshot(
+            &sink,
+            &sim.particles,
+            sim.time() / s,
+            &units,
+            &mut snapshots,
+        )?;
     }
     let checkpoint_path = dir.join("checkpoint.mote");
     let save = |sim: &Simulation<R>, snapshots: &[(f64, String)]| {

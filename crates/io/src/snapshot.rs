@@ -291,6 +291,85 @@ pub fn hdf5_index(dir: &Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// An HDF5 snapshot (or a user's initial conditions in the same layout) as read.
+#[derive(Clone, Debug)]
+pub struct Hdf5Contents {
+    /// The particle group's type (`PartTypeK`): the first present of 0-5.
+    pub part_type: usize,
+    /// `/Header` `Time` (0 if absent).
+    pub time: f64,
+    /// `/Header` `Dimension` (3 if absent: Gadget files are 3-D).
+    pub dimension: usize,
+    /// `/Header` `MassTable[part_type]` (0 if absent): Gadget's mass of every particle of the
+    /// type when the group has no `Masses`.
+    pub table_mass: f64,
+    /// The group's datasets: name, shape and values.
+    pub datasets: std::collections::BTreeMap<String, (Vec<usize>, Values)>,
+    /// `/Code` `Configuration`, if the file is mote's.
+    pub config: Option<String>,
+}
+
+/// Reads the first particle group of the HDF5 file at `path`, every dataset in it.
+#[cfg(feature = "hdf5")]
+pub fn read_hdf5(path: &Path) -> Result<Hdf5Contents, FileError> {
+    crate::h5::read(path)
+}
+
+/// Without the `hdf5` feature: refused, saying how to get it.
+#[cfg(not(feature = "hdf5"))]
+pub fn read_hdf5(path: &Path) -> Result<Hdf5Contents, FileError> {
+    Err(FileError {
+        path: path.to_path_buf(),
+        message: "this mote was built without HDF5: rebuild with `--features hdf5` (needs \
+                  libhdf5-dev)"
+            .into(),
+    })
+}
+
+/// The fields of an HDF5 snapshot under the names its VTK twin uses (`density`, `velocity_x`,
+/// `pressure`, `mass`, `id`, ...; vectors split into `_x`, `_y`, `_z` up to the dimension),
+/// with the positions as xyz triples: what `mote plot` and `mote inspect` show.
+pub fn hdf5_as_fields(c: &Hdf5Contents) -> (Vec<[f64; 3]>, Vec<(String, Vec<f64>)>) {
+    let rename = |name: &str| -> String {
+        match name {
+            "Density" => "density",
+            "Pressure" => "pressure",
+            "InternalEnergy" => "internal_energy",
+            "Masses" => "mass",
+            "ParticleIDs" => "id",
+            "Order" => "order",
+            "Volume" => "volume",
+            "Tag" => "tag",
+            "Velocities" => "velocity",
+            "Accelerations" => "acceleration",
+            other => other,
+        }
+        .to_string()
+    };
+    let mut points = Vec::new();
+    let mut fields = Vec::new();
+    for (name, (shape, values)) in &c.datasets {
+        let v = values.to_f64();
+        if name == "Coordinates" {
+            points = v.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect();
+            continue;
+        }
+        let comps = shape.get(1).copied().unwrap_or(1);
+        if comps == 1 {
+            fields.push((rename(name), v));
+        } else {
+            for d in 0..comps.min(c.dimension.max(1)) {
+                let axis = ["x", "y", "z"].get(d).copied().unwrap_or("w");
+                fields.push((
+                    format!("{}_{axis}", rename(name)),
+                    v.iter().skip(d).step_by(comps).copied().collect(),
+                ));
+            }
+        }
+    }
+    (points, fields)
+}
+
 /// Writes `snapshot` as an HDF5 file at `path` (atomically: a temporary name, then a rename).
 #[cfg(feature = "hdf5")]
 pub fn write_hdf5(path: &Path, snapshot: &Snapshot) -> Result<(), FileError> {

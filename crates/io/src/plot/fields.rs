@@ -141,11 +141,12 @@ fn family(dir: &Path) -> Result<Family, FileError> {
     })
 }
 
-/// The snapshot files `snapshots.pvd` lists (none without one), in its order, that exist.
+/// The snapshot files `snapshots.pvd` lists, in its order, that exist; without a `.pvd` (an
+/// HDF5-only run), those `snapshots.json` lists.
 fn snapshot_list(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     let pvd = dir.join("snapshots.pvd");
     let Ok(text) = std::fs::read_to_string(&pvd) else {
-        return Ok(Vec::new());
+        return Ok(crate::snapshot::hdf5_index(dir));
     };
     Ok(text
         .split("file=\"")
@@ -160,6 +161,15 @@ fn read_snapshot(path: &Path) -> Result<Snapshot, FileError> {
         path: path.to_path_buf(),
         message,
     };
+    if path.extension().is_some_and(|e| e == "hdf5" || e == "h5") {
+        let contents = crate::snapshot::read_hdf5(path)?;
+        let (points, fields) = crate::snapshot::hdf5_as_fields(&contents);
+        return Ok(Snapshot {
+            time: contents.time,
+            points,
+            fields: fields.into_iter().collect(),
+        });
+    }
     let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
     let arrays = crate::vtk::read_vtu(&bytes).map_err(err)?;
     let points = arrays

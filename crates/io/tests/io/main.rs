@@ -7,6 +7,8 @@ mod config;
 mod convergence;
 mod files;
 mod fuzz;
+#[cfg(feature = "hdf5")]
+mod hdf5;
 mod meshless;
 mod pictures;
 mod runner;

@@ -1,0 +1,310 @@
+//! HDF5 snapshots and initial conditions from files (the `hdf5` feature): round trips, a run
+//! restarted from its own snapshot, and every bad input refused with its dataset and index.
+
+use std::path::{Path, PathBuf};
+
+use mote_io::runner::{RunError, run_gravity};
+use mote_io::snapshot::{self, Values};
+use mote_io::{GravityConfig, Source};
+
+fn config(text: &str, overrides: &[String]) -> GravityConfig {
+    GravityConfig::parse(&Source { file: None, text }, overrides).unwrap()
+}
+
+/// dt = 2^-6: every step boundary is exact in binary.
+const PLUMMER: &str = "physics = \"gravity\"\n[run]\nend_time = 0.5\ndt = 0.015625\nprecision = \"f64\"\n\
+    [initial_conditions]\nparticles = 100\nseed = 9\n[solver]\nsoftening = 0.01\n[output]\nsnapshots = 4\nformat = \"both\"\n";
+
+fn snap(dir: &Path, k: usize) -> PathBuf {
+    dir.join(format!("snapshots/snap_{k:05}.hdf5"))
+}
+
+fn dataset(path: &Path, name: &str) -> Values {
+    snapshot::read_hdf5(path).unwrap().datasets[name].1.clone()
+}
+
+#[test]
+fn a_snapshot_reads_back_bitwise_in_its_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    for precision in ["f64", "f32"] {
+        let dir = tmp.path().join(precision);
+        let c = config(PLUMMER, &[format!("run.precision=\"{precision}\"")]);
+        run_gravity(&c, &dir, false, "test", &mut |_| {}).unwrap();
+        let contents = snapshot::read_hdf5(&snap(&dir, 4)).unwrap();
+        assert_eq!(contents.part_type, 1);
+        assert_eq!(contents.time, 0.5);
+        assert_eq!(contents.datasets["Coordinates"].0, vec![100, 3]);
+        assert_eq!(contents.datasets["Masses"].0, vec![100]);
+        let coords = &contents.datasets["Coordinates"].1;
+        // The VTK twin holds the same values (in f64): the HDF5 file keeps the run's type.
+        let vtu = std::fs::read(dir.join("snapshots/snap_00004.vtu")).unwrap();
+        let points = mote_io::vtk::read_vtu(&vtu).unwrap()["Points"].to_f64();
+        assert_eq!(coords.to_f64(), points);
+        match (precision, coords) {
+            ("f64", Values::F64(_)) | ("f32", Values::F32(_)) => {}
+            _ => panic!("{precision} run stored {coords:?}"),
+        }
+        // The index lists every HDF5 file in order.
+        assert_eq!(snapshot::hdf5_index(&dir).len(), 5);
+        // Compressed: the same values.
+        let zdir = tmp.path().join(format!("{precision}-z"));
+        let mut o = vec![format!("run.precision=\"{precision}\"")];
+        o.push("output.compression=6".into());
+        run_gravity(&config(PLUMMER, &o), &zdir, false, "test", &mut |_| {}).unwrap();
+        assert_eq!(&dataset(&snap(&zdir, 4), "Coordinates"), coords);
+    }
+}
+
+#[test]
+fn a_run_restarted_from_its_own_snapshot_continues_identically() {
+    let tmp = tempfile::tempdir().unwrap();
+    for integrator in ["leapfrog", "yoshida4", "rk4"] {
+        let kind = format!("integrator.kind={integrator}");
+        let whole = tmp.path().join(format!("whole-{integrator}"));
+        run_gravity(
+            &config(PLUMMER, &[kind.clone()]),
+            &whole,
+            false,
+            "test",
+            &mut |_| {},
+        )
+        .unwrap();
+        // Snapshot 2 is at t = 0.25; the second run starts there from the file alone.
+        let ic = snap(&whole, 2);
+        let text = format!(
+            "physics = \"gravity\"\n[run]\nend_time = 0.5\ndt = 0.015625\nprecision = \"f64\"\n\
+             [initial_conditions]\nkind = \"file\"\npath = \"{}\"\n[solver]\nsoftening = 0.01\n\
+             [output]\nsnapshots = 4\nformat = \"hdf5\"\n",
+            ic.display()
+        );
+        let second = tmp.path().join(format!("second-{integrator}"));
+        run_gravity(&config(&text, &[kind]), &second, false, "test", &mut |_| {}).unwrap();
+        let last = |dir: &Path| snapshot::hdf5_index(dir).last().cloned().unwrap();
+        for name in ["Coordinates", "Velocities", "ParticleIDs"] {
+            assert_eq!(
+                dataset(&last(&whole), name),
+                dataset(&last(&second), name),
+                "{integrator}: {name}"
+            );
+        }
+        assert_eq!(snapshot::read_hdf5(&last(&second)).unwrap().time, 0.5);
+    }
+}
+
+/// Writes a `/PartType1` file with the given datasets (f64 `N x 3` or `N`, u64 ids).
+fn write_ic(path: &Path, n: usize, edit: impl Fn(&str, &mut Vec<f64>)) {
+    let file = hdf5::File::create(path).unwrap();
+    let header = file.create_group("Header").unwrap();
+    header
+        .new_attr::<f64>()
+        .create("Time")
+        .unwrap()
+        .write_scalar(&0.0)
+        .unwrap();
+    let g = file.create_group("PartType1").unwrap();
+    for (name, comps) in [("Coordinates", 3), ("Velocities", 3), ("Masses", 1)] {
+        let mut v: Vec<f64> = (0..n * comps)
+            .map(|i| {
+                if name == "Masses" {
+                    1.0 / n as f64
+                } else {
+                    (i as f64 * 0.37).sin()
+                }
+            })
+            .collect();
+        edit(name, &mut v);
+        if v.is_empty() {
+            continue;
+        }
+        let rows = v.len() / comps;
+        let shape = if comps == 1 {
+            vec![rows]
+        } else {
+            vec![rows, comps]
+        };
+        g.new_dataset::<f64>()
+            .shape(shape)
+            .create(name)
+            .unwrap()
+            .write_raw(&v)
+            .unwrap();
+    }
+}
+
+fn file_config(path: &Path) -> GravityConfig {
+    let text = format!(
+        "physics = \"gravity\"\n[run]\nend_time = 0.0625\ndt = 0.015625\n\
+         [initial_conditions]\nkind = \"file\"\npath = \"{}\"\n[solver]\nsoftening = 0.05\n",
+        path.display()
+    );
+    config(&text, &[])
+}
+
+#[test]
+fn a_user_file_runs_and_bad_files_are_refused_with_the_dataset_and_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = tmp.path().join("good.hdf5");
+    write_ic(&good, 16, |_, _| {});
+    let out = tmp.path().join("good-run");
+    let report = run_gravity(&file_config(&good), &out, false, "test", &mut |_| {}).unwrap();
+    assert_eq!(report.particles, 16);
+
+    type Edit = Box<dyn Fn(&str, &mut Vec<f64>)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "missing",
+            Box::new(|n, v| {
+                if n == "Velocities" {
+                    v.clear()
+                }
+            }),
+            "Velocities is missing",
+        ),
+        (
+            "short",
+            Box::new(|n, v| {
+                if n == "Masses" {
+                    v.pop();
+                }
+            }),
+            "Masses has 15 rows, /PartType1/Coordinates 16",
+        ),
+        (
+            "nan",
+            Box::new(|n, v| {
+                if n == "Coordinates" {
+                    v[3 * 7 + 1] = f64::NAN
+                }
+            }),
+            "Coordinates: index 7 (component y) is NaN",
+        ),
+        (
+            "mass",
+            Box::new(|n, v| {
+                if n == "Masses" {
+                    v[5] = -1.0
+                }
+            }),
+            "Masses: index 5 is -1",
+        ),
+    ];
+    for (name, edit, expected) in cases {
+        let path = tmp.path().join(format!("{name}.hdf5"));
+        write_ic(&path, 16, edit);
+        let out = tmp.path().join(format!("{name}-run"));
+        let e = run_gravity(&file_config(&path), &out, false, "test", &mut |_| {}).unwrap_err();
+        assert!(matches!(e, RunError::InitialConditions(_)), "{name}: {e}");
+        assert!(e.to_string().contains(expected), "{name}: {e}");
+        assert!(
+            !out.exists(),
+            "{name}: a refused file wrote {}",
+            out.display()
+        );
+    }
+
+    // Repeated ids.
+    let path = tmp.path().join("ids.hdf5");
+    write_ic(&path, 4, |_, _| {});
+    let file = hdf5::File::open_rw(&path).unwrap();
+    file.group("PartType1")
+        .unwrap()
+        .new_dataset::<u64>()
+        .shape(4)
+        .create("ParticleIDs")
+        .unwrap()
+        .write_raw(&[3u64, 8, 1, 8])
+        .unwrap();
+    drop(file);
+    let e = run_gravity(
+        &file_config(&path),
+        &tmp.path().join("ids-run"),
+        false,
+        "test",
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("ParticleIDs: index 3 repeats id 8 of index 1"),
+        "{e}"
+    );
+
+    // Not HDF5 at all.
+    let path = tmp.path().join("text.hdf5");
+    std::fs::write(&path, "x y z\n").unwrap();
+    let e = run_gravity(
+        &file_config(&path),
+        &tmp.path().join("text-run"),
+        false,
+        "test",
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("not a readable HDF5 snapshot"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_text_table_gives_the_same_bodies_and_names_a_bad_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("pair.csv");
+    std::fs::write(
+        &csv,
+        "# a Kepler pair\nx, y, z, vx, vy, vz, m, id\n0.5, 0, 0, 0, 0.5, 0, 0.5, 10\n-0.5, 0, 0, 0, -0.5, 0, 0.5, 20\n",
+    )
+    .unwrap();
+    let b = mote_io::initial::read_bodies(&csv).unwrap();
+    assert_eq!(b.ids, vec![10, 20]);
+    assert_eq!(b.velocity[1], vec![0.5, -0.5]);
+    let out = tmp.path().join("pair-run");
+    let mut c = file_config(&csv);
+    c.output.format = mote_io::snapshot::SnapshotFormat::Hdf5;
+    run_gravity(&c, &out, false, "test", &mut |_| {}).unwrap();
+    assert_eq!(
+        dataset(&snap(&out, 0), "ParticleIDs"),
+        Values::U64(vec![10, 20])
+    );
+
+    std::fs::write(&csv, "x y z vx vy vz m\n0 0 0 0 0 0 1\n1 0 0 0 zero 0 1\n").unwrap();
+    let e = mote_io::initial::read_bodies(&csv).unwrap_err().to_string();
+    assert!(
+        e.contains("line 3, column vy: `zero` is not a number"),
+        "{e}"
+    );
+    std::fs::write(&csv, "x y z vx vy m\n").unwrap();
+    let e = mote_io::initial::read_bodies(&csv).unwrap_err().to_string();
+    assert!(e.contains("column `vz` is missing"), "{e}");
+}
+
+#[test]
+fn a_failed_write_leaves_no_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("snap.hdf5");
+    let mut s = snapshot::Snapshot {
+        header: snapshot::Header {
+            family: snapshot::Family::Gravity,
+            dimension: 3,
+            time: 1.0,
+            box_size: 0.0,
+            units_cgs: None,
+            unit_names: ["1", "1", "1", "1"].map(String::from),
+            compression: 0,
+            config: String::new(),
+            commit: "test".into(),
+        },
+        columns: vec![
+            snapshot::Column::vector("Coordinates", Values::F64(vec![0.0; 6])),
+            // Two datasets of one name: HDF5 refuses the second, half-way through the file.
+            snapshot::Column::scalar("Masses", Values::F64(vec![1.0; 2])),
+            snapshot::Column::scalar("Masses", Values::F64(vec![1.0; 2])),
+        ],
+    };
+    assert!(snapshot::write_hdf5(&path, &s).is_err());
+    assert!(!path.exists());
+    assert!(!mote_io::files::partial_path(&path).exists());
+    s.columns.pop();
+    snapshot::write_hdf5(&path, &s).unwrap();
+    assert!(path.exists() && !mote_io::files::partial_path(&path).exists());
+}
