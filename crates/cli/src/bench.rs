@@ -15,6 +15,8 @@ pub enum BenchCommand {
     Cloud(Box<cloud::CloudArgs>),
     /// The machine's ceilings: memory bandwidth and arithmetic throughput.
     Roofline(crate::roofline::RooflineArgs),
+    /// Writing an HDF5 snapshot against the disk's sequential write speed (`dd`).
+    Snapshot(crate::snapbench::SnapshotArgs),
 }
 
 /// Runs the benchmark on `threads` threads (0: all cores).
@@ -23,5 +25,6 @@ pub fn run(cmd: &BenchCommand, threads: usize) -> Result<(), Box<dyn Error>> {
         BenchCommand::Gravity(args) => gravity::run(args, threads),
         BenchCommand::Cloud(args) => cloud::run(args, threads),
         BenchCommand::Roofline(args) => crate::roofline::run(args, threads),
+        BenchCommand::Snapshot(args) => crate::snapbench::run(args),
     }
 }

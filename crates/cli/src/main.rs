@@ -42,6 +42,7 @@ mod info;
 mod inspect;
 mod roofline;
 mod run;
+mod snapbench;
 
 use std::process::ExitCode;
 

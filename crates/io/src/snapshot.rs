@@ -326,10 +326,13 @@ pub fn read_hdf5(path: &Path) -> Result<Hdf5Contents, FileError> {
     })
 }
 
+/// Named per-particle values.
+pub type NamedFields = Vec<(String, Vec<f64>)>;
+
 /// The fields of an HDF5 snapshot under the names its VTK twin uses (`density`, `velocity_x`,
 /// `pressure`, `mass`, `id`, ...; vectors split into `_x`, `_y`, `_z` up to the dimension),
 /// with the positions as xyz triples: what `mote plot` and `mote inspect` show.
-pub fn hdf5_as_fields(c: &Hdf5Contents) -> (Vec<[f64; 3]>, Vec<(String, Vec<f64>)>) {
+pub fn hdf5_as_fields(c: &Hdf5Contents) -> (Vec<[f64; 3]>, NamedFields) {
     let rename = |name: &str| -> String {
         match name {
             "Density" => "density",

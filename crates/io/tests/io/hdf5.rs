@@ -62,7 +62,7 @@ fn a_run_restarted_from_its_own_snapshot_continues_identically() {
         let kind = format!("integrator.kind={integrator}");
         let whole = tmp.path().join(format!("whole-{integrator}"));
         run_gravity(
-            &config(PLUMMER, &[kind.clone()]),
+            &config(PLUMMER, std::slice::from_ref(&kind)),
             &whole,
             false,
             "test",
