@@ -46,6 +46,7 @@ pub fn run(args: &SnapshotArgs) -> Result<(), Box<dyn Error>> {
             units_cgs: None,
             unit_names: ["1", "1", "1", "1"].map(String::from),
             compression: args.compression,
+            spacing: Vec::new(),
             config: String::new(),
             commit: env!("MOTE_GIT_COMMIT").into(),
         },

@@ -223,6 +223,67 @@ impl<R: Real, const D: usize> Cloud<R, D> {
         Ok(cloud)
     }
 
+    /// A cloud of given particles (initial conditions from a file): their positions, volumes,
+    /// tags and ids, every state variable zero and every order 1, in the given order (see
+    /// [`Cloud::reorder_morton`]). `spacing` is the nominal spacing the search radius is
+    /// measured in. Refused: arrays of different lengths, more than `2^32 - 1` particles, a
+    /// non-finite position or a volume that is not finite and positive (the first bad index
+    /// named).
+    pub fn from_particles(
+        domain: Domain<D>,
+        spacing: [f64; D],
+        positions: [&[f64]; D],
+        volumes: &[f64],
+        tags: &[u32],
+        ids: &[u64],
+        variables: usize,
+    ) -> Result<Self, CloudError> {
+        let n = ids.len();
+        if positions.iter().any(|p| p.len() != n) || volumes.len() != n || tags.len() != n {
+            return Err(CloudError::invalid(
+                "particle arrays",
+                format!("{n} ids"),
+                "one position, volume and tag per id",
+            ));
+        }
+        if n > u32::MAX as usize {
+            return Err(CloudError::invalid(
+                "particle count",
+                n,
+                "at most 2^32 - 1 (32-bit neighbour indices)",
+            ));
+        }
+        if let Some(i) = (0..n).find(|&i| positions.iter().any(|p| !p[i].is_finite())) {
+            return Err(CloudError::invalid(
+                "position",
+                format!("index {i}"),
+                "finite coordinates",
+            ));
+        }
+        if let Some(i) = (0..n).find(|&i| !(volumes[i].is_finite() && volumes[i] > 0.0)) {
+            return Err(CloudError::invalid(
+                "volume",
+                format!("{} at index {i}", volumes[i]),
+                "finite and > 0",
+            ));
+        }
+        let mut cloud = Self::new(domain, spacing, variables)?;
+        cloud.resize(n)?;
+        for (a, p) in positions.iter().enumerate() {
+            for (dst, &x) in cloud.position[a].as_mut_slice().iter_mut().zip(*p) {
+                *dst = R::cast(x);
+            }
+        }
+        for (dst, &v) in cloud.volume.as_mut_slice().iter_mut().zip(volumes) {
+            *dst = R::cast(v);
+        }
+        cloud.tag.as_mut_slice().copy_from_slice(tags);
+        cloud.order.as_mut_slice().fill(1);
+        cloud.id.as_mut_slice().copy_from_slice(ids);
+        cloud.next_id = ids.iter().max().map_or(0, |&m| m + 1);
+        Ok(cloud)
+    }
+
     /// The tag of the boundary face on `axis` (`high`: the upper face): 1 + 2 axis (+1).
     pub const fn face_tag(axis: usize, high: bool) -> u32 {
         1 + 2 * axis as u32 + high as u32

@@ -153,7 +153,7 @@ fn gas_problem<R: Real, const D: usize>(
 }
 
 /// The names of Euler's conserved variables in `D` dimensions.
-fn gas_variables<const D: usize>() -> Vec<String> {
+pub fn gas_variables<const D: usize>() -> Vec<String> {
     let mut v = vec!["density".to_string()];
     v.extend(
         ["momentum_x", "momentum_y", "momentum_z"][..D]
@@ -619,14 +619,63 @@ pub fn custom_gas<R: Real, const D: usize>(
             cloud.state_var_mut(k)[i] = R::cast(value);
         }
     }
-    let boundaries = if walls && !periodic {
+    Ok(gas_problem(
+        "custom",
+        cloud,
+        eq,
+        custom_boundaries(periodic, walls),
+        None,
+        0.2,
+    ))
+}
+
+/// The boundaries of a custom problem's unit box: none (periodic), slip walls, or outflow.
+fn custom_boundaries<R: Real, const D: usize>(periodic: bool, walls: bool) -> Boundaries<R, D> {
+    if walls && !periodic {
         (0..D).fold(Boundaries::new(), |b, d| {
             b.with_axis(d, SlipWall::default())
         })
     } else {
         outflow_unless(periodic)
-    };
-    Ok(gas_problem("custom", cloud, eq, boundaries, None, 0.2))
+    }
+}
+
+/// A gas whose particles and conserved state the caller gives (`[problem] kind = "file"`), on
+/// the unit box with the boundaries of a custom problem (periodic, outflow or slip walls).
+pub fn gas_from_cloud<R: Real, const D: usize>(
+    cloud: Cloud<R, D>,
+    gamma: f64,
+    periodic: bool,
+    walls: bool,
+) -> Result<Problem<R, D, Euler<D>>, CloudError> {
+    let eq = Euler::<D>::new(gamma)?;
+    Ok(gas_problem(
+        "file",
+        cloud,
+        eq,
+        custom_boundaries(periodic, walls),
+        None,
+        0.2,
+    ))
+}
+
+/// A scalar state under `equation` whose particles and values the caller gives
+/// (`[problem] kind = "file"`), on the unit box, periodic or with outflow faces.
+pub fn scalar_from_cloud<R: Real, const D: usize, E>(
+    cloud: Cloud<R, D>,
+    equation: E,
+    periodic: bool,
+) -> Problem<R, D, E> {
+    Problem {
+        name: "file",
+        cloud,
+        equation,
+        boundaries: outflow_unless(periodic),
+        variables: vec!["u".to_string()],
+        primitive: Vec::new(),
+        exact: None,
+        end_time: 0.2,
+    }
 }
 
 /// A user's scalar state `u0` under `equation` on the unit box (periodic, or with outflow

@@ -77,6 +77,9 @@ fn write_file(path: &Path, s: &Snapshot) -> hdf5::Result<()> {
     let double = s.columns.iter().any(|c| matches!(c.values, Values::F64(_)));
     scalar_attr(&header, "Flag_DoublePrecision", i32::from(double))?;
     scalar_attr(&header, "Dimension", h.dimension as i32)?;
+    if !h.spacing.is_empty() {
+        array_attr(&header, "Spacing", &h.spacing)?;
+    }
 
     let units = file.create_group("Units")?;
     let [l, m, v] = h.units_cgs.unwrap_or([1.0; 3]);
@@ -209,6 +212,7 @@ fn read_file(path: &Path) -> hdf5::Result<Result<Read, FileError>> {
         .and_then(|c| c.attr("Configuration").ok())
         .and_then(|a| a.read_scalar::<VarLenUnicode>().ok())
         .map(|s| s.as_str().to_string());
+    let spacing = attr_f64("Spacing");
     let group = file.group(&format!("PartType{part_type}"))?;
     let mut datasets = BTreeMap::new();
     for name in group.member_names()? {
@@ -236,5 +240,6 @@ fn read_file(path: &Path) -> hdf5::Result<Result<Read, FileError>> {
         table_mass,
         datasets,
         config,
+        spacing,
     }))
 }

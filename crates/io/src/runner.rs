@@ -405,6 +405,7 @@ impl SnapshotSink<'_> {
             units_cgs: None,
             unit_names: ["1", "1", "1", "1"].map(String::from),
             compression: self.compression,
+            spacing: Vec::new(),
             config: self.config.clone(),
             commit: self.commit.to_string(),
         }

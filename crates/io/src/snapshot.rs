@@ -194,6 +194,9 @@ pub struct Header {
     pub unit_names: [String; 4],
     /// `[output] compression`: the deflate level (0 = contiguous, uncompressed datasets).
     pub compression: u8,
+    /// A meshless cloud's nominal particle spacing per axis (`/Header/Spacing`), from which a
+    /// run started from the file measures its search radius; empty for gravity.
+    pub spacing: Vec<f64>,
     /// The resolved configuration (TOML), stored in `/Code`.
     pub config: String,
     /// The commit the program was built from.
@@ -307,6 +310,8 @@ pub struct Hdf5Contents {
     pub datasets: std::collections::BTreeMap<String, (Vec<usize>, Values)>,
     /// `/Code` `Configuration`, if the file is mote's.
     pub config: Option<String>,
+    /// `/Header` `Spacing` (mote's meshless snapshots), if present.
+    pub spacing: Option<Vec<f64>>,
 }
 
 /// Reads the first particle group of the HDF5 file at `path`, every dataset in it.

@@ -230,6 +230,10 @@ pub enum ProblemKind {
     /// equations (1-D, 2-D), Burgers (1-D) or advection (1-3-D; exact: the profile carried
     /// along on a periodic box).
     Custom,
+    /// A state read from a file (`path`): `/PartType0` of an HDF5 file in the snapshot layout
+    /// (a mote snapshot, or one a user wrote), on the unit box of a custom problem (`periodic`,
+    /// `faces`, `equation`, `dim`, `gamma`); the run starts at t = 0.
+    File,
 }
 
 impl ProblemKind {
@@ -248,6 +252,7 @@ impl ProblemKind {
             ProblemKind::Noh => "noh",
             ProblemKind::Sedov => "sedov",
             ProblemKind::Custom => "custom",
+            ProblemKind::File => "file",
         }
     }
 
@@ -279,7 +284,10 @@ impl ProblemKind {
     fn takes_dimension(self) -> bool {
         matches!(
             self,
-            ProblemKind::AdvectionWave | ProblemKind::Riemann | ProblemKind::Custom
+            ProblemKind::AdvectionWave
+                | ProblemKind::Riemann
+                | ProblemKind::Custom
+                | ProblemKind::File
         )
     }
 
@@ -300,7 +308,7 @@ impl ProblemKind {
     pub fn dimension(self, dim: Option<usize>) -> usize {
         match self {
             ProblemKind::AdvectionWave => dim.unwrap_or(2),
-            ProblemKind::Riemann | ProblemKind::Custom => dim.unwrap_or(1),
+            ProblemKind::Riemann | ProblemKind::Custom | ProblemKind::File => dim.unwrap_or(1),
             ProblemKind::BurgersTopHat | ProblemKind::Sod => 1,
             ProblemKind::IsentropicVortex
             | ProblemKind::Quadrant
@@ -316,7 +324,9 @@ impl ProblemKind {
     fn default_resolution(self, dim: usize) -> usize {
         match self {
             ProblemKind::AdvectionWave => [200, 64, 24][dim - 1],
-            ProblemKind::Riemann | ProblemKind::Custom => [1000, 200, 40][dim - 1],
+            ProblemKind::Riemann | ProblemKind::Custom | ProblemKind::File => {
+                [1000, 200, 40][dim - 1]
+            }
             ProblemKind::BurgersTopHat => 400,
             ProblemKind::Sod => 1000,
             ProblemKind::IsentropicVortex => 64,
@@ -337,7 +347,8 @@ impl ProblemKind {
             ProblemKind::Sod
             | ProblemKind::DoubleMach
             | ProblemKind::Riemann
-            | ProblemKind::Custom => 0.2,
+            | ProblemKind::Custom
+            | ProblemKind::File => 0.2,
             ProblemKind::Quadrant => 0.3,
             ProblemKind::GreshoVortex => 3.0,
             ProblemKind::KelvinHelmholtz => 2.0,
@@ -398,6 +409,9 @@ pub struct ProblemSection {
     /// A custom problem's initial state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub initial: Option<Box<InitialSection>>,
+    /// The HDF5 file of a `file` problem (relative to the working directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// `[problem.initial]`: a custom problem's initial state, each value a number or an expression
@@ -472,14 +486,16 @@ impl ProblemSection {
     /// Whether the problem solves the Euler equations (and so takes `gamma`).
     pub fn is_gas(&self) -> bool {
         self.kind.is_gas()
-            || (matches!(self.kind, ProblemKind::Riemann | ProblemKind::Custom)
-                && self.equation.as_deref().unwrap_or("euler") == "euler")
+            || (matches!(
+                self.kind,
+                ProblemKind::Riemann | ProblemKind::Custom | ProblemKind::File
+            ) && self.equation.as_deref().unwrap_or("euler") == "euler")
     }
 
     /// Whether the problem has boundary particles (a custom problem unless periodic).
     pub fn has_boundaries(&self) -> bool {
         match self.kind {
-            ProblemKind::Custom => !self.periodic.unwrap_or(true),
+            ProblemKind::Custom | ProblemKind::File => !self.periodic.unwrap_or(true),
             kind => kind.has_boundaries(),
         }
     }
@@ -487,7 +503,17 @@ impl ProblemSection {
     /// Checks a custom problem's keys (or that a problem of another kind sets none of them).
     fn validate_custom(&self, dim: usize) -> Result<(), (String, String)> {
         let bad = |key: &str, msg: String| Err((key.to_string(), msg));
-        if self.kind != ProblemKind::Custom {
+        let file = self.kind == ProblemKind::File;
+        if self.path.is_some() && !file {
+            return bad(
+                "problem.path",
+                format!(
+                    "does not apply to kind `{}`: only a file problem takes it",
+                    self.kind.name()
+                ),
+            );
+        }
+        if self.kind != ProblemKind::Custom && !file {
             for (key, set) in [
                 ("periodic", self.periodic.is_some()),
                 ("faces", self.faces.is_some()),
@@ -497,7 +523,7 @@ impl ProblemSection {
                     return bad(
                         &format!("problem.{key}"),
                         format!(
-                            "does not apply to kind `{}`: only a custom problem takes it",
+                            "does not apply to kind `{}`: only a custom or file problem takes it",
                             self.kind.name()
                         ),
                     );
@@ -515,7 +541,15 @@ impl ProblemSection {
             if set {
                 return bad(
                     &format!("problem.{key}"),
-                    "does not apply to kind `custom`: give the state in [problem.initial]".into(),
+                    format!(
+                        "does not apply to kind `{}`: give the state in {}",
+                        self.kind.name(),
+                        if file {
+                            "the file"
+                        } else {
+                            "[problem.initial]"
+                        }
+                    ),
                 );
             }
         }
@@ -568,6 +602,55 @@ impl ProblemSection {
                     }
                 ),
             );
+        }
+        if file {
+            match self.path.as_deref() {
+                None => {
+                    return bad(
+                        "problem.path",
+                        "required for kind `file`: an HDF5 file with /PartType0".into(),
+                    );
+                }
+                Some(p) if !std::path::Path::new(p).is_file() => {
+                    return bad(
+                        "problem.path",
+                        format!(
+                            "`{p}` is not a file (paths are relative to the working directory)"
+                        ),
+                    );
+                }
+                Some(_) => {}
+            }
+            // The state is the file's; only the advection velocity may be given.
+            if let Some(initial) = &self.initial {
+                let only_velocity = initial.density.is_none()
+                    && initial.pressure.is_none()
+                    && initial.u.is_none()
+                    && equation == "advection";
+                if !only_velocity {
+                    return bad(
+                        "problem.initial",
+                        "a file problem's state is the file's: [problem.initial] takes only the \
+                         advection velocity"
+                            .into(),
+                    );
+                }
+                let v = initial
+                    .velocity
+                    .as_ref()
+                    .map(Values::to_vec)
+                    .unwrap_or_default();
+                if v.len() != dim
+                    || v.iter()
+                        .any(|c| !matches!(c, Value::Number(x) if x.is_finite()))
+                {
+                    return bad(
+                        "problem.initial.velocity",
+                        format!("the advection velocity: {dim} finite numbers"),
+                    );
+                }
+            }
+            return Ok(());
         }
         let Some(initial) = &self.initial else {
             let example = if gas {
@@ -652,7 +735,8 @@ impl ProblemSection {
             let set = [
                 (
                     "equation",
-                    self.equation.is_some() && self.kind != ProblemKind::Custom,
+                    self.equation.is_some()
+                        && !matches!(self.kind, ProblemKind::Custom | ProblemKind::File),
                 ),
                 ("left", self.left.is_some()),
                 ("right", self.right.is_some()),
@@ -835,6 +919,7 @@ impl Default for ProblemSection {
             periodic: None,
             faces: None,
             initial: None,
+            path: None,
         }
     }
 }
@@ -949,7 +1034,7 @@ impl MeshlessConfig {
             self.problem.gamma.get_or_insert(kind.default_gamma());
         }
         let dim = kind.dimension(self.problem.dim);
-        if kind == ProblemKind::Custom {
+        if matches!(kind, ProblemKind::Custom | ProblemKind::File) {
             let p = &mut self.problem;
             p.equation.get_or_insert_with(|| "euler".to_string());
             p.periodic.get_or_insert(true);
@@ -978,7 +1063,10 @@ impl MeshlessConfig {
     pub fn has_exact_solution(&self) -> bool {
         let p = &self.problem;
         match p.kind {
-            ProblemKind::Quadrant | ProblemKind::DoubleMach | ProblemKind::KelvinHelmholtz => false,
+            ProblemKind::Quadrant
+            | ProblemKind::DoubleMach
+            | ProblemKind::KelvinHelmholtz
+            | ProblemKind::File => false,
             // A user's advected profile on a periodic box is carried along; nothing else of a
             // custom problem is known exactly.
             ProblemKind::Custom => {

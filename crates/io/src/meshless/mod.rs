@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod expression;
+mod file;
 
 use expression::{Parsed, Value};
 
@@ -147,7 +148,7 @@ pub(crate) fn check_scheme(c: &MeshlessConfig) -> Result<(), (&'static str, Clou
             build_scheme::<f64, 3, _>(LinearAdvection::scalar([1.0; 3], 1), s).map(drop)
         }
         (ProblemKind::BurgersTopHat, _) => build_scheme::<f64, 1, _>(Burgers::<1>, s).map(drop),
-        (ProblemKind::Custom, d) if !c.problem.is_gas() => {
+        (ProblemKind::Custom | ProblemKind::File, d) if !c.problem.is_gas() => {
             if c.problem.equation.as_deref() == Some("burgers") {
                 build_scheme::<f64, 1, _>(Burgers::<1>, s).map(drop)
             } else {
@@ -199,6 +200,7 @@ pub fn run_meshless(
 ) -> Result<MeshlessReport, RunError> {
     let config = config.clone().with_defaults();
     let run = MeshlessRun {
+        interior: None,
         config: &config,
         dir,
         force,
@@ -243,6 +245,7 @@ pub fn resume_meshless(
         header.time,
     )?;
     let run = MeshlessRun {
+        interior: None,
         config: &config,
         dir: &dir,
         force: true,
@@ -273,6 +276,9 @@ struct MeshlessRun<'a> {
     progress: &'a mut dyn FnMut(Progress),
     /// The checkpoint a resumed run continues from.
     resume: Option<Resume<'a>>,
+    /// The interior particles of a `file` problem (priced as read; the others are priced from
+    /// their resolution).
+    interior: Option<usize>,
 }
 
 impl MeshlessRun<'_> {
@@ -340,6 +346,7 @@ impl MeshlessRun<'_> {
             (ProblemKind::Noh, _) => self.drive(|o| problems::noh::<R>(o, gamma), backend),
             (ProblemKind::Sedov, _) => self.drive(|o| problems::sedov::<R>(o, gamma), backend),
             (ProblemKind::Custom, d) => self.custom::<R>(d, backend),
+            (ProblemKind::File, d) => self.file::<R>(d, backend),
         }
     }
 
@@ -426,6 +433,129 @@ impl MeshlessRun<'_> {
         }
     }
 
+    /// The configured `file` problem (validated like a custom one: Euler in 1-D and 2-D,
+    /// Burgers in 1-D, advection in 1-3-D): the particles and state of its HDF5 file, read
+    /// and checked before anything is written.
+    fn file<R: GpuFloat>(
+        mut self,
+        dim: usize,
+        backend: Backend,
+    ) -> Result<MeshlessReport, RunError> {
+        let config = self.config;
+        let p = &config.problem;
+        let periodic = p.periodic.unwrap_or(true);
+        let path = Path::new(p.path.as_deref().expect("validated"));
+        let particles = file::read(path, dim, periodic).map_err(RunError::InitialConditions)?;
+        self.interior = Some(particles.len());
+        match (p.equation.as_deref().unwrap_or("euler"), dim) {
+            ("euler", 1) => self.file_gas::<R, 1>(&particles, backend),
+            ("euler", _) => self.file_gas::<R, 2>(&particles, backend),
+            ("burgers", _) => {
+                let u = vec![
+                    particles
+                        .column("u")
+                        .map_err(RunError::InitialConditions)?
+                        .to_vec(),
+                ];
+                let cloud = particles
+                    .cloud::<R, 1>(periodic, &u)
+                    .map_err(RunError::InitialConditions)?;
+                self.drive(
+                    |_| {
+                        Ok(problems::scalar_from_cloud(
+                            cloud.clone(),
+                            Burgers::<1>,
+                            periodic,
+                        ))
+                    },
+                    backend,
+                )
+            }
+            (_, 1) => self.file_advection::<R, 1>(&particles, backend),
+            (_, 2) => self.file_advection::<R, 2>(&particles, backend),
+            _ => self.file_advection::<R, 3>(&particles, backend),
+        }
+    }
+
+    /// A gas from a file in `D` dimensions: the conserved variables where the file has them
+    /// (a mote snapshot: bit for bit), else from `Density`, `Velocities` and `Pressure` through
+    /// the equation's own conversion.
+    fn file_gas<R: GpuFloat, const D: usize>(
+        self,
+        f: &file::FileParticles,
+        backend: Backend,
+    ) -> Result<MeshlessReport, RunError>
+    where
+        Euler<D>: Equation<R, D> + OnDevice<D>,
+    {
+        let p = &self.config.problem;
+        let gamma = p.gamma.unwrap_or(1.4);
+        let periodic = p.periodic.unwrap_or(true);
+        let walls = p.faces.as_deref() == Some("slip_wall");
+        let eq = Euler::<D>::new(gamma)?;
+        let bad = RunError::InitialConditions;
+        let names = problems::gas_variables::<D>();
+        let conserved = names[1..].iter().all(|n| f.has(n));
+        let mut state: Vec<Vec<f64>> = Vec::with_capacity(D + 2);
+        if conserved {
+            state.push(f.positive("Density").map_err(bad)?.to_vec());
+            for n in &names[1..] {
+                state.push(f.column(n).map_err(bad)?.to_vec());
+            }
+        } else {
+            let rho = f.positive("Density").map_err(bad)?;
+            let pressure = f.positive("Pressure").map_err(bad)?;
+            let velocity = (0..D)
+                .map(|d| f.column(&format!("Velocities_{d}")))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(bad)?;
+            state = vec![Vec::with_capacity(f.len()); D + 2];
+            for i in 0..f.len() {
+                let v: [f64; D] = std::array::from_fn(|d| velocity[d][i]);
+                for (k, u) in eq
+                    .conservative(rho[i], v, pressure[i])
+                    .into_iter()
+                    .enumerate()
+                {
+                    state[k].push(u);
+                }
+            }
+        }
+        let cloud = f.cloud::<R, D>(periodic, &state).map_err(bad)?;
+        self.drive(
+            |_| problems::gas_from_cloud::<R, D>(cloud.clone(), gamma, periodic, walls),
+            backend,
+        )
+    }
+
+    /// An advected scalar `u` from a file in `D` dimensions.
+    fn file_advection<R: GpuFloat, const D: usize>(
+        self,
+        f: &file::FileParticles,
+        backend: Backend,
+    ) -> Result<MeshlessReport, RunError>
+    where
+        LinearAdvection<D>: Equation<R, D> + OnDevice<D>,
+    {
+        let p = &self.config.problem;
+        let periodic = p.periodic.unwrap_or(true);
+        let equation = LinearAdvection::scalar(advection_velocity::<D>(p), 1);
+        let u = vec![f.column("u").map_err(RunError::InitialConditions)?.to_vec()];
+        let cloud = f
+            .cloud::<R, D>(periodic, &u)
+            .map_err(RunError::InitialConditions)?;
+        self.drive(
+            |_| {
+                Ok(problems::scalar_from_cloud(
+                    cloud.clone(),
+                    equation.clone(),
+                    periodic,
+                ))
+            },
+            backend,
+        )
+    }
+
     /// A custom gas in `D` dimensions.
     fn custom_gas<R: GpuFloat, const D: usize>(
         self,
@@ -472,14 +602,7 @@ impl MeshlessRun<'_> {
     {
         let p = &self.config.problem;
         let periodic = p.periodic.unwrap_or(true);
-        let given = p.initial.as_ref().and_then(|i| i.velocity.as_ref());
-        let velocity: [f64; D] = match given.map(Values::to_vec) {
-            Some(v) => std::array::from_fn(|d| match v[d] {
-                Value::Number(c) => c,
-                Value::Expression(_) => unreachable!("validated: numbers"),
-            }),
-            None => std::array::from_fn(|d| [1.0, 0.5, 0.25][d]),
-        };
+        let velocity = advection_velocity::<D>(p);
         self.drive(
             |o| {
                 let exact: Option<problems::ExactFn<D>> = periodic.then(|| {
@@ -560,6 +683,19 @@ impl MeshlessRun<'_> {
             |o| problems::gas_riemann::<R, D>(o, gamma, left, right, diaphragm, end),
             backend,
         )
+    }
+}
+
+/// The advection velocity of a custom or file problem: `[problem.initial] velocity` (numbers,
+/// validated), else `(1, 0.5, 0.25)`.
+fn advection_velocity<const D: usize>(p: &config::ProblemSection) -> [f64; D] {
+    let given = p.initial.as_ref().and_then(|i| i.velocity.as_ref());
+    match given.map(Values::to_vec) {
+        Some(v) => std::array::from_fn(|d| match v[d] {
+            Value::Number(c) => c,
+            Value::Expression(_) => unreachable!("validated: numbers"),
+        }),
+        None => std::array::from_fn(|d| [1.0, 0.5, 0.25][d]),
     }
 }
 
@@ -875,7 +1011,9 @@ impl MeshlessRun<'_> {
         // An impossible size is refused before the cloud is built: its interior particles alone
         // (resolution^D per unit volume, a lower bound) must fit the limit.
         if price && let Some(limit) = limit {
-            let interior = (options.resolution as f64).powi(D as i32);
+            let interior = self
+                .interior
+                .map_or((options.resolution as f64).powi(D as i32), |n| n as f64);
             self.price(build, make, &options, interior.min(1e18) as usize, limit)?;
         }
         let mut problem = build(&options)?;
@@ -1569,7 +1707,8 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
         for (name, values) in exact_names.iter().zip(&exact_values) {
             columns.push(Column::scalar(name, Stored::real_from_f64::<R>(values)));
         }
-        let header = sink.header(Family::Meshless, D, time, box_size);
+        let mut header = sink.header(Family::Meshless, D, time, box_size);
+        header.spacing = cloud.spacing().to_vec();
         snapshot::add_hdf5(sink.dir, number, list, &Snapshot { header, columns })?;
     }
     Ok(())

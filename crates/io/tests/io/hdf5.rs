@@ -291,6 +291,7 @@ fn a_failed_write_leaves_no_file() {
             units_cgs: None,
             unit_names: ["1", "1", "1", "1"].map(String::from),
             compression: 0,
+            spacing: Vec::new(),
             config: String::new(),
             commit: "test".into(),
         },
@@ -307,4 +308,160 @@ fn a_failed_write_leaves_no_file() {
     s.columns.pop();
     snapshot::write_hdf5(&path, &s).unwrap();
     assert!(path.exists() && !mote_io::files::partial_path(&path).exists());
+}
+
+fn meshless(text: &str) -> mote_io::MeshlessConfig {
+    mote_io::MeshlessConfig::parse(&Source { file: None, text }, &[]).unwrap()
+}
+
+const SCHEME: &str = "[scheme]\norder = 2\nlimiter = \"bj\"\nmood = \"u1\"\n\
+    [output]\nsnapshots = 2\nformat = \"hdf5\"\n";
+
+const STATE: [&str; 7] = [
+    "Coordinates",
+    "Density",
+    "momentum_x",
+    "momentum_y",
+    "energy",
+    "ParticleIDs",
+    "Tag",
+];
+
+/// The final state's datasets of a meshless run (those of [`STATE`] it has).
+fn final_state(dir: &Path) -> Vec<(&'static str, Vec<f64>)> {
+    let last = snapshot::hdf5_index(dir).last().cloned().unwrap();
+    let c = snapshot::read_hdf5(&last).unwrap();
+    STATE
+        .iter()
+        .filter_map(|n| c.datasets.get(*n).map(|d| (*n, d.1.to_f64())))
+        .collect()
+}
+
+/// Asserts `a` and `b` hold the same datasets bit for bit, naming the first difference.
+fn assert_same(a: &[(&str, Vec<f64>)], b: &[(&str, Vec<f64>)]) {
+    assert_eq!(a.len(), b.len());
+    for ((name, x), (_, y)) in a.iter().zip(b) {
+        assert_eq!(x.len(), y.len(), "{name}: lengths");
+        if let Some(i) = (0..x.len()).find(|&i| x[i].to_bits() != y[i].to_bits()) {
+            panic!("{name}: index {i}: {} against {}", x[i], y[i]);
+        }
+    }
+}
+
+#[test]
+fn a_meshless_run_from_its_own_snapshot_or_a_users_file_runs_identically() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Toro's explosion on a box with outflow faces (boundary particles, MOOD).
+    let custom = format!(
+        "physics = \"meshless\"\n[run]\nend_time = 0.02\n[problem]\nkind = \"custom\"\n\
+         dim = 2\nresolution = 20\nperiodic = false\n[problem.initial]\n\
+         density = \"0.125 + 0.875 * ((x - 0.5)^2 + (y - 0.5)^2 < 0.04)\"\n\
+         pressure = \"0.1 + 0.9 * ((x - 0.5)^2 + (y - 0.5)^2 < 0.04)\"\n{SCHEME}"
+    );
+    let first = tmp.path().join("first");
+    mote_io::meshless::run_meshless(&meshless(&custom), &first, false, "test", &mut |_| {})
+        .unwrap();
+    let from_file = format!(
+        "physics = \"meshless\"\n[run]\nend_time = 0.02\n[problem]\nkind = \"file\"\n\
+         dim = 2\nperiodic = false\npath = \"{}\"\n{SCHEME}",
+        snap(&first, 0).display()
+    );
+    let second = tmp.path().join("second");
+    mote_io::meshless::run_meshless(&meshless(&from_file), &second, false, "test", &mut |_| {})
+        .unwrap();
+    let a = final_state(&first);
+    assert_eq!(a.len(), 7);
+    assert_same(&a, &final_state(&second));
+
+    // A user's file (primitive variables only, no volumes, tags or ids): a 1-D periodic
+    // two-state gas at the lattice's positions runs as the same state given as expressions.
+    let n = 32;
+    let path = tmp.path().join("user.hdf5");
+    {
+        let file = hdf5::File::create(&path).unwrap();
+        let g = file.create_group("PartType0").unwrap();
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 + 0.5) / n as f64).collect();
+        let coords: Vec<f64> = x.iter().flat_map(|&x| [x, 0.0, 0.0]).collect();
+        let put = |name: &str, v: &[f64], comps: usize| {
+            let shape = if comps == 1 {
+                vec![v.len()]
+            } else {
+                vec![v.len() / comps, comps]
+            };
+            g.new_dataset::<f64>()
+                .shape(shape)
+                .create(name)
+                .unwrap()
+                .write_raw(v)
+                .unwrap();
+        };
+        put("Coordinates", &coords, 3);
+        put(
+            "Density",
+            &x.iter()
+                .map(|&x| if x < 0.5 { 1.0 } else { 0.125 })
+                .collect::<Vec<_>>(),
+            1,
+        );
+        put(
+            "Pressure",
+            &x.iter()
+                .map(|&x| if x < 0.5 { 1.0 } else { 0.1 })
+                .collect::<Vec<_>>(),
+            1,
+        );
+        put("Velocities", &vec![0.0; 3 * n], 3);
+    }
+    let common = format!("[run]\nend_time = 0.05\n{SCHEME}");
+    let by_file = format!(
+        "physics = \"meshless\"\n[problem]\nkind = \"file\"\npath = \"{}\"\n{common}",
+        path.display()
+    );
+    let by_expr = format!(
+        "physics = \"meshless\"\n[problem]\nkind = \"custom\"\nresolution = {n}\njitter = 0.0\n\
+         [problem.initial]\ndensity = \"0.125 + 0.875 * (x < 0.5)\"\n\
+         pressure = \"0.1 + 0.9 * (x < 0.5)\"\n{common}"
+    );
+    let (f, e) = (tmp.path().join("by-file"), tmp.path().join("by-expr"));
+    mote_io::meshless::run_meshless(&meshless(&by_file), &f, false, "test", &mut |_| {}).unwrap();
+    mote_io::meshless::run_meshless(&meshless(&by_expr), &e, false, "test", &mut |_| {}).unwrap();
+    let (a, b) = (final_state(&f), final_state(&e));
+    // Density, momentum and energy (ids and tags agree too: 0..n, all interior).
+    assert_same(&a[1..4], &b[1..4]);
+
+    // Bad meshless files.
+    let refused = |text: String, expected: &str| {
+        let out = tmp.path().join("refused");
+        let e = mote_io::meshless::run_meshless(&meshless(&text), &out, false, "test", &mut |_| {})
+            .unwrap_err();
+        assert!(e.to_string().contains(expected), "{e}");
+        assert!(!out.exists());
+    };
+    let bad = tmp.path().join("bad.hdf5");
+    std::fs::copy(&path, &bad).unwrap();
+    {
+        let file = hdf5::File::open_rw(&bad).unwrap();
+        file.group("PartType0").unwrap().unlink("Pressure").unwrap();
+    }
+    refused(
+        format!(
+            "physics = \"meshless\"\n[problem]\nkind = \"file\"\npath = \"{}\"\n",
+            bad.display()
+        ),
+        "dataset /PartType0/Pressure is missing",
+    );
+    refused(
+        format!(
+            "physics = \"meshless\"\n[problem]\nkind = \"file\"\nperiodic = false\npath = \"{}\"\n",
+            path.display()
+        ),
+        "a box with faces needs its boundary particles: dataset /PartType0/Tag",
+    );
+    refused(
+        format!(
+            "physics = \"meshless\"\n[problem]\nkind = \"file\"\nequation = \"burgers\"\npath = \"{}\"\n",
+            path.display()
+        ),
+        "dataset /PartType0/u is missing",
+    );
 }
