@@ -1199,6 +1199,16 @@ fn force_replaces_only_an_earlier_run_and_never_a_users_files() {
     assert_eq!(listing(&run), before);
 }
 
+/// The first Python (Debian's, then the one on the path) that imports `module`.
+fn python_with(module: &str) -> Option<&'static str> {
+    ["/usr/bin/python3", "python3"].into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
 /// Reads every `.vtu` below `dir` with meshio (an independent reader, Debian's
 /// `python3-meshio`) and checks that every point array has one entry per point and that the
 /// snapshot carries its time. Skipped with a note where meshio is missing, unless
@@ -1218,13 +1228,7 @@ for f in files:
     assert "TimeValue" in m.field_data, f"{f}: no TimeValue"
 print(len(files), "snapshots read by meshio")
 "#;
-    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import meshio"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let Some(python) = python else {
+    let Some(python) = python_with("meshio") else {
         assert!(
             std::env::var("MOTE_REQUIRE_MESHIO").is_err(),
             "MOTE_REQUIRE_MESHIO is set but no python3 imports meshio (apt-get install python3-meshio)"
@@ -1770,13 +1774,7 @@ print("h5py and yt read both snapshots")
         "{out}"
     );
 
-    let python = ["python3", "/usr/bin/python3"].into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import h5py"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let Some(python) = python else {
+    let Some(python) = python_with("h5py") else {
         assert!(
             std::env::var("MOTE_REQUIRE_H5PY").is_err(),
             "MOTE_REQUIRE_H5PY is set but no python3 imports h5py (pip install h5py yt)"
