@@ -246,7 +246,13 @@ pub fn add_vtk(
     let name = format!("snapshots/snap_{number:05}.vtu");
     vtk::write_vtu(&dir.join(&name), Some(time), points, fields)?;
     list.push((time, name));
-    vtk::write_pvd(&dir.join("snapshots.pvd"), list)
+    // The .pvd is ParaView's: the VTK files only (a `both` run lists its HDF5 files too).
+    let vtk: Vec<(f64, String)> = list
+        .iter()
+        .filter(|(_, f)| f.ends_with(".vtu"))
+        .cloned()
+        .collect();
+    vtk::write_pvd(&dir.join("snapshots.pvd"), &vtk)
 }
 
 /// Writes snapshot `number` as `snapshots/snap_NNNNN.hdf5`, appends it to `list` at its time

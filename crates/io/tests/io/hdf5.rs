@@ -465,3 +465,32 @@ fn a_meshless_run_from_its_own_snapshot_or_a_users_file_runs_identically() {
         "dataset /PartType0/u is missing",
     );
 }
+
+#[test]
+fn pictures_drawn_from_hdf5_snapshots_are_those_drawn_from_vtk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sod");
+    let c = meshless(
+        "physics = \"meshless\"\n[problem]\nkind = \"sod\"\nresolution = 100\n\
+         [output]\nsnapshots = 2\nformat = \"both\"\n",
+    );
+    mote_io::meshless::run_meshless(&c, &dir, false, "test", &mut |_| {}).unwrap();
+    let movie = mote_io::plot::FieldOptions {
+        snapshot: None,
+        movie: true,
+    };
+    let draw = || {
+        mote_io::plot::plot_run(&dir, &movie).unwrap();
+        ["profile.png", "movie.gif"].map(|f| std::fs::read(dir.join(f)).unwrap())
+    };
+    // ParaView's collection lists the VTK files only, snapshots.json the HDF5 ones.
+    let pvd = std::fs::read_to_string(dir.join("snapshots.pvd")).unwrap();
+    assert_eq!(pvd.matches(".vtu").count(), 3);
+    assert!(!pvd.contains(".hdf5"), "{pvd}");
+    assert_eq!(snapshot::hdf5_index(&dir).len(), 3);
+    let from_vtk = draw();
+    // Without the .pvd the pictures come from the HDF5 files snapshots.json lists.
+    std::fs::remove_file(dir.join("snapshots.pvd")).unwrap();
+    let from_hdf5 = draw();
+    assert!(from_vtk == from_hdf5, "the pictures differ");
+}
