@@ -106,19 +106,26 @@ fn check(b: &Bodies, ext: &str) -> Result<(), String> {
             "{mass}: index {i} is {m}: masses must be finite and > 0"
         ));
     }
-    let mut order: Vec<usize> = (0..b.len()).collect();
-    order.sort_by_key(|&i| (b.ids[i], i));
-    if let Some(w) = order.windows(2).find(|w| b.ids[w[0]] == b.ids[w[1]]) {
-        let (first, second) = (w[0].min(w[1]), w[0].max(w[1]));
-        return Err(format!(
-            "{ids}: index {second} repeats id {} of index {first}: ids must be unique",
-            b.ids[second]
-        ));
+    if let Some(repeat) = repeated_id(&b.ids) {
+        return Err(format!("{ids}: {repeat}"));
     }
     if !b.time.is_finite() {
         return Err(format!("/Header/Time is {}: it must be finite", b.time));
     }
     Ok(())
+}
+
+/// Where `ids` repeats an id, if it does: "index S repeats id X of index F: ids must be
+/// unique" (S the later index). Sorts a list of indices (n log n, once per file).
+pub(crate) fn repeated_id(ids: &[u64]) -> Option<String> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| (ids[i], i));
+    let w = order.windows(2).find(|w| ids[w[0]] == ids[w[1]])?;
+    let (first, second) = (w[0].min(w[1]), w[0].max(w[1]));
+    Some(format!(
+        "index {second} repeats id {} of index {first}: ids must be unique",
+        ids[second]
+    ))
 }
 
 /// Reads `/PartType1` of an HDF5 file.

@@ -201,15 +201,8 @@ pub(super) fn read(path: &Path, dim: usize, periodic: bool) -> Result<FilePartic
         }
         None => vec![INTERIOR; n],
     };
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| (ids[i], i));
-    if let Some(w) = order.windows(2).find(|w| ids[w[0]] == ids[w[1]]) {
-        return Err(err(format!(
-            "dataset /PartType0/ParticleIDs: index {} repeats id {} of index {}: ids must be unique",
-            w[0].max(w[1]),
-            ids[w[0]],
-            w[0].min(w[1])
-        )));
+    if let Some(repeat) = crate::initial::repeated_id(&ids) {
+        return Err(err(format!("dataset /PartType0/ParticleIDs: {repeat}")));
     }
     let interior = tags.iter().filter(|&&t| t == INTERIOR).count();
     if interior == 0 {

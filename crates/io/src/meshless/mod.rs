@@ -1670,13 +1670,10 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
         }
         if gas {
             let col = |name: &str| rest.primitive.iter().position(|p| p == name);
+            // The velocity columns, looked up once (not per particle).
+            let v_cols = ["velocity_x", "velocity_y", "velocity_z"].map(col);
             let velocity: Vec<f64> = (0..n)
-                .flat_map(|i| {
-                    std::array::from_fn::<f64, 3, _>(|d| {
-                        col(["velocity_x", "velocity_y", "velocity_z"][d])
-                            .map_or(0.0, |c| primitive[c][i])
-                    })
-                })
+                .flat_map(|i| v_cols.map(|c| c.map_or(0.0, |c| primitive[c][i])))
                 .collect();
             columns.push(Column::vector(
                 "Velocities",
