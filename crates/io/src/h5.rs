@@ -174,21 +174,14 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         path: path.to_path_buf(),
         message,
     };
-    read_file(path).map_err(|e| err(format!("not a readable HDF5 snapshot: {e}")))?
-}
-
-fn read_file(path: &Path) -> hdf5::Result<Result<Read, FileError>> {
-    let err = |message: String| FileError {
-        path: path.to_path_buf(),
-        message,
-    };
-    let file = hdf5::File::open(path)?;
+    let h5 = |e: hdf5::Error| err(format!("not a readable HDF5 snapshot: {e}"));
+    let file = hdf5::File::open(path).map_err(h5)?;
     let Some(part_type) = (0..6).find(|k| file.link_exists(&format!("PartType{k}"))) else {
-        return Ok(Err(err(
+        return Err(err(
             "no particle group: expected /PartType0 (meshless particles) or /PartType1 \
              (gravitating bodies)"
                 .into(),
-        )));
+        ));
     };
     let header = file.group("Header").ok();
     let attr_f64 = |name: &str| -> Option<Vec<f64>> {
@@ -213,27 +206,27 @@ fn read_file(path: &Path) -> hdf5::Result<Result<Read, FileError>> {
         .and_then(|a| a.read_scalar::<VarLenUnicode>().ok())
         .map(|s| s.as_str().to_string());
     let spacing = attr_f64("Spacing");
-    let group = file.group(&format!("PartType{part_type}"))?;
+    let group = file.group(&format!("PartType{part_type}")).map_err(h5)?;
     let mut datasets = BTreeMap::new();
-    for name in group.member_names()? {
+    for name in group.member_names().map_err(h5)? {
         let Ok(ds) = group.dataset(&name) else {
             continue;
         };
-        let values = match ds.dtype()?.to_descriptor()? {
-            TypeDescriptor::Float(FloatSize::U4) => Values::F32(ds.read_raw::<f32>()?),
-            TypeDescriptor::Float(_) => Values::F64(ds.read_raw::<f64>()?),
+        let values = match ds.dtype().and_then(|t| t.to_descriptor()).map_err(h5)? {
+            TypeDescriptor::Float(FloatSize::U4) => Values::F32(ds.read_raw::<f32>().map_err(h5)?),
+            TypeDescriptor::Float(_) => Values::F64(ds.read_raw::<f64>().map_err(h5)?),
             TypeDescriptor::Unsigned(_) | TypeDescriptor::Integer(_) => {
-                Values::U64(ds.read_raw::<u64>()?)
+                Values::U64(ds.read_raw::<u64>().map_err(h5)?)
             }
             other => {
-                return Ok(Err(err(format!(
+                return Err(err(format!(
                     "dataset /PartType{part_type}/{name} has type {other}: expected floating-point or integer values"
-                ))));
+                )));
             }
         };
         datasets.insert(name, (ds.shape(), values));
     }
-    Ok(Ok(Read {
+    Ok(Read {
         part_type,
         time,
         dimension,
@@ -241,5 +234,5 @@ fn read_file(path: &Path) -> hdf5::Result<Result<Read, FileError>> {
         datasets,
         config,
         spacing,
-    }))
+    })
 }
