@@ -185,6 +185,19 @@ pub struct MoodStats {
     pub unresolved: u64,
 }
 
+impl MoodStats {
+    /// Adds the counts of `other` (statistics of later steps) to these.
+    pub fn add(&mut self, other: &MoodStats) {
+        self.stages += other.stages;
+        self.iterations += other.iterations;
+        self.reductions += other.reductions;
+        self.failures += other.failures;
+        self.inadmissible += other.inadmissible;
+        self.capped_stages += other.capped_stages;
+        self.unresolved += other.unresolved;
+    }
+}
+
 /// MOOD's round control, the same for every backend: a backend runs the detection and the
 /// reduction as its own passes and reports their counts here, which decides whether the stage
 /// goes on and keeps the statistics.

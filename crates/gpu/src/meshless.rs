@@ -369,6 +369,15 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     pub fn to_primitive(&self, u: &[R], w: &mut [R]) {
         self.inner.to_primitive(u, w);
     }
+    /// Primitive to conservative variables of one state, by the host equation.
+    pub fn to_conservative(&self, w: &[R], u: &mut [R]) {
+        self.inner.to_conservative(w, u);
+    }
+    /// The host cloud, writable: a change of its state is what the next step starts from. An
+    /// error where the state does not live in it (a device run, a kinetic relaxation run).
+    pub fn cloud_mut(&mut self) -> Result<&mut Cloud<R, D>, GpuError> {
+        self.inner.cloud_mut()
+    }
     /// The largest wave speed of state `u` along `n`, by the host equation.
     pub fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
         self.inner.wave_speed(u, n)
@@ -387,10 +396,21 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
 }
 
 /// What [`Simulation`] asks of a backend.
-trait Stepper<R: GpuFloat, const D: usize> {
+trait Stepper<R: GpuFloat, const D: usize>: Send {
     fn backend(&self) -> String;
     fn equation_name(&self) -> &'static str;
     fn to_primitive(&self, u: &[R], w: &mut [R]);
+    fn to_conservative(&self, w: &[R], u: &mut [R]);
+    /// The host cloud whose state the next step starts from, where writing it is meaningful
+    /// (the CPU backend); elsewhere the state lives on the device or in a kinetic system.
+    fn cloud_mut(&mut self) -> Result<&mut Cloud<R, D>, GpuError> {
+        Err(CloudError::invalid(
+            "writing the state",
+            self.backend(),
+            "a run on the cpu backend without a kinetic relaxation",
+        )
+        .into())
+    }
     fn wave_speed(&self, u: &[R], n: [R; D]) -> R;
     fn neighbours_mean(&self) -> f64;
     fn steps(&self) -> u64;
@@ -480,6 +500,12 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     }
     fn to_primitive(&self, u: &[R], w: &mut [R]) {
         self.sim.scheme.equation().to_primitive(u, w);
+    }
+    fn to_conservative(&self, w: &[R], u: &mut [R]) {
+        self.sim.scheme.equation().to_conservative(w, u);
+    }
+    fn cloud_mut(&mut self) -> Result<&mut Cloud<R, D>, GpuError> {
+        Ok(&mut self.sim.cloud)
     }
     fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
         self.sim.scheme.equation().max_wave_speed(u, n)
@@ -627,6 +653,9 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     fn to_primitive(&self, u: &[R], w: &mut [R]) {
         self.relax.equation().to_primitive(u, w);
     }
+    fn to_conservative(&self, w: &[R], u: &mut [R]) {
+        self.relax.equation().to_conservative(w, u);
+    }
     fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
         self.relax.equation().max_wave_speed(u, n)
     }
@@ -746,6 +775,9 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> Stepper<R, D> for OnGpu<R, 
     }
     fn to_primitive(&self, u: &[R], w: &mut [R]) {
         self.equation.to_primitive(u, w);
+    }
+    fn to_conservative(&self, w: &[R], u: &mut [R]) {
+        self.equation.to_conservative(w, u);
     }
     fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
         self.equation.max_wave_speed(u, n)

@@ -69,6 +69,13 @@ impl<R: Real> Simulation<R> {
         }
     }
 
+    /// Recomputes the accelerations of the current positions: after the particles were changed
+    /// from outside the integrator (bodies added or removed, positions or masses written),
+    /// so that the stored accelerations belong to the positions again.
+    pub fn refresh_accelerations(&mut self) {
+        self.solver.update(&mut self.particles);
+    }
+
     /// Sets the clock (the runner computes output times exactly instead of accumulating steps).
     pub fn set_time(&mut self, time: f64) {
         self.time = time;

@@ -43,8 +43,9 @@ pub trait SolverInfo {
 /// and masses.
 ///
 /// Implementations read only the position and mass arrays and write only the acceleration
-/// arrays.
-pub trait ForceSolver<R: Real>: SolverInfo {
+/// arrays. `Send`, like [`Integrator`](crate::Integrator): a simulation may be driven from
+/// another thread.
+pub trait ForceSolver<R: Real>: SolverInfo + Send {
     /// Writes the acceleration of every particle into `acc`.
     fn accelerations(&mut self, positions: Vec3Span<'_, R>, masses: &[R], acc: Vec3SpanMut<'_, R>);
 

@@ -67,20 +67,27 @@ pub fn read_bodies(path: &Path) -> Result<Bodies, FileError> {
     Ok(bodies)
 }
 
-/// The checks every source passes: finite values, positive masses, unique ids, at least one
-/// body. `names` of the quantities as the file calls them.
+/// The checks every file passes, with the quantities named as the file calls them.
 fn check(b: &Bodies, ext: &str) -> Result<(), String> {
     let hdf5 = ext == "hdf5" || ext == "h5";
-    let (pos, vel, mass, ids) = if hdf5 {
-        (
+    let names = if hdf5 {
+        [
             "dataset /PartType1/Coordinates",
             "dataset /PartType1/Velocities",
             "dataset /PartType1/Masses",
             "dataset /PartType1/ParticleIDs",
-        )
+        ]
     } else {
-        ("columns x y z", "columns vx vy vz", "column m", "column id")
+        ["columns x y z", "columns vx vy vz", "column m", "column id"]
     };
+    check_bodies(b, names)
+}
+
+/// The checks every source of bodies passes (a file, or arrays from the Python module):
+/// finite values, positive masses, unique ids, at least one body. `names`: how the source calls
+/// the positions, velocities, masses and ids, for the message.
+pub fn check_bodies(b: &Bodies, names: [&str; 4]) -> Result<(), String> {
+    let [pos, vel, mass, ids] = names;
     if b.is_empty() {
         return Err("holds no bodies".into());
     }

@@ -324,22 +324,31 @@ pub fn check_finite<R: Real>(
     time: f64,
     csv: &Path,
 ) -> Result<(), RunError> {
+    match first_non_finite(p) {
+        Some((index, what)) => Err(RunError::NonFinite {
+            step,
+            time,
+            id: p.ids()[index],
+            index,
+            what,
+            csv: csv.display().to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The first particle of `p` whose position or velocity is NaN or infinite: its index and
+/// what it has ("velocity [NaN, 0.0, 1.0]").
+pub fn first_non_finite<R: Real>(p: &ParticleData<R>) -> Option<(usize, String)> {
     for (name, span) in [("position", p.positions()), ("velocity", p.velocities())] {
         let (x, y, z) = span.components();
         if let Some(index) =
             (0..p.len()).find(|&i| !(x[i].is_finite() && y[i].is_finite() && z[i].is_finite()))
         {
-            return Err(RunError::NonFinite {
-                step,
-                time,
-                id: p.ids()[index],
-                index,
-                what: format!("{name} {:?}", span.get(index)),
-                csv: csv.display().to_string(),
-            });
+            return Some((index, format!("{name} {:?}", span.get(index))));
         }
     }
-    Ok(())
+    None
 }
 
 const DIAGNOSTICS_HEADER: [&str; 15] = [
@@ -360,11 +369,34 @@ const DIAGNOSTICS_HEADER: [&str; 15] = [
     "wall_seconds",
 ];
 
+/// Steps `sim` on the grid `k dt` ([`next_time`]) towards `end`, the clock set to each step's
+/// end exactly, until it reaches `end` or `stop()`, asked after every step, says to stop.
+/// Returns whether it reached `end`. Every front end steps a gravity simulation through this
+/// (the run, the Python module, `mote bench api`), so all take the same steps.
+pub fn step_towards<R: Real>(
+    sim: &mut Simulation<R>,
+    dt: f64,
+    end: f64,
+    mut stop: impl FnMut() -> bool,
+) -> bool {
+    let mut time = sim.time();
+    while time < end {
+        let next = next_time(time, dt, end);
+        sim.step(next - time);
+        time = next;
+        sim.set_time(time);
+        if stop() {
+            break;
+        }
+    }
+    time >= end
+}
+
 /// The end of the step that starts at `t`: the next point of the grid `k dt`, or the end time
 /// if that comes first. The same `t` always gives the same step, so a resumed run retraces an
 /// uninterrupted one; output times do not enter (outputs are written at the step boundary that
 /// reaches them).
-fn next_time(t: f64, dt: f64, end: f64) -> f64 {
+pub fn next_time(t: f64, dt: f64, end: f64) -> f64 {
     let q = t / dt;
     let k = if (q - q.round()).abs() < 1e-9 * q.abs().max(1.0) {
         q.round()
@@ -532,6 +564,38 @@ impl PrecisionJob for GravityRun<'_> {
             self.progress,
         )
     }
+}
+
+/// The simulation `c` describes, in precision `R`, at its start and without any output: the
+/// solver and integrator it names, its initial conditions (or `bodies`, checked by the caller,
+/// in N-body units), priced against the memory limit before anything is allocated, the
+/// accelerations computed. For front ends that drive a simulation step by step (the Python
+/// module); [`run_gravity`] is the configured run with its outputs. Units are not applied: the
+/// simulation is in N-body units (G = 1).
+pub fn gravity_simulation<R: Real>(
+    c: &GravityConfig,
+    bodies: Option<&crate::initial::Bodies>,
+) -> Result<Simulation<R>, RunError> {
+    let integrator: Box<dyn Integrator<R>> =
+        c.integrator.kind.build(CpuBackend::threads(c.run.threads));
+    let mut solver = make_solver::<R>(c)?;
+    let particles = match bodies {
+        Some(b) => {
+            price(c, b.len(), integrator.as_ref(), solver.as_mut())?;
+            file_particles::<R>(b, 1.0)
+        }
+        None => {
+            if c.initial_conditions.kind == InitialConditionsKind::File {
+                return Err(RunError::Refused(
+                    "initial_conditions.kind = \"file\": give the bodies as arrays instead".into(),
+                ));
+            }
+            let n = particle_count(&c.initial_conditions.clone().with_defaults());
+            price(c, n, integrator.as_ref(), solver.as_mut())?;
+            initial_particles::<R>(&c.initial_conditions)?
+        }
+    };
+    Ok(Simulation::new(particles, solver, integrator))
 }
 
 /// Fails, before anything is allocated, if the memory limit cannot hold `n` particles with the
@@ -715,7 +779,7 @@ impl PrecisionJob for ResumeJob<'_> {
 
 /// The force solver the configuration asks for. Called before the run directory is touched:
 /// a device that cannot be opened loses nothing.
-fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, RunError> {
+pub fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, RunError> {
     let softening = Softening::new(c.solver.softening)?;
     if c.run.backend == "gpu" {
         let spec: DeviceSpec =
@@ -901,10 +965,8 @@ fn drive<R: Real>(
     let mut time = sim.time();
     let mut last = first;
     while time < end {
-        let t_next = next_time(time, dt, end);
-        sim.step(t_next - time);
-        time = t_next;
-        sim.set_time(time);
+        step_towards(&mut sim, dt, end, || true);
+        time = sim.time();
         let k = sim.steps();
         let due = outputs.after_step(k, time);
         if due.row {

@@ -21,7 +21,9 @@ use crate::error::GravityError;
 use crate::solver::ForceSolver;
 
 /// A time integrator. Its own per-particle storage, if any, is listed through [`Budgeted`].
-pub trait Integrator<R: Real>: Budgeted {
+/// `Send`, so that a simulation can be moved to (or driven from) another thread, as the Python
+/// module does while it releases the interpreter.
+pub trait Integrator<R: Real>: Budgeted + Send {
     /// Its name (`leapfrog`, `yoshida4`, `rk4`).
     fn name(&self) -> &'static str;
 

@@ -20,6 +20,9 @@
 pub mod config;
 pub mod expression;
 mod file;
+mod session;
+
+pub use session::{MeshlessSession, RealSlice, RealSliceMut, SessionError};
 
 use expression::{Parsed, Value};
 
@@ -207,8 +210,56 @@ pub fn run_meshless(
         git_commit,
         progress,
         resume: None,
+        session: false,
     };
-    run.launch()
+    run.launch().map(Outcome::into_report)
+}
+
+/// The simulation `config` describes, built and priced as [`run_meshless`] builds and prices
+/// it, at time 0 and without a run directory, for a caller that steps it
+/// ([`MeshlessSession::step`] takes the run's steps). Runs on the cpu backend only: a device
+/// run's state lives on the device (use [`run_meshless`]).
+pub fn meshless_session(config: &MeshlessConfig) -> Result<Box<dyn MeshlessSession>, RunError> {
+    let config = config.clone().with_defaults();
+    if config.run.backend != "cpu" {
+        return Err(RunError::Refused(format!(
+            "run.backend = \"{}\": a simulation stepped from Python runs on the cpu backend \
+             (a configured run, mote.run, runs on a device)",
+            config.run.backend
+        )));
+    }
+    let run = MeshlessRun {
+        interior: None,
+        config: &config,
+        dir: Path::new(""),
+        force: false,
+        git_commit: "",
+        progress: &mut |_| {},
+        resume: None,
+        session: true,
+    };
+    match run.launch()? {
+        Outcome::Session(s) => Ok(s),
+        Outcome::Report(_) => unreachable!("a session run returns its session"),
+    }
+}
+
+/// What [`MeshlessRun::launch`] ends with: a run's report, or the built simulation of a
+/// session. Once per run: the size of the report does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Outcome {
+    Report(MeshlessReport),
+    Session(Box<dyn MeshlessSession>),
+}
+
+impl Outcome {
+    /// The report of a run (a run that is not a session always ends with one).
+    fn into_report(self) -> MeshlessReport {
+        match self {
+            Outcome::Report(r) => r,
+            Outcome::Session(_) => unreachable!("a run without `session` reports"),
+        }
+    }
 }
 
 /// Continues the meshless run whose latest checkpoint is `checkpoint_path` (in its run
@@ -256,8 +307,9 @@ pub fn resume_meshless(
             arrays: &arrays,
             path: checkpoint_path,
         }),
+        session: false,
     };
-    Ok(run.launch()?)
+    Ok(run.launch()?.into_report())
 }
 
 /// Where a resumed run picks up.
@@ -279,11 +331,13 @@ struct MeshlessRun<'a> {
     /// The interior particles of a `file` problem (priced as read; the others are priced from
     /// their resolution).
     interior: Option<usize>,
+    /// Build the simulation and return it ([`Outcome::Session`]) instead of running it.
+    session: bool,
 }
 
 impl MeshlessRun<'_> {
     /// Runs on the configured backend, in the configured precision.
-    fn launch(self) -> Result<MeshlessReport, RunError> {
+    fn launch(self) -> Result<Outcome, RunError> {
         let config = self.config;
         let backend = if config.run.backend == "gpu" {
             let spec: DeviceSpec = config
@@ -312,7 +366,7 @@ impl MeshlessRun<'_> {
     }
 
     /// The configured problem in precision `R` on `backend`.
-    fn run<R: GpuFloat>(self, backend: Backend) -> Result<MeshlessReport, RunError> {
+    fn run<R: GpuFloat>(self, backend: Backend) -> Result<Outcome, RunError> {
         let p = &self.config.problem;
         let gamma = p.gamma.unwrap_or(1.4);
         match (p.kind, self.config.dimension()) {
@@ -354,7 +408,7 @@ impl MeshlessRun<'_> {
     /// problem in 1-D or 2-D, f64, the cpu backend). Only these engines are instantiated with
     /// the kinetic transport (build time: each is a MUSCL scheme compiled for every variable
     /// count).
-    fn relaxed(self, backend: Backend) -> Result<MeshlessReport, RunError> {
+    fn relaxed(self, backend: Backend) -> Result<Outcome, RunError> {
         let p = &self.config.problem;
         let gamma = p.gamma.unwrap_or(1.4);
         match (p.kind, self.config.dimension()) {
@@ -402,7 +456,7 @@ impl MeshlessRun<'_> {
 
     /// The configured custom problem (validated: Euler in 1-D and 2-D, Burgers in 1-D,
     /// advection in 1-3-D; every expression parses).
-    fn custom<R: GpuFloat>(self, dim: usize, backend: Backend) -> Result<MeshlessReport, RunError> {
+    fn custom<R: GpuFloat>(self, dim: usize, backend: Backend) -> Result<Outcome, RunError> {
         let p = &self.config.problem;
         let initial = p.initial.as_ref().expect("validated");
         let periodic = p.periodic.unwrap_or(true);
@@ -436,11 +490,7 @@ impl MeshlessRun<'_> {
     /// The configured `file` problem (validated like a custom one: Euler in 1-D and 2-D,
     /// Burgers in 1-D, advection in 1-3-D): the particles and state of its HDF5 file, read
     /// and checked before anything is written.
-    fn file<R: GpuFloat>(
-        mut self,
-        dim: usize,
-        backend: Backend,
-    ) -> Result<MeshlessReport, RunError> {
+    fn file<R: GpuFloat>(mut self, dim: usize, backend: Backend) -> Result<Outcome, RunError> {
         let config = self.config;
         let p = &config.problem;
         let periodic = p.periodic.unwrap_or(true);
@@ -484,7 +534,7 @@ impl MeshlessRun<'_> {
         self,
         f: &file::FileParticles,
         backend: Backend,
-    ) -> Result<MeshlessReport, RunError>
+    ) -> Result<Outcome, RunError>
     where
         Euler<D>: Equation<R, D> + OnDevice<D>,
     {
@@ -533,7 +583,7 @@ impl MeshlessRun<'_> {
         self,
         f: &file::FileParticles,
         backend: Backend,
-    ) -> Result<MeshlessReport, RunError>
+    ) -> Result<Outcome, RunError>
     where
         LinearAdvection<D>: Equation<R, D> + OnDevice<D>,
     {
@@ -557,10 +607,7 @@ impl MeshlessRun<'_> {
     }
 
     /// A custom gas in `D` dimensions.
-    fn custom_gas<R: GpuFloat, const D: usize>(
-        self,
-        backend: Backend,
-    ) -> Result<MeshlessReport, RunError>
+    fn custom_gas<R: GpuFloat, const D: usize>(self, backend: Backend) -> Result<Outcome, RunError>
     where
         Euler<D>: Equation<R, D> + OnDevice<D>,
     {
@@ -596,7 +643,7 @@ impl MeshlessRun<'_> {
         self,
         u: Parsed,
         backend: Backend,
-    ) -> Result<MeshlessReport, RunError>
+    ) -> Result<Outcome, RunError>
     where
         LinearAdvection<D>: Equation<R, D> + OnDevice<D>,
     {
@@ -622,11 +669,7 @@ impl MeshlessRun<'_> {
 
     /// The configured Riemann problem (validated: 1-D or 2-D Euler, 1-D scalar; 3-D Euler is
     /// run by `launch` in f64).
-    fn riemann<R: GpuFloat>(
-        self,
-        dim: usize,
-        backend: Backend,
-    ) -> Result<MeshlessReport, RunError> {
+    fn riemann<R: GpuFloat>(self, dim: usize, backend: Backend) -> Result<Outcome, RunError> {
         let p = &self.config.problem;
         let end = self.config.run.end_time.expect("filled by with_defaults");
         let position = p.diaphragm.expect("filled by with_defaults");
@@ -655,10 +698,7 @@ impl MeshlessRun<'_> {
     }
 
     /// The configured Riemann problem of the Euler equations in `D` dimensions.
-    fn gas_riemann<R: GpuFloat, const D: usize>(
-        self,
-        backend: Backend,
-    ) -> Result<MeshlessReport, RunError>
+    fn gas_riemann<R: GpuFloat, const D: usize>(self, backend: Backend) -> Result<Outcome, RunError>
     where
         Euler<D>: Equation<R, D> + OnDevice<D>,
     {
@@ -961,7 +1001,7 @@ impl MeshlessRun<'_> {
         self,
         build: impl Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError>,
         backend: Backend,
-    ) -> Result<MeshlessReport, RunError>
+    ) -> Result<Outcome, RunError>
     where
         E: Equation<R, D> + OnDevice<D> + Clone + 'static,
     {
@@ -976,7 +1016,7 @@ impl MeshlessRun<'_> {
         build: &BuildProblem<'_, R, D, E>,
         backend: Backend,
         make: MakeSimulation<R, D, E>,
-    ) -> Result<MeshlessReport, RunError>
+    ) -> Result<Outcome, RunError>
     where
         E: Equation<R, D> + OnDevice<D> + Clone + 'static,
     {
@@ -1043,6 +1083,16 @@ impl MeshlessRun<'_> {
                 given
             })
             .map_err(run_error)?;
+        if self.session {
+            return Ok(Outcome::Session(Box::new(session::Session {
+                sim,
+                rest,
+                config: c.clone(),
+                first_dt: None,
+                mood: MoodStats::default(),
+                time: 0.0,
+            })));
+        }
         if let Some(r) = self.resume {
             sim.restore_clock(r.header.simulation_time, r.header.step);
         } else {
@@ -1252,51 +1302,36 @@ impl MeshlessRun<'_> {
         // collapsing step is measured against.
         let mut first_dt = self.resume.and_then(|r| r.header.first_dt);
         while time < end {
-            let stable = sim.stable_dt(cfl)?;
             let csv_so_far = || partial_path(&csv_path).display().to_string();
-            if !(stable.is_finite() && stable > 0.0) {
-                return Err(RunError::Meshless {
-                    step: sim.steps(),
-                    time,
-                    reason: format!(
-                        "the stable time step is {stable:e} (a state without wave speeds or a \
-                         degenerate cloud)"
-                    ),
-                    csv: csv_so_far(),
-                });
-            }
-            let reference = *first_dt.get_or_insert(stable);
-            if stable < c.run.min_dt_ratio * reference {
-                save(&mut sim, time, &totals, &snapshots, reference, &outflow)?;
-                return Err(RunError::Meshless {
-                    step: sim.steps() + 1,
-                    time,
-                    reason: format!(
-                        "the stable time step collapsed to {stable:.3e}, below run.min_dt_ratio = \
-                         {:e} of the first step {reference:.3e} (about {:.1e} more steps to the \
-                         end time {end}); {}. {last_state} (lower run.cfl or scheme.order, add \
-                         a limiter or MOOD, or lower run.min_dt_ratio to go on)",
-                        c.run.min_dt_ratio,
-                        (end - time) / stable,
-                        limiting_particle(&sim),
-                    ),
-                    csv: csv_so_far(),
-                });
-            }
-            // Only the end is hit exactly: outputs are written at the step boundary that
-            // reaches them, so they never change the steps.
-            let t_next = if time + stable >= end {
-                end
-            } else {
-                time + stable
-            };
             let steps = sim.steps();
-            sim.step(t_next - time).map_err(|e| RunError::Meshless {
-                step: steps + 1,
+            let fail = |step: u64, reason: String| RunError::Meshless {
+                step,
                 time,
-                reason: e.to_string(),
+                reason,
                 csv: csv_so_far(),
-            })?;
+            };
+            let Advanced {
+                time: t_next,
+                reference,
+            } = match advance(&mut sim, time, end, cfl, c.run.min_dt_ratio, &mut first_dt) {
+                Ok(a) => a,
+                Err(StepFailure::Gpu(e)) => return Err(e.into()),
+                Err(StepFailure::Collapsed { stable, reference }) => {
+                    save(&mut sim, time, &totals, &snapshots, reference, &outflow)?;
+                    let reason = collapse_reason(
+                        &sim,
+                        c,
+                        (stable, reference),
+                        (time, end),
+                        &format!("{last_state} "),
+                    );
+                    return Err(fail(steps + 1, reason));
+                }
+                Err(StepFailure::Unstable(stable)) => {
+                    return Err(fail(steps, unstable_reason(stable)));
+                }
+                Err(StepFailure::Step(e)) => return Err(fail(steps + 1, e.to_string())),
+            };
             let dt = t_next - time;
             time = t_next;
             if balance {
@@ -1310,7 +1345,8 @@ impl MeshlessRun<'_> {
             let due = outputs.after_step(sim.steps(), time);
             if due.row {
                 row(&mut sim, time, dt, &mut totals, &outflow, &mut csv)?;
-                let remaining = ((end - time) / stable).ceil() as u64;
+                // At the last step size (the stable one, or the shorter step to the end).
+                let remaining = ((end - time) / dt).ceil() as u64;
                 (self.progress)(Progress {
                     step: sim.steps(),
                     total_steps: sim.steps() + remaining,
@@ -1380,7 +1416,7 @@ impl MeshlessRun<'_> {
             });
         }
         write_provenance(&provenance)?;
-        Ok(MeshlessReport {
+        Ok(Outcome::Report(MeshlessReport {
             dir: self.dir.to_path_buf(),
             problem: rest.name.to_string(),
             particles: n,
@@ -1394,7 +1430,7 @@ impl MeshlessRun<'_> {
             spacing,
             mood: totals.mood,
             floor_events,
-        })
+        }))
     }
 
     /// Fails, before the full run's neighbour lists and MLS coefficients exist, if `limit`
@@ -1433,6 +1469,86 @@ impl MeshlessRun<'_> {
         )?;
         Ok(())
     }
+}
+
+/// A step taken: the time it reached, and the first step's size (the reference a collapsing
+/// step is measured against).
+pub(crate) struct Advanced {
+    pub time: f64,
+    pub reference: f64,
+}
+
+/// Why [`advance`] took no step.
+pub(crate) enum StepFailure {
+    /// The stable step could not be computed (a device error).
+    Gpu(GpuError),
+    /// The stable step is not a positive number (a state without wave speeds or a degenerate
+    /// cloud).
+    Unstable(f64),
+    /// The stable step fell below `run.min_dt_ratio` of the first.
+    Collapsed { stable: f64, reference: f64 },
+    /// The step failed (a state that is not finite; the error names the particle).
+    Step(GpuError),
+}
+
+/// One step of the stable size at `cfl` from `time`, ending at `end` if that comes first: the
+/// steps every front end takes (the configured run, the Python module's session), written once
+/// so that both take the same ones. `first_dt` is the first step's size, set by the first call.
+pub(crate) fn advance<R: GpuFloat, const D: usize>(
+    sim: &mut Simulation<R, D>,
+    time: f64,
+    end: f64,
+    cfl: f64,
+    min_dt_ratio: f64,
+    first_dt: &mut Option<f64>,
+) -> Result<Advanced, StepFailure> {
+    let stable = sim.stable_dt(cfl).map_err(StepFailure::Gpu)?;
+    if !(stable.is_finite() && stable > 0.0) {
+        return Err(StepFailure::Unstable(stable));
+    }
+    let reference = *first_dt.get_or_insert(stable);
+    if stable < min_dt_ratio * reference {
+        return Err(StepFailure::Collapsed { stable, reference });
+    }
+    // Only the end is hit exactly: outputs are written at the step boundary that reaches them,
+    // so they never change the steps.
+    let t_next = if time + stable >= end {
+        end
+    } else {
+        time + stable
+    };
+    sim.step(t_next - time).map_err(StepFailure::Step)?;
+    Ok(Advanced {
+        time: t_next,
+        reference,
+    })
+}
+
+/// What a stable step that is not a positive number says.
+pub(crate) fn unstable_reason(stable: f64) -> String {
+    format!(
+        "the stable time step is {stable:e} (a state without wave speeds or a degenerate cloud)"
+    )
+}
+
+/// What a collapsed step says: the sizes, the particle that limits it, `last_state` (where the
+/// last good state is, with a trailing space, or nothing) and what to change.
+pub(crate) fn collapse_reason<R: GpuFloat, const D: usize>(
+    sim: &Simulation<R, D>,
+    c: &MeshlessConfig,
+    (stable, reference): (f64, f64),
+    (time, end): (f64, f64),
+    last_state: &str,
+) -> String {
+    format!(
+        "the stable time step collapsed to {stable:.3e}, below run.min_dt_ratio = {:e} of the \
+         first step {reference:.3e} (about {:.1e} more steps to the end time {end}); {}. \
+         {last_state}(lower run.cfl or scheme.order, add a limiter or MOOD, or lower \
+         run.min_dt_ratio to go on)",
+        c.run.min_dt_ratio,
+        (end - time) / stable,
+        limiting_particle(sim),
+    )
 }
 
 /// Loads the state of checkpoint `r` into `cloud` (built from the same configuration), after
@@ -1485,14 +1601,7 @@ struct Totals {
 
 impl Totals {
     fn add(&mut self, m: &MoodStats) {
-        let t = &mut self.mood;
-        t.stages += m.stages;
-        t.iterations += m.iterations;
-        t.reductions += m.reductions;
-        t.failures += m.failures;
-        t.inadmissible += m.inadmissible;
-        t.capped_stages += m.capped_stages;
-        t.unresolved += m.unresolved;
+        self.mood.add(m);
     }
 }
 
@@ -1570,21 +1679,7 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
     let number = snapshot::next_number(sink.dir, list)?;
     let cloud = sim.cloud();
     let (n, m) = (cloud.len(), cloud.variables());
-    // Primitive variables whose names differ from the conserved ones (Euler: velocity and
-    // pressure), through the equation's own conversion.
-    let mut primitive: Vec<Vec<f64>> = vec![Vec::with_capacity(n); m];
-    if !rest.primitive.is_empty() {
-        let (mut u, mut w) = (vec![R::zero(); m], vec![R::zero(); m]);
-        for i in 0..n {
-            for (v, x) in u.iter_mut().enumerate() {
-                *x = cloud.state(v)[i];
-            }
-            sim.to_primitive(&u, &mut w);
-            for (col, x) in primitive.iter_mut().zip(&w) {
-                col.push(x.as_f64());
-            }
-        }
-    }
+    let primitive = primitive_fields(sim, rest);
     // The exact solution at the snapshot's time, in the variables a picture shows (the
     // primitive ones where the equation has them): `exact_NAME`, for `mote plot` and ParaView.
     let (exact_names, exact_values) = match &rest.exact {
@@ -1709,6 +1804,32 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
         snapshot::add_hdf5(sink.dir, number, list, &Snapshot { header, columns })?;
     }
     Ok(())
+}
+
+/// The primitive variables at every particle, where the equation has primitive variables whose
+/// names differ from the conserved ones (Euler: velocity and pressure; `rest.primitive` names
+/// them), through the equation's own conversion; else none.
+fn primitive_fields<R: GpuFloat, const D: usize>(
+    sim: &Simulation<R, D>,
+    rest: &ProblemRest<D>,
+) -> Vec<Vec<f64>> {
+    let cloud = sim.cloud();
+    let (n, m) = (cloud.len(), cloud.variables());
+    if rest.primitive.is_empty() {
+        return vec![Vec::new(); m];
+    }
+    let mut primitive: Vec<Vec<f64>> = vec![Vec::with_capacity(n); m];
+    let (mut u, mut w) = (vec![R::zero(); m], vec![R::zero(); m]);
+    for i in 0..n {
+        for (v, x) in u.iter_mut().enumerate() {
+            *x = cloud.state(v)[i];
+        }
+        sim.to_primitive(&u, &mut w);
+        for (col, x) in primitive.iter_mut().zip(&w) {
+            col.push(x.as_f64());
+        }
+    }
+    primitive
 }
 
 /// The exact solution at every particle at `time` as named columns: the primitive variables
