@@ -17,6 +17,9 @@ pub enum BenchCommand {
     Roofline(crate::roofline::RooflineArgs),
     /// Writing an HDF5 snapshot against the disk's sequential write speed (`dd`).
     Snapshot(crate::snapbench::SnapshotArgs),
+    /// A gravity simulation stepped through the library's API (the reference for the Python
+    /// module's overhead).
+    Api(crate::apibench::ApiArgs),
 }
 
 /// Runs the benchmark on `threads` threads (0: all cores).
@@ -26,5 +29,6 @@ pub fn run(cmd: &BenchCommand, threads: usize) -> Result<(), Box<dyn Error>> {
         BenchCommand::Cloud(args) => cloud::run(args, threads),
         BenchCommand::Roofline(args) => crate::roofline::run(args, threads),
         BenchCommand::Snapshot(args) => crate::snapbench::run(args),
+        BenchCommand::Api(args) => crate::apibench::run(args, threads),
     }
 }

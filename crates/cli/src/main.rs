@@ -37,6 +37,7 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
+mod apibench;
 mod bench;
 mod info;
 mod inspect;
