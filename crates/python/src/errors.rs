@@ -3,6 +3,8 @@
 //! counts, a state that blew up a `mote.SimulationError` naming the particle and the step, a
 //! stop request a `KeyboardInterrupt`.
 
+use std::time::{Duration, Instant};
+
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyKeyboardInterrupt, PyMemoryError, PyOSError, PyRuntimeError, PyValueError,
@@ -45,18 +47,43 @@ pub fn run(e: RunError) -> PyErr {
     }
 }
 
-/// Runs `f` with the interpreter released and SIGINT turned into a stop request at the next
-/// step boundary ([`mote_io::interrupt`]): Python's own handler would only run once `f`
-/// returned. The request is withdrawn before and after, so one Ctrl-C stops one run.
-pub fn with_sigint<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+/// Runs `f` (a configured run) on a worker thread with the interpreter released, while this
+/// thread looks for Ctrl-C every 50 ms through Python's own handler (whatever handler the user
+/// installed) and, when it raises, asks the run to stop at its next step boundary
+/// ([`mote_io::interrupt`]: the run writes its checkpoint and ends with `Interrupted`). Returns
+/// what `f` returned and the exception the handler raised, if it did. The request is withdrawn
+/// before and after, so one Ctrl-C stops one run.
+pub fn with_interrupts<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> T + Send,
+) -> (T, Option<PyErr>) {
     mote_io::interrupt::clear();
-    let flag = mote_io::interrupt::flag();
-    // Only the main thread receives Python's signals; elsewhere the handler is not touched.
-    let id = signal_hook::flag::register_usize(signal_hook::consts::SIGINT, flag, 2).ok();
-    let out = py.detach(f);
-    if let Some(id) = id {
-        signal_hook::low_level::unregister(id);
+    let mut raised = None;
+    let out = std::thread::scope(|scope| {
+        let worker = scope.spawn(f);
+        loop {
+            let finished = py.detach(|| {
+                let started = Instant::now();
+                while !worker.is_finished() && started.elapsed() < Duration::from_millis(50) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                worker.is_finished()
+            });
+            if raised.is_none()
+                && let Err(e) = py.check_signals()
+            {
+                raised = Some(e);
+                mote_io::interrupt::request(2);
+            }
+            if finished {
+                break worker.join();
+            }
+        }
+    });
+    mote_io::interrupt::clear();
+    match out {
+        Ok(out) => (out, raised),
+        // A panic in the run: carried on to this thread, where pyo3 turns it into an exception.
+        Err(panic) => std::panic::resume_unwind(panic),
     }
-    mote_io::interrupt::clear();
-    out
 }

@@ -68,10 +68,10 @@ fn run_config<'py>(
         .map_err(|e| pyo3::exceptions::PyFileExistsError::new_err(e.to_string()))?;
     let commit = env!("MOTE_GIT_COMMIT");
     let summary = PyDict::new(py);
-    // The run holds no Python object: the interpreter is released for its whole length, and a
-    // Ctrl-C asks it to stop at the next step boundary (it writes its checkpoint, as the
-    // program does on SIGINT).
-    let outcome = errors::with_sigint(py, || match &parsed {
+    // The run holds no Python object: it runs on a worker thread with the interpreter
+    // released, and a Ctrl-C asks it to stop at the next step boundary (it writes its
+    // checkpoint, as the program does on SIGINT).
+    let (outcome, raised) = errors::with_interrupts(py, || match &parsed {
         mote_io::Config::Gravity(c) => {
             mote_io::runner::run_gravity(c, &dir, force, commit, &mut |_| {}).map(Summary::Gravity)
         }
@@ -80,7 +80,13 @@ fn run_config<'py>(
                 .map(Summary::Meshless)
         }
     });
-    match outcome.map_err(errors::run)? {
+    // A run that a Ctrl-C stopped reports its own interruption (with its checkpoint); one that
+    // ended before the request was seen reports the handler's exception.
+    let outcome = outcome.map_err(errors::run)?;
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    match outcome {
         Summary::Gravity(r) => {
             summary.set_item("physics", "gravity")?;
             summary.set_item("particles", r.particles)?;

@@ -2,6 +2,8 @@
 
 import os
 import shutil
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,3 +30,24 @@ def mote_cli():
     if os.environ.get("MOTE_REQUIRE_CLI") == "1":
         pytest.fail("no `mote` program found (build it with cargo build -p mote)")
     pytest.skip("no `mote` program to compare with")
+
+
+@pytest.fixture
+def ctrl_c():
+    """Sends SIGINT to this process after a delay, with Python's own handler installed (a
+    process started in the background by a non-interactive shell inherits SIGINT ignored, and
+    Python then installs no handler); restores the handler afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timers = []
+
+    def after(seconds: float) -> None:
+        t = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+        timers.append(t)
+        t.start()
+
+    yield after
+    for t in timers:
+        t.cancel()
+    signal.signal(signal.SIGINT, previous)

@@ -97,3 +97,15 @@ def test_load_refuses_what_is_not_a_snapshot(tmp_path):
     text.write_text("hello")
     with pytest.raises(ValueError, match="not a snapshot"):
         mote.load(text)
+
+
+def test_ctrl_c_stops_a_configured_run_with_its_checkpoint(ctrl_c, tmp_path):
+    ctrl_c(0.5)
+    # About 10 s uninterrupted.
+    with pytest.raises(KeyboardInterrupt, match="checkpoint written"):
+        mote.run(EXAMPLES / "plummer.toml", out=tmp_path / "long",
+                 set={"run.end_time": 16.0, "initial_conditions.particles": 2048})
+    state = mote.load(tmp_path / "long" / "checkpoint.mote")
+    assert 0 < state.time < 16.0 and np.isfinite(state["x"]).all()
+    # One Ctrl-C, one exception: Python's own handler ran already, nothing is left pending.
+    assert sum(range(100000)) == 4999950000
