@@ -402,8 +402,9 @@ impl Default for OutputSection {
     }
 }
 
-/// The keys of `[initial_conditions]` each kind accepts (besides `kind`).
-fn ic_keys(kind: InitialConditionsKind) -> &'static [&'static str] {
+/// The keys of `[initial_conditions]` each kind accepts (besides `kind`); a key that does not
+/// apply to the chosen kind is refused. Front ends route keyword arguments with it.
+pub fn initial_condition_keys(kind: InitialConditionsKind) -> &'static [&'static str] {
     use InitialConditionsKind::*;
     const GALAXY: &[&str] = &[
         "particles",
@@ -555,7 +556,7 @@ impl GravityConfig {
         }
         // Keys that do not apply to the chosen kind are contradictions, not silent no-ops.
         let ic = toml::Value::try_from(&self.initial_conditions).expect("serialisable");
-        let allowed = ic_keys(self.initial_conditions.kind);
+        let allowed = initial_condition_keys(self.initial_conditions.kind);
         if let toml::Value::Table(t) = ic {
             for key in t.keys().filter(|k| *k != "kind") {
                 if !allowed.contains(&key.as_str()) {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use mote_core::{Component, CpuBackend, ParticleData, Precision, Real};
 use mote_gravity::Simulation;
-use mote_io::config::GravityConfig;
+use mote_io::config::{GravityConfig, InitialConditionsKind};
 use mote_io::initial::Bodies;
 use mote_io::runner::{first_non_finite, gravity_simulation, step_towards};
 use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
@@ -184,7 +184,18 @@ impl Gravity {
                 ));
             }
         }
-        settings::gravity_overrides(kwargs, bodies.is_none(), &mut overrides)?;
+        // A built-in distribution takes its own keys by keyword too (the configuration's list
+        // of what applies to the kind); bodies given as arrays take none.
+        let initial_keys = match bodies {
+            Some(_) => &[][..],
+            None => {
+                let kind: InitialConditionsKind = toml::Value::String(kind.to_string())
+                    .try_into()
+                    .map_err(|e| PyValueError::new_err(format!("{kind}: {e}")))?;
+                mote_io::config::initial_condition_keys(kind)
+            }
+        };
+        settings::gravity_overrides(kwargs, initial_keys, &mut overrides)?;
         let source = mote_io::Source {
             file: None,
             text: "physics = \"gravity\"\n",

@@ -26,28 +26,6 @@ pub const GRAVITY_SETTINGS: &[(&str, &str)] = &[
     ("integrator", "integrator.kind"),
 ];
 
-/// The keys of `[initial_conditions]` a built-in distribution takes by keyword (`n` is
-/// `particles`).
-pub const INITIAL_CONDITIONS: &[&str] = &[
-    "particles",
-    "seed",
-    "radius",
-    "virial_ratio",
-    "semi_major_axis",
-    "eccentricity",
-    "m1",
-    "m2",
-    "bulge_mass",
-    "bulge_scale",
-    "disc_mass",
-    "disc_scale_length",
-    "disc_scale_height",
-    "disc_dispersion",
-    "separation",
-    "pericentre",
-    "inclination_degrees",
-];
-
 /// The settings of a meshless simulation that Python passes by keyword, and the configuration
 /// key each one sets (a dict value sets the keys of a table: `left={"density": 1.0}`).
 pub const MESHLESS_SETTINGS: &[(&str, &str)] = &[
@@ -182,16 +160,19 @@ pub fn toml_value(v: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
     )))
 }
 
-/// The overrides for `kwargs`: settings by their Python names, initial-condition keys when
-/// `initial` (with `n` for `particles`); anything else is refused with the names accepted.
+/// The overrides for `kwargs`: settings by their Python names and, for a built-in
+/// distribution, the keys of `[initial_conditions]` its kind accepts (`initial`: the
+/// configuration's own list; `n` is `particles`); anything else is refused with the names
+/// accepted.
 pub fn gravity_overrides(
     kwargs: Option<&Bound<'_, PyDict>>,
-    initial: bool,
+    initial: &[&str],
     out: &mut Vec<String>,
 ) -> PyResult<()> {
     let Some(kwargs) = kwargs else {
         return Ok(());
     };
+    let takes_n = initial.contains(&"particles");
     for (k, v) in kwargs.iter() {
         let name: String = k.extract()?;
         if v.is_none() {
@@ -199,15 +180,15 @@ pub fn gravity_overrides(
         }
         let key = if let Some((_, key)) = GRAVITY_SETTINGS.iter().find(|(n, _)| *n == name) {
             key.to_string()
-        } else if initial && (name == "n" || INITIAL_CONDITIONS.contains(&name.as_str())) {
+        } else if (takes_n && name == "n") || initial.contains(&name.as_str()) {
             let key = if name == "n" { "particles" } else { &name };
             format!("initial_conditions.{key}")
         } else {
             let mut known: Vec<&str> = GRAVITY_SETTINGS.iter().map(|(n, _)| *n).collect();
-            if initial {
+            if takes_n {
                 known.push("n");
-                known.extend(INITIAL_CONDITIONS);
             }
+            known.extend(initial);
             return Err(PyValueError::new_err(format!(
                 "unknown setting `{name}`: expected one of {}",
                 known.join(", ")
