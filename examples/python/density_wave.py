@@ -64,7 +64,7 @@ def main() -> None:
     s = ax.scatter(x, y, c=rho, s=4, cmap="viridis")
     fig.colorbar(s, label="density")
     ax.set_aspect("equal")
-    ax.set_title(f"density wave after one period, {args.resolution}^2 particles")
+    ax.set_title(f"density after one period ({args.resolution}^2 particles)", fontsize=10)
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out / "density_wave.png", dpi=100)
