@@ -434,6 +434,21 @@ impl<R: Real> ParticleData<R> {
         columns::swap_remove_all(&mut self.arrays_mut(), i);
     }
 
+    /// Keeps the particles for which `keep(index)` is true, in their order, and removes the
+    /// others with all their arrays; returns how many were removed. One pass (a permutation and
+    /// a truncation), whatever the number removed.
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) -> usize {
+        let n = self.len();
+        let (mut order, dropped): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| keep(i));
+        let kept = order.len();
+        if kept < n {
+            order.extend(dropped);
+            self.apply_permutation(&Permutation::new(order).expect("a permutation of 0..n"));
+            self.truncate(kept);
+        }
+        n - kept
+    }
+
     /// Reorders the particles: particle `perm[i]` moves to position `i`, with all its arrays and
     /// its id.
     ///
@@ -540,6 +555,23 @@ impl<R: Real> Budgeted for ParticleData<R> {
 mod tests {
     use super::*;
     use crate::buffer::BUFFER_ALIGN;
+
+    #[test]
+    fn retain_keeps_the_order_and_every_array_of_the_kept() {
+        let mut p = ParticleData::<f64>::new();
+        for k in 0..6 {
+            p.push([k as f64, 0.0, 0.0], [0.0, k as f64, 0.0], 1.0 + k as f64)
+                .unwrap();
+        }
+        let removed = p.retain(|i| i % 3 != 1);
+        assert_eq!(removed, 2);
+        assert_eq!(p.ids(), &[0, 2, 3, 5]);
+        assert_eq!(p.positions().x(), &[0.0, 2.0, 3.0, 5.0]);
+        assert_eq!(p.velocities().y(), &[0.0, 2.0, 3.0, 5.0]);
+        assert_eq!(p.masses(), &[1.0, 3.0, 4.0, 6.0]);
+        assert_eq!(p.retain(|_| true), 0);
+        assert_eq!(p.len(), 4);
+    }
 
     fn sample<R: Real>(n: usize) -> ParticleData<R> {
         let mut p = ParticleData::<R>::new();

@@ -10,6 +10,7 @@
 //! particle count (and may move the arrays) is refused while a view exists, so no view can
 //! dangle.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,7 +21,7 @@ use mote_gravity::Simulation;
 use mote_io::config::{GravityConfig, InitialConditionsKind};
 use mote_io::initial::Bodies;
 use mote_io::runner::{first_non_finite, gravity_simulation, step_towards};
-use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
@@ -83,7 +84,7 @@ pub struct Gravity {
 }
 
 /// The component arrays by the names of their views.
-const VIEWS: [(&str, Component); 10] = [
+pub(crate) const VIEWS: [(&str, Component); 10] = [
     ("x", Component::PositionX),
     ("y", Component::PositionY),
     ("z", Component::PositionZ),
@@ -253,15 +254,16 @@ impl Gravity {
         py: Python<'py>,
         first: Component,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        fn rows<R: Real>(p: &ParticleData<R>, first: Component) -> Vec<Vec<f64>> {
+        fn interleaved<R: Real>(p: &ParticleData<R>, first: Component) -> Vec<f64> {
             let i = first as usize;
             let [x, y, z] = [0, 1, 2].map(|d| p.component(Component::ALL[i + d]));
             (0..p.len())
-                .map(|k| vec![x[k].as_f64(), y[k].as_f64(), z[k].as_f64()])
+                .flat_map(|k| [x[k].as_f64(), y[k].as_f64(), z[k].as_f64()])
                 .collect()
         }
-        let rows = with_sim!(self.engine(), s => rows(&s.particles, first));
-        PyArray2::from_vec2(py, &rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        let values = with_sim!(self.engine(), s => interleaved(&s.particles, first));
+        let n = values.len() / 3;
+        PyArray1::from_vec(py, values).reshape([n, 3])
     }
 }
 
@@ -575,24 +577,28 @@ impl Gravity {
     ) -> PyResult<Bound<'py, PyArray1<u64>>> {
         self.check_no_views("add")?;
         let b = bodies(positions, velocities, masses, None, 0)?;
-        fn push<R: Real>(
+        // One resize for all of them: every array grows together, or, on a CapacityError,
+        // none does.
+        fn append<R: Real>(
             s: &mut Simulation<R>,
             b: &Bodies,
         ) -> Result<Vec<u64>, mote_core::CapacityError> {
+            let old = s.particles.len();
+            s.particles.resize(old + b.len())?;
             let c = |v: f64| R::cast(v);
-            (0..b.len())
-                .map(|i| {
-                    s.particles.push(
-                        std::array::from_fn(|d| c(b.position[d][i])),
-                        std::array::from_fn(|d| c(b.velocity[d][i])),
-                        c(b.mass[i]),
-                    )
-                })
-                .collect()
+            let mut p = s.particles.view_mut();
+            for i in 0..b.len() {
+                p.position
+                    .set(old + i, std::array::from_fn(|d| c(b.position[d][i])));
+                p.velocity
+                    .set(old + i, std::array::from_fn(|d| c(b.velocity[d][i])));
+                p.mass[old + i] = c(b.mass[i]);
+            }
+            Ok(p.id[old..].to_vec())
         }
         let engine = self.engine();
         let ids = with_sim!(engine, s => {
-            let ids = push(s, &b);
+            let ids = append(s, &b);
             py.detach(|| s.refresh_accelerations());
             ids
         })
@@ -607,28 +613,24 @@ impl Gravity {
     fn remove(&mut self, py: Python<'_>, ids: Vec<u64>) -> PyResult<()> {
         self.check_no_views("remove")?;
         let engine = self.engine();
-        let mut indices = Vec::with_capacity(ids.len());
-        for id in &ids {
-            match with_sim!(&*engine, s => s.particles.index_of(*id)) {
-                Some(i) => indices.push(i),
-                None => {
-                    return Err(PyValueError::new_err(format!(
-                        "remove: no body has id {id}; nothing was removed"
-                    )));
-                }
-            }
+        let wanted: HashSet<u64> = ids.iter().copied().collect();
+        let (present, n): (HashSet<u64>, usize) = with_sim!(&*engine, s => (
+            s.particles.ids().iter().copied().filter(|id| wanted.contains(id)).collect(),
+            s.particles.len(),
+        ));
+        if let Some(id) = ids.iter().find(|id| !present.contains(id)) {
+            return Err(PyValueError::new_err(format!(
+                "remove: no body has id {id}; nothing was removed"
+            )));
         }
-        indices.sort_unstable();
-        indices.dedup();
-        if indices.len() == with_sim!(&*engine, s => s.particles.len()) {
+        if present.len() == n {
             return Err(PyValueError::new_err(
                 "remove: that would remove every body; nothing was removed",
             ));
         }
         with_sim!(engine, s => {
-            for &i in indices.iter().rev() {
-                s.particles.remove(i);
-            }
+            let all = s.particles.ids().to_vec();
+            s.particles.retain(|i| !wanted.contains(&all[i]));
             py.detach(|| s.refresh_accelerations());
         });
         self.initial_energy = self.measure(py).total;

@@ -45,19 +45,15 @@ fn run_config<'py>(
     if let Some(t) = threads {
         overrides.push(format!("run.threads={t}"));
     }
-    let (text, stem) = match &config {
-        None => ("physics = \"gravity\"\n".to_string(), "default".to_string()),
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| {
-                pyo3::exceptions::PyFileNotFoundError::new_err(format!("{}: {e}", p.display()))
-            })?;
-            let stem = p
-                .file_stem()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_else(|| "run".to_string());
-            (text, stem)
+    let (text, stem) = mote_io::config::read_config_text(config.as_deref()).map_err(|e| {
+        let path = config.as_deref().unwrap_or(Path::new("")).display();
+        match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                pyo3::exceptions::PyFileNotFoundError::new_err(format!("{path}: {e}"))
+            }
+            _ => pyo3::exceptions::PyOSError::new_err(format!("{path}: {e}")),
         }
-    };
+    })?;
     let source = mote_io::Source {
         file: config.as_deref(),
         text: &text,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use mote_core::{Component, Precision, Real};
+use mote_core::{Precision, Real};
 use mote_io::checkpoint::{self, AnyHeader};
 use mote_io::files::FileError;
 use mote_io::snapshot::Values;
@@ -36,7 +36,7 @@ fn array<'py>(py: Python<'py>, v: Values, shape: &[usize]) -> PyResult<Bound<'py
     }
 }
 
-/// The particle arrays of a gravity checkpoint, named as the `Gravity` views are.
+/// The particle arrays of a gravity checkpoint, named as the `Gravity` views are (its list).
 fn gravity_arrays<'py, R: Real + numpy::Element>(
     py: Python<'py>,
     path: &std::path::Path,
@@ -44,8 +44,7 @@ fn gravity_arrays<'py, R: Real + numpy::Element>(
     out: &Bound<'py, PyDict>,
 ) -> PyResult<()> {
     let p = checkpoint::read_particles::<R>(path, arrays).map_err(unreadable)?;
-    let names = ["x", "y", "z", "vx", "vy", "vz", "ax", "ay", "az", "mass"];
-    for (name, c) in names.iter().zip(Component::ALL) {
+    for (name, c) in crate::gravity::VIEWS {
         out.set_item(name, PyArray1::from_slice(py, p.component(c)))?;
     }
     out.set_item("ids", PyArray1::from_slice(py, p.ids()))?;

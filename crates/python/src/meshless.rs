@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use mote_core::Precision;
 use mote_io::meshless::{MeshlessConfig, MeshlessSession, RealSlice, RealSliceMut};
-use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
@@ -414,11 +414,11 @@ impl Meshless {
     /// A copy of the positions as a new (N, dim) float64 array.
     fn copy_positions<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let columns: Vec<Vec<f64>> = self.session().positions().into_iter().map(to_f64).collect();
-        let n = columns.first().map_or(0, Vec::len);
-        let rows: Vec<Vec<f64>> = (0..n)
-            .map(|i| columns.iter().map(|c| c[i]).collect())
+        let (n, dim) = (columns.first().map_or(0, Vec::len), columns.len());
+        let values: Vec<f64> = (0..n)
+            .flat_map(|i| columns.iter().map(move |c| c[i]))
             .collect();
-        PyArray2::from_vec2(py, &rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        PyArray1::from_vec(py, values).reshape([n, dim])
     }
 
     /// Every field a snapshot holds, computed now as new float64 arrays: the conserved

@@ -112,8 +112,13 @@ def test_a_body_added_feels_and_exerts_gravity():
 
 def test_precision_f32_gives_float32_views():
     sim = mote.Gravity.plummer(n=64, precision="f32")
+    double = mote.Gravity.plummer(n=64)
     assert sim.precision == "f32" and sim.x.dtype == np.float32
-    assert mote.Gravity.plummer(n=64).x.dtype == np.float64
+    assert double.x.dtype == np.float64
+    # The same bodies, rounded once: the energies agree to single precision.
+    assert np.array_equal(sim.x, double.x.astype(np.float32))
+    e32, e64 = sim.diagnostics()["total"], double.diagnostics()["total"]
+    assert e32 == pytest.approx(e64, rel=1e-5) and e32 != e64
 
 
 def test_the_tree_solver_agrees_with_direct_summation():
