@@ -4,12 +4,11 @@
 //! (`crates/python/bench/overhead.py` times the same steps through `mote.Gravity`).
 
 use std::error::Error;
-use std::time::Instant;
 
 use clap::Args;
 use mote_io::Source;
 use mote_io::config::GravityConfig;
-use mote_io::runner::{gravity_simulation, step_towards};
+use mote_io::runner::time_gravity_steps;
 
 /// Options of `mote bench api`.
 #[derive(Debug, Args)]
@@ -40,10 +39,7 @@ pub fn run(args: &ApiArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         text: "physics = \"gravity\"\n",
     };
     let config = GravityConfig::parse(&source, &overrides)?;
-    let times = match config.run.precision {
-        mote_core::Precision::F32 => measure::<f32>(&config, args)?,
-        mote_core::Precision::F64 => measure::<f64>(&config, args)?,
-    };
+    let times = time_gravity_steps(&config, args.steps, args.repeat)?;
     let mut sorted = times.clone();
     sorted.sort_by(f64::total_cmp);
     println!(
@@ -58,20 +54,4 @@ pub fn run(args: &ApiArgs, threads: usize) -> Result<(), Box<dyn Error>> {
         sorted.len()
     );
     Ok(())
-}
-
-fn measure<R: mote_core::Real>(
-    config: &GravityConfig,
-    args: &ApiArgs,
-) -> Result<Vec<f64>, Box<dyn Error>> {
-    let mut sim = gravity_simulation::<R>(config, None)?;
-    let dt = config.run.dt;
-    let mut times = Vec::with_capacity(args.repeat);
-    for _ in 0..args.repeat.max(1) {
-        let started = Instant::now();
-        let end = sim.time() + args.steps as f64 * dt;
-        step_towards(&mut sim, dt, end, || false);
-        times.push(started.elapsed().as_secs_f64());
-    }
-    Ok(times)
 }

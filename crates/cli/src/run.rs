@@ -65,18 +65,8 @@ pub struct ShowArgs {
 
 /// The text of the configuration and its name; the built-in default is the minimal file.
 fn read_config(path: Option<&Path>) -> Result<(String, String), CliError> {
-    match path {
-        None => Ok(("physics = \"gravity\"\n".to_string(), "default".to_string())),
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| CliError::Config(format!("{}: {e}", p.display())))?;
-            let stem = p
-                .file_stem()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_else(|| "run".to_string());
-            Ok((text, stem))
-        }
-    }
+    mote_io::config::read_config_text(path)
+        .map_err(|e| CliError::Config(format!("{}: {e}", path.unwrap_or(Path::new("")).display())))
 }
 
 /// The configuration at `path` (or the built-in default) parsed by `parse`, and its name.

@@ -439,6 +439,23 @@ pub fn initial_condition_keys(kind: InitialConditionsKind) -> &'static [&'static
     }
 }
 
+/// The text of the configuration file at `path` and its name (the file's stem, which names the
+/// default run directory), or, without a path, the built-in default: the minimal gravity file,
+/// named "default". What every front end (the program, the Python module) reads.
+pub fn read_config_text(path: Option<&Path>) -> std::io::Result<(String, String)> {
+    match path {
+        None => Ok(("physics = \"gravity\"\n".to_string(), "default".to_string())),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)?;
+            let stem = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_else(|| "run".to_string());
+            Ok((text, stem))
+        }
+    }
+}
+
 /// A configuration file's text and where it came from, for error messages.
 pub struct Source<'a> {
     /// The file, if any.

@@ -598,6 +598,36 @@ pub fn gravity_simulation<R: Real>(
     Ok(Simulation::new(particles, solver, integrator))
 }
 
+/// Seconds of `steps` steps of the simulation `c` describes (built by [`gravity_simulation`],
+/// stepped by [`step_towards`]), measured `repeat` times in a row on one simulation: what `mote
+/// bench api` reports, the reference the Python module's overhead is measured against. Here,
+/// beside the run's own instantiations of the solvers and integrators, so the program does not
+/// compile a second copy of them (7 s of its release build).
+pub fn time_gravity_steps(
+    c: &GravityConfig,
+    steps: u64,
+    repeat: usize,
+) -> Result<Vec<f64>, RunError> {
+    struct Job<'a>(&'a GravityConfig, u64, usize);
+    impl PrecisionJob for Job<'_> {
+        type Output = Result<Vec<f64>, RunError>;
+        fn run<R: Real>(self) -> Self::Output {
+            let Job(c, steps, repeat) = self;
+            let mut sim = gravity_simulation::<R>(c, None)?;
+            let dt = c.run.dt;
+            let mut times = Vec::with_capacity(repeat);
+            for _ in 0..repeat.max(1) {
+                let started = Instant::now();
+                let end = sim.time() + steps as f64 * dt;
+                step_towards(&mut sim, dt, end, || false);
+                times.push(started.elapsed().as_secs_f64());
+            }
+            Ok(times)
+        }
+    }
+    c.run.precision.dispatch(Job(c, steps, repeat))
+}
+
 /// Fails, before anything is allocated, if the memory limit cannot hold `n` particles with the
 /// integrator's and the solver's arrays.
 fn price<R: Real>(

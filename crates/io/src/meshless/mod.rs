@@ -560,14 +560,18 @@ impl MeshlessRun<'_> {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(bad)?;
             state = vec![Vec::with_capacity(f.len()); D + 2];
+            // One primitive and one conservative state, reused for every particle.
+            let (mut w, mut u) = ([0.0; 5], [0.0; 5]);
+            let (w, u) = (&mut w[..D + 2], &mut u[..D + 2]);
             for i in 0..f.len() {
-                let v: [f64; D] = std::array::from_fn(|d| velocity[d][i]);
-                for (k, u) in eq
-                    .conservative(rho[i], v, pressure[i])
-                    .into_iter()
-                    .enumerate()
-                {
-                    state[k].push(u);
+                w[0] = rho[i];
+                for d in 0..D {
+                    w[1 + d] = velocity[d][i];
+                }
+                w[D + 1] = pressure[i];
+                Equation::<f64, D>::to_conservative(&eq, w, u);
+                for (column, &x) in state.iter_mut().zip(u.iter()) {
+                    column.push(x);
                 }
             }
         }

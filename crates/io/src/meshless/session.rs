@@ -139,6 +139,16 @@ impl<R: GpuFloat, const D: usize> Session<R, D> {
             reason,
         }
     }
+
+    /// The next step's error for a failed call, made before the call borrows the session.
+    fn error_of(&self) -> impl FnOnce(mote_gpu::GpuError) -> SessionError + use<R, D> {
+        let (step, time) = (self.sim.steps() + 1, self.time);
+        move |e| SessionError {
+            step,
+            time,
+            reason: e.to_string(),
+        }
+    }
 }
 
 impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
@@ -187,7 +197,7 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
                 self.mood.add(&m);
                 Ok(time)
             }
-            Err(StepFailure::Gpu(e) | StepFailure::Step(e)) => Err(self.error(e.to_string())),
+            Err(StepFailure::Gpu(e) | StepFailure::Step(e)) => Err(self.error_of()(e)),
             Err(StepFailure::Unstable(stable)) => Err(SessionError {
                 step: self.sim.steps(),
                 ..self.error(unstable_reason(stable))
@@ -228,14 +238,9 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
         real_slice(self.sim.cloud().state(v))
     }
     fn state_mut(&mut self, v: usize) -> Result<RealSliceMut<'_>, SessionError> {
-        let e = self.error(String::new());
-        match self.sim.cloud_mut() {
-            Ok(cloud) => Ok(real_slice_mut(cloud.state_var_mut(v))),
-            Err(err) => Err(SessionError {
-                reason: err.to_string(),
-                ..e
-            }),
-        }
+        let error = self.error_of();
+        let cloud = self.sim.cloud_mut().map_err(error)?;
+        Ok(real_slice_mut(cloud.state_var_mut(v)))
     }
     fn set_primitive(&mut self, w: &[&[f64]]) -> Result<(), SessionError> {
         let m = self.sim.cloud().variables();
@@ -265,11 +270,8 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
                 col.push(x);
             }
         }
-        let e = self.error(String::new());
-        let cloud = self.sim.cloud_mut().map_err(|err| SessionError {
-            reason: err.to_string(),
-            ..e
-        })?;
+        let error = self.error_of();
+        let cloud = self.sim.cloud_mut().map_err(error)?;
         for (v, values) in state.iter().enumerate() {
             cloud.state_var_mut(v).copy_from_slice(values);
         }
@@ -282,11 +284,8 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
         primitive_fields(&self.sim, &self.rest)
     }
     fn orders(&mut self) -> Result<Vec<u8>, SessionError> {
-        let e = self.error(String::new());
-        self.sim.orders().map_err(|err| SessionError {
-            reason: err.to_string(),
-            ..e
-        })
+        let error = self.error_of();
+        self.sim.orders().map_err(error)
     }
     fn exact(&self, time: f64) -> Option<(Vec<String>, Vec<Vec<f64>>)> {
         let ex = self.rest.exact.as_ref()?;
