@@ -12,6 +12,7 @@
 
 pub mod cloud;
 pub mod cloud_gpu;
+pub mod decomposition;
 pub mod gravity;
 pub mod layouts;
 pub mod placement;

@@ -4,7 +4,7 @@
 use std::error::Error;
 
 use clap::Subcommand;
-use mote_bench::{cloud, gravity};
+use mote_bench::{cloud, decomposition, gravity};
 
 /// Benchmarks.
 #[derive(Debug, Subcommand)]
@@ -17,6 +17,9 @@ pub enum BenchCommand {
     Roofline(crate::roofline::RooflineArgs),
     /// Writing an HDF5 snapshot against the disk's sequential write speed (`dd`).
     Snapshot(crate::snapbench::SnapshotArgs),
+    /// What K ranks owning Morton ranges would exchange: a distributed tree's imports, a
+    /// meshless cloud's halo, and today's replicated-state bytes, against K.
+    Decomposition(decomposition::DecompositionArgs),
     /// A gravity simulation stepped through the library's API (the reference for the Python
     /// module's overhead).
     Api(crate::apibench::ApiArgs),
@@ -30,5 +33,6 @@ pub fn run(cmd: &BenchCommand, threads: usize) -> Result<(), Box<dyn Error>> {
         BenchCommand::Roofline(args) => crate::roofline::run(args, threads),
         BenchCommand::Snapshot(args) => crate::snapbench::run(args),
         BenchCommand::Api(args) => crate::apibench::run(args, threads),
+        BenchCommand::Decomposition(args) => decomposition::run(args, threads),
     }
 }

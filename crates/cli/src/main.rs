@@ -151,6 +151,27 @@ impl From<Box<dyn std::error::Error>> for CliError {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    // Under mpirun: MPI started, the world communicator installed (kept until the end of
+    // `main`, where dropping it finalises MPI).
+    let ranks = match mote_distributed::start() {
+        Ok(started) => started,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Every rank reaches the same verdict; rank 0 alone talks to the user.
+    let root = ranks.is_root();
+    if ranks.size > 1 && !matches!(cli.command, Command::Run(_) | Command::Resume(_)) {
+        if root {
+            eprintln!(
+                "error: only `mote run` and `mote resume` run on several MPI ranks ({} were \
+                 started); run this command without mpirun",
+                ranks.size
+            );
+        }
+        return ExitCode::from(2);
+    }
     let threads = cli.threads.unwrap_or(0);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads > cores {
@@ -180,21 +201,29 @@ fn main() -> ExitCode {
         .map(|files| files.iter().for_each(|f| println!("wrote {}", f.display())))
         .map_err(|e| CliError::Run(e.to_string())),
     };
-    match result {
+    let code = match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Config(e)) => {
-            eprintln!("error: {e}");
+            if root {
+                eprintln!("error: {e}");
+            }
             ExitCode::from(2)
         }
         Err(CliError::Run(e)) => {
-            eprintln!("error: {e}");
+            if root {
+                eprintln!("error: {e}");
+            }
             ExitCode::FAILURE
         }
         Err(CliError::Interrupted(e, signal)) => {
-            eprintln!("{e}");
+            if root {
+                eprintln!("{e}");
+            }
             ExitCode::from((128 + signal).min(255) as u8)
         }
-    }
+    };
+    drop(ranks);
+    code
 }
 
 fn init_logging(verbose: u8) {

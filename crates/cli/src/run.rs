@@ -84,6 +84,29 @@ fn load_with<T>(
     Ok((config, stem))
 }
 
+/// On several MPI ranks, every rank learns whether any failed (collective): the lowest failing
+/// rank's error, named, on all of them; a lone rank's early exit would leave the others
+/// waiting. On one process, `result` itself.
+fn agreed<T>(result: Result<T, CliError>) -> Result<T, CliError> {
+    let world = mote_core::comm::world();
+    if world.size() == 1 {
+        return result;
+    }
+    let failure = match &result {
+        Ok(_) => None,
+        Err(CliError::Config(m)) => Some((2, m.clone())),
+        Err(CliError::Run(m) | CliError::Interrupted(m, _)) => Some((1, m.clone())),
+    };
+    match mote_core::comm::agree(
+        world.as_ref(),
+        failure.as_ref().map(|(c, m)| (*c, m.as_str())),
+    ) {
+        Ok(()) => result,
+        Err(f) if f.code == 2 => Err(CliError::Config(f.to_string())),
+        Err(f) => Err(CliError::Run(f.to_string())),
+    }
+}
+
 /// A configuration of either family.
 fn load(path: Option<&Path>, overrides: &[String]) -> Result<(Config, String), CliError> {
     load_with(path, overrides, Config::parse)
@@ -129,9 +152,10 @@ pub fn resume(args: &ResumeArgs, threads: Option<usize>) -> Result<(), CliError>
     if let Some(t) = threads {
         overrides.push(format!("run.threads={t}"));
     }
-    let (header, _) = mote_io::checkpoint::read_any(&args.checkpoint)
-        .map_err(|e| CliError::Run(e.to_string()))?;
-    let mut reporter = Reporter::new(args.quiet);
+    let (header, _) = agreed(
+        mote_io::checkpoint::read_any(&args.checkpoint).map_err(|e| CliError::Run(e.to_string())),
+    )?;
+    let mut reporter = Reporter::new(args.quiet || mote_core::comm::world().rank() > 0);
     let commit = env!("MOTE_GIT_COMMIT");
     let refused = |e: mote_io::runner::ResumeError| match e {
         mote_io::runner::ResumeError::Config(c) => CliError::Config(c.to_string()),
@@ -210,6 +234,9 @@ impl Reporter {
 }
 
 fn print_summary(report: &mote_io::runner::RunReport) {
+    if mote_core::comm::world().rank() > 0 {
+        return;
+    }
     println!(
         "finished: {} particles, {} steps to t = {}, relative energy error {:.3e}, virial ratio {:.3}, \
          {:.2} s ({}); output in {}",
@@ -232,8 +259,9 @@ fn run_failed(e: mote_io::runner::RunError) -> CliError {
             CliError::Interrupted(e.to_string(), signal)
         }
         // A bad initial-conditions file is a mistake in the input (exit 2), found before
-        // anything was written.
+        // anything was written; on several ranks, whatever class the failing rank's error had.
         mote_io::runner::RunError::InitialConditions(_) => CliError::Config(e.to_string()),
+        mote_io::runner::RunError::Rank(ref f) if f.code == 2 => CliError::Config(e.to_string()),
         other => CliError::Run(other.to_string()),
     }
 }
@@ -250,16 +278,25 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
     if let Some(m) = &args.memory_limit {
         overrides.push(format!("run.memory_limit=\"{m}\""));
     }
-    let (config, stem) = load(args.config.as_deref(), &overrides)?;
+    let (config, stem) = agreed(load(args.config.as_deref(), &overrides))?;
     let dir = args
         .out
         .clone()
         .unwrap_or_else(|| Path::new("runs").join(&stem));
     // Refused before anything runs: an existing directory without --force, or one --force
     // must not touch (not an earlier run, the working or home directory, the root).
-    mote_io::files::check_run_dir(&dir, args.force).map_err(|e| CliError::Config(e.to_string()))?;
+    // On several MPI ranks rank 0 alone looks (it alone writes the directory), and every rank
+    // learns its verdict.
+    let world = mote_core::comm::world();
+    agreed(if world.rank() == 0 {
+        mote_io::files::check_run_dir(&dir, args.force)
+            .map(|_| ())
+            .map_err(|e| CliError::Config(e.to_string()))
+    } else {
+        Ok(())
+    })?;
 
-    let mut reporter = Reporter::new(args.quiet);
+    let mut reporter = Reporter::new(args.quiet || world.rank() > 0);
     let commit = env!("MOTE_GIT_COMMIT");
     match config {
         Config::Gravity(config) => {
@@ -340,7 +377,7 @@ pub fn convergence(args: &ConvergenceArgs, threads: Option<usize>) -> Result<(),
     if let Some(t) = threads {
         overrides.push(format!("run.threads={t}"));
     }
-    let (config, stem) = load(args.config.as_deref(), &overrides)?;
+    let (config, stem) = agreed(load(args.config.as_deref(), &overrides))?;
     let dir = args
         .out
         .clone()

@@ -16,6 +16,8 @@
 //! - [`formula`]: the formula dialect's names on the CPU (formulas written once for every backend).
 //! - [`morton`]: Morton (Z-order) keys, for the clouds' ordering and the gravity tree.
 //! - [`rng`]: seeded random numbers that are bit-identical on every platform.
+//! - [`comm`]: the processes a run spans (MPI ranks, or one process), their collective
+//!   operations and the partition of work between them.
 //!
 //! The crate has no GPU dependency: device buffers and kernels live in `mote-gpu`, which mirrors
 //! these containers one to one (see `docs/architecture.md`).
@@ -25,6 +27,7 @@
 pub mod backend;
 pub mod buffer;
 pub mod columns;
+pub mod comm;
 pub mod formula;
 pub mod memory;
 pub mod morton;

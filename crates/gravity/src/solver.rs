@@ -59,6 +59,14 @@ pub trait ForceSolver<R: Real>: SolverInfo + Send {
         None
     }
 
+    /// Where work is split between ranks: the first evaluation (counted from 1) in which this
+    /// rank computed a non-finite acceleration, and that particle's index. A NaN computed on
+    /// one rank reaches every rank through the next evaluation's sources, so this is how a run
+    /// names the rank it started on. `None` where it never happened, or on one process.
+    fn first_non_finite(&self) -> Option<(u64, usize)> {
+        None
+    }
+
     /// Recomputes the accelerations of `particles` from their positions and masses.
     fn update(&mut self, particles: &mut ParticleData<R>) {
         let v = particles.view_mut();

@@ -10,10 +10,17 @@
 //! resumed run repeats an uninterrupted one bit for bit). Only the end time is hit exactly. A
 //! checkpoint is also written every `output.checkpoint_wall_interval` of wall-clock time and when
 //! a stop is requested (SIGINT, SIGTERM: [`crate::interrupt`]).
+//!
+//! Under MPI ([`mote_core::comm`], decision 0027) every rank runs this same loop on the whole
+//! state and the force solvers share the work; rank 0 alone writes the run directory. Whatever
+//! could happen on one rank and not the others (a file that cannot be read or written, memory
+//! that cannot be reserved, a signal, the wall clock) is agreed by all ranks before it is acted
+//! on ([`agreed`]), so every rank stops together with the same message.
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
+use mote_core::comm::{self, Comm, RankFailure};
 use mote_core::memory::{self, MemoryModel, ReserveOptions, reserve};
 use mote_core::{
     Budgeted, CapacityError, CpuBackend, DeviceSpec, MachineInfo, ParticleData, PrecisionJob, Real,
@@ -109,6 +116,10 @@ pub enum RunError {
         /// Why there is no checkpoint.
         why: String,
     },
+    /// Some rank of a distributed run failed (the message names the lowest failing rank); every
+    /// rank stops with this error.
+    #[error(transparent)]
+    Rank(#[from] RankFailure),
     /// The state became NaN or infinite.
     #[error(
         "non-finite state at step {step}, time {time}: particle id {id} (index {index}) has {what}; \
@@ -141,6 +152,47 @@ pub fn signal_name(signal: usize) -> String {
 
 /// The memory limit a run is priced against: the configured one, else the process-wide one,
 /// else the default budget ([`memory::default_budget`]: the memory available now less a
+/// The class of a failure, for the exit status every rank of a distributed run gives: 2 for
+/// bad input (the initial conditions), 1 for anything else.
+pub fn failure_code(e: &RunError) -> u8 {
+    match e {
+        RunError::InitialConditions(_) => 2,
+        RunError::Rank(f) => f.code,
+        _ => 1,
+    }
+}
+
+/// On several ranks, agrees on `result` (collective: every rank calls it at the same point):
+/// if any rank failed, every rank returns [`RunError::Rank`] with the lowest failing rank's
+/// message. On one process, `result` itself.
+pub fn agreed<T>(result: Result<T, RunError>) -> Result<T, RunError> {
+    let world = comm::world();
+    if world.size() == 1 {
+        return result;
+    }
+    let failure = result
+        .as_ref()
+        .err()
+        .map(|e| (failure_code(e), e.to_string()));
+    comm::agree(
+        world.as_ref(),
+        failure.as_ref().map(|(c, m)| (*c, m.as_str())),
+    )?;
+    result
+}
+
+/// `write`, on rank 0 only (the rank that writes the run directory), agreed by every rank.
+fn on_root<T: Default>(
+    comm: &dyn Comm,
+    write: impl FnOnce() -> Result<T, RunError>,
+) -> Result<T, RunError> {
+    agreed(if comm.rank() == 0 {
+        write()
+    } else {
+        Ok(T::default())
+    })
+}
+
 /// margin).
 pub fn effective_memory_limit(configured: Option<&str>) -> Option<u64> {
     explicit_memory_limit(configured).or_else(memory::default_budget)
@@ -197,6 +249,11 @@ struct Provenance<'a> {
     physics: &'a str,
     backend: String,
     threads: usize,
+    /// MPI ranks that ran it (each with `threads` threads).
+    ranks: usize,
+    /// Bytes rank 0 received from the other ranks (on several ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes_received: Option<u64>,
     kernel: String,
     precision: String,
     seed: Option<u64>,
@@ -314,6 +371,65 @@ pub fn file_particles<R: Real>(b: &crate::initial::Bodies, time_factor: f64) -> 
     let zero = vec![R::zero(); b.len()];
     let m = cast(&b.mass, 1.0);
     ParticleData::restore([&x, &y, &z, &vx, &vy, &vz, &zero, &zero, &zero, &m], &b.ids)
+}
+
+/// A non-finite state found on several ranks (collective: every rank finds it at the same
+/// step), with the rank where it began: the rank that computed the run's first non-finite
+/// acceleration (the earliest force evaluation, the lowest rank among equals).
+fn owned_by<R: Real>(e: RunError, solver: &mut dyn ForceSolver<R>) -> RunError {
+    let world = comm::world();
+    if world.size() == 1 {
+        return e;
+    }
+    let RunError::NonFinite {
+        step,
+        time,
+        id,
+        index,
+        what,
+        csv,
+    } = e
+    else {
+        return e;
+    };
+    let mine = solver.first_non_finite();
+    // Earliest evaluation (as the largest complement), then lowest rank, then its particle.
+    let evaluation = u64::MAX - comm::max_of(world.as_ref(), mine.map_or(0, |(k, _)| u64::MAX - k));
+    let first = mine.is_some_and(|(k, _)| k == evaluation);
+    let rank = world.size() as u64
+        - comm::max_of(
+            world.as_ref(),
+            if first {
+                (world.size() - world.rank()) as u64
+            } else {
+                0
+            },
+        );
+    let particle = comm::max_of(
+        world.as_ref(),
+        match mine {
+            Some((_, i)) if first && rank == world.rank() as u64 => i as u64 + 1,
+            _ => 0,
+        },
+    );
+    let what = if particle > 0 {
+        format!(
+            "{what}; the first non-finite acceleration (particle index {}, force evaluation \
+             {evaluation}) was computed on rank {rank} of {}",
+            particle - 1,
+            world.size()
+        )
+    } else {
+        what
+    };
+    RunError::NonFinite {
+        step,
+        time,
+        id,
+        index,
+        what,
+        csv,
+    }
 }
 
 /// Fails, naming the particle, if any position or velocity of `p` is NaN or infinite.
@@ -522,10 +638,20 @@ impl PrecisionJob for GravityRun<'_> {
         let mut solver = make_solver::<R>(c)?;
         // Bodies from a file are read and checked first (they are the count to price), all
         // before the run directory exists: a bad file writes nothing.
+        let world = comm::world();
         let (particles, time) = if c.initial_conditions.kind == InitialConditionsKind::File {
             let path = c.initial_conditions.path.as_deref().unwrap_or_default();
-            let bodies = crate::initial::read_bodies(Path::new(path))
-                .map_err(RunError::InitialConditions)?;
+            // Every rank reads the file (on a shared file system): agreed, since one rank may
+            // fail to where the others succeed.
+            let read = if comm::fault("read", world.rank()) {
+                Err(FileError {
+                    path: path.into(),
+                    message: "cannot be read (a fault injected by a test)".into(),
+                })
+            } else {
+                crate::initial::read_bodies(Path::new(path))
+            };
+            let bodies = agreed(read.map_err(RunError::InitialConditions))?;
             let s = c.units().time_factor();
             let time = bodies.time * s;
             if time >= c.run.end_time * s {
@@ -545,7 +671,7 @@ impl PrecisionJob for GravityRun<'_> {
             price(c, n, integrator.as_ref(), solver.as_mut())?;
             (initial_particles::<R>(&c.initial_conditions)?, 0.0)
         };
-        create_run_dir(self.dir, self.force)?;
+        on_root(world.as_ref(), || Ok(create_run_dir(self.dir, self.force)?))?;
         let start = Start {
             particles,
             step: 0,
@@ -685,7 +811,12 @@ pub fn resume_gravity(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunReport, ResumeError> {
-    let (header, arrays) = checkpoint::read_header(checkpoint_path)?;
+    // Every rank reads the checkpoint: agreed, since one rank may fail where the others read.
+    let (header, arrays) = agreed(checkpoint::read_header(checkpoint_path).map_err(RunError::File))
+        .map_err(|e| match e {
+            RunError::File(f) => ResumeError::File(f),
+            other => ResumeError::Run(other),
+        })?;
     let config = GravityConfig::parse(
         &Source {
             file: Some(checkpoint_path),
@@ -811,6 +942,13 @@ impl PrecisionJob for ResumeJob<'_> {
 /// a device that cannot be opened loses nothing.
 pub fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, RunError> {
     let softening = Softening::new(c.solver.softening)?;
+    let ranks = comm::world().size();
+    if c.run.backend == "gpu" && ranks > 1 {
+        return Err(RunError::Refused(format!(
+            "run.backend = \"gpu\" on {ranks} MPI ranks: the device solvers run on one process \
+             for now; run the GPU run without mpirun, or use run.backend = \"cpu\" on the ranks"
+        )));
+    }
     if c.run.backend == "gpu" {
         let spec: DeviceSpec =
             c.run
@@ -865,7 +1003,15 @@ fn drive<R: Real>(
     let backend = CpuBackend::threads(c.run.threads);
     let on_gpu = c.run.backend == "gpu";
     let solver_name = solver.name();
-    write_atomic(&dir.join("config.toml"), c.to_toml().as_bytes())?;
+    // Rank 0 writes the run directory; the other ranks compute with it and agree on every
+    // write's outcome (`on_root`).
+    let world = comm::world();
+    on_root(world.as_ref(), || {
+        Ok(write_atomic(
+            &dir.join("config.toml"),
+            c.to_toml().as_bytes(),
+        )?)
+    })?;
     let fresh = start.resumed_from.is_none();
     let mut sim = if fresh {
         let mut sim = Simulation::new(start.particles, solver, integrator);
@@ -880,14 +1026,20 @@ fn drive<R: Real>(
         let parts = sim.budgeted_parts();
         price_parts::<R>(c, n, &parts)?
     };
-    let reservation = match explicit_memory_limit(c.run.memory_limit.as_deref()) {
-        Some(limit) => Some(reserve(
-            &mut sim.budgeted_parts(),
-            limit,
-            ReserveOptions::default(),
-        )?),
-        None => None,
-    };
+    // Each rank reserves its own memory (the limit is per rank): agreed, since one rank's
+    // machine may refuse what the others' grant.
+    let reservation = agreed(match explicit_memory_limit(c.run.memory_limit.as_deref()) {
+        _ if comm::fault("memory", world.rank()) => Err(RunError::Capacity(CapacityError {
+            what: "the run's reservation (a fault injected by a test)".into(),
+            requested: 1,
+            available: 0,
+            unit: mote_core::CapacityUnit::Bytes,
+        })),
+        Some(limit) => reserve(&mut sim.budgeted_parts(), limit, ReserveOptions::default())
+            .map(Some)
+            .map_err(RunError::from),
+        None => Ok(None),
+    })?;
     let mut provenance = Provenance {
         mote_version: env!("CARGO_PKG_VERSION"),
         git_commit,
@@ -898,6 +1050,8 @@ fn drive<R: Real>(
             "cpu".to_string()
         },
         threads: backend.thread_count(),
+        ranks: world.size(),
+        bytes_received: None,
         kernel: solver_name.clone(),
         precision: R::PRECISION.to_string(),
         seed: c.initial_conditions.seed,
@@ -914,15 +1068,18 @@ fn drive<R: Real>(
         units: c.units(),
     };
     let provenance_path = dir.join("provenance.json");
-    let write_provenance = |p: &Provenance<'_>| write_json(&provenance_path, p);
+    let write_provenance =
+        |p: &Provenance<'_>| on_root(world.as_ref(), || Ok(write_json(&provenance_path, p)?));
     write_provenance(&provenance)?;
 
     let csv_path = dir.join("diagnostics.csv");
-    let mut csv = if fresh {
-        CsvWriter::create(&csv_path, &DIAGNOSTICS_HEADER)?
-    } else {
-        CsvWriter::append(&csv_path, &DIAGNOSTICS_HEADER, sim.steps())?
-    };
+    let mut csv = on_root(world.as_ref(), || {
+        Ok(Some(if fresh {
+            CsvWriter::create(&csv_path, &DIAGNOSTICS_HEADER)?
+        } else {
+            CsvWriter::append(&csv_path, &DIAGNOSTICS_HEADER, sim.steps())?
+        }))
+    })?;
     // The engine runs with G = 1 in the time sqrt(G) t (crate::units): its clock, steps and
     // checkpoints are in engine time; what is written is converted back.
     let units = c.units();
@@ -950,34 +1107,40 @@ fn drive<R: Real>(
     let first = sim.diagnostics(backend);
     let e0 = start.initial_energy.unwrap_or(first.total);
     let g = units.g;
-    let write_row = |csv: &mut CsvWriter, step: u64, time: f64, d: &Diagnostics, wall: f64| {
-        csv.row(&[
-            step as f64,
-            time / s,
-            d.kinetic * g,
-            d.potential * g,
-            d.total * g,
-            d.relative_energy_error(e0),
-            d.momentum[0] * s,
-            d.momentum[1] * s,
-            d.momentum[2] * s,
-            d.angular_momentum[0] * s,
-            d.angular_momentum[1] * s,
-            d.angular_momentum[2] * s,
-            d.virial_ratio,
-            d.mass,
-            wall,
-        ])
-    };
+    let write_row =
+        |csv: &mut Option<CsvWriter>, step: u64, time: f64, d: &Diagnostics, wall: f64| {
+            let Some(csv) = csv else {
+                return Ok(());
+            };
+            csv.row(&[
+                step as f64,
+                time / s,
+                d.kinetic * g,
+                d.potential * g,
+                d.total * g,
+                d.relative_energy_error(e0),
+                d.momentum[0] * s,
+                d.momentum[1] * s,
+                d.momentum[2] * s,
+                d.angular_momentum[0] * s,
+                d.angular_momentum[1] * s,
+                d.angular_momentum[2] * s,
+                d.virial_ratio,
+                d.mass,
+                wall,
+            ])
+        };
     if fresh {
-        write_row(&mut csv, 0, sim.time(), &first, 0.0)?;
-        write_snapshot(
-            &sink,
-            &sim.particles,
-            sim.time() / s,
-            &units,
-            &mut snapshots,
-        )?;
+        on_root(world.as_ref(), || {
+            write_row(&mut csv, 0, sim.time(), &first, 0.0)?;
+            write_snapshot(
+                &sink,
+                &sim.particles,
+                sim.time() / s,
+                &units,
+                &mut snapshots,
+            )
+        })?;
     }
     let checkpoint_path = dir.join("checkpoint.mote");
     let save = |sim: &Simulation<R>, snapshots: &[(f64, String)]| {
@@ -998,16 +1161,28 @@ fn drive<R: Real>(
         step_towards(&mut sim, dt, end, || true);
         time = sim.time();
         let k = sim.steps();
-        let due = outputs.after_step(k, time);
+        let mut due = outputs.after_step(k, time);
+        // A signal or the wall clock may reach one rank and not another.
+        due.agree(world.as_ref());
         if due.row {
+            // The same state on every rank, so the same verdict: no agreement needed.
             check_finite(
                 &sim.particles,
                 k,
                 time / s,
                 &crate::files::partial_path(&csv_path),
-            )?;
+            )
+            .map_err(|e| owned_by(e, sim.solver()))?;
             last = sim.diagnostics(backend);
-            write_row(&mut csv, k, time, &last, clock.elapsed().as_secs_f64())?;
+            on_root(world.as_ref(), || {
+                Ok(write_row(
+                    &mut csv,
+                    k,
+                    time,
+                    &last,
+                    clock.elapsed().as_secs_f64(),
+                )?)
+            })?;
             progress(Progress {
                 step: k,
                 total_steps,
@@ -1016,10 +1191,12 @@ fn drive<R: Real>(
             });
         }
         if due.snapshot {
-            write_snapshot(&sink, &sim.particles, time / s, &units, &mut snapshots)?;
+            on_root(world.as_ref(), || {
+                write_snapshot(&sink, &sim.particles, time / s, &units, &mut snapshots)
+            })?;
         }
         if due.checkpoint {
-            save(&sim, &snapshots)?;
+            on_root(world.as_ref(), || Ok(save(&sim, &snapshots)?))?;
             outputs.saved();
         }
         if let Some(signal) = due.stop {
@@ -1033,11 +1210,14 @@ fn drive<R: Real>(
             });
         }
     }
-    csv.finish()?;
+    on_root(world.as_ref(), || {
+        Ok(csv.take().map(CsvWriter::finish).transpose()?)
+    })?;
     let wall = clock.elapsed().as_secs_f64();
     provenance.finished = Some(humantime::format_rfc3339_seconds(SystemTime::now()).to_string());
     provenance.wall_seconds = Some(wall);
     provenance.steps = Some(sim.steps());
+    provenance.bytes_received = (world.size() > 1).then(|| world.bytes_received());
     provenance.final_relative_energy_error = Some(last.relative_energy_error(e0));
     write_provenance(&provenance)?;
     Ok(RunReport {

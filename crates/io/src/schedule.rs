@@ -121,6 +121,22 @@ pub struct Due {
     pub stop: Option<usize>,
 }
 
+impl Due {
+    /// Makes every rank of a distributed run act alike: a checkpoint or stop due on any rank
+    /// (the wall clock and signals reach ranks at different moments) is due on all of them
+    /// (collective; nothing is exchanged on one process).
+    pub fn agree(&mut self, comm: &dyn mote_core::comm::Comm) {
+        if comm.size() == 1 {
+            return;
+        }
+        let mut v = [self.checkpoint as u64, self.stop.unwrap_or(0) as u64];
+        comm.max_u64(&mut v);
+        self.checkpoint = v[0] != 0;
+        self.stop = (v[1] != 0).then_some(v[1] as usize);
+        self.row |= self.checkpoint;
+    }
+}
+
 impl Outputs {
     /// The schedule of a run to `end` with `snapshots` evenly spaced snapshots, checkpoints
     /// every `checkpoint_interval` of simulated time and every `wall` of wall-clock time, and a

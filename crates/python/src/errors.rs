@@ -44,6 +44,8 @@ pub fn run(e: RunError) -> PyErr {
         RunError::NonFinite { .. } | RunError::Meshless { .. } | RunError::Gpu(_) => {
             SimulationError::new_err(message)
         }
+        // Several MPI ranks: never in the module (it runs on one process), but named anyway.
+        RunError::Rank(_) => SimulationError::new_err(message),
     }
 }
 

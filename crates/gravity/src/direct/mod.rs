@@ -4,14 +4,19 @@
 //! [`reference`] kernel (the yardstick), or a fast kernel from [`simd`] chosen once per
 //! evaluation from what the CPU supports. Threads split the targets into fixed blocks; each
 //! target's sum runs over all sources in a fixed order, so results are bitwise identical at any
-//! thread count.
+//! thread count. Across ranks ([`mote_core::comm`]) the targets are cut into equal contiguous
+//! ranges, each rank evaluates its own range against every source and the ranges are gathered:
+//! the same sums, so results are bitwise identical at any rank count too.
 
 pub mod reference;
 pub(crate) mod simd;
 
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
+use std::sync::Arc;
 
+use mote_core::comm::{self, Comm};
 use mote_core::{CpuBackend, Precision, Real, SimdLevel, Vec3Span, Vec3SpanMut};
 
 use crate::error::GravityError;
@@ -118,6 +123,9 @@ pub struct DirectSolver {
     kernel: Kernel,
     backend: CpuBackend,
     interactions: u64,
+    comm: Arc<dyn Comm>,
+    evaluations: u64,
+    first_bad: Option<(u64, usize)>,
 }
 
 impl DirectSolver {
@@ -133,7 +141,16 @@ impl DirectSolver {
             kernel: kernel.resolve()?,
             backend,
             interactions: 0,
+            comm: comm::world(),
+            evaluations: 0,
+            first_bad: None,
         })
+    }
+
+    /// The same solver on the ranks of `comm` instead of the process's world.
+    pub fn with_comm(mut self, comm: Arc<dyn Comm>) -> Self {
+        self.comm = comm;
+        self
     }
 
     /// The kernel that runs.
@@ -174,38 +191,88 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
             n,
             "acceleration and position arrays of unequal length"
         );
+        let ranges = comm::even_ranges(n, self.comm.size());
+        let mine = ranges[self.comm.rank()].clone();
+        let (ax, ay, az) = acc.components_mut();
+        let mut own = Vec3SpanMut::new(
+            &mut ax[mine.clone()],
+            &mut ay[mine.clone()],
+            &mut az[mine.clone()],
+        );
         match self.kernel {
             Kernel::Reference => {
                 let eps2 = self.softening.epsilon() * self.softening.epsilon();
-                reference::accelerations(self.backend, positions, masses, eps2, acc);
+                reference::accelerations_of_range(
+                    self.backend,
+                    positions,
+                    masses,
+                    eps2,
+                    mine.start,
+                    own.reborrow(),
+                );
             }
             // The precision is a type parameter; the SIMD kernels exist per concrete type. The
             // match runs once per evaluation and the casts are checked no-ops (same type).
             Kernel::Fast(level) => match R::PRECISION {
-                Precision::F32 => {
-                    run_fast::<R, f32>(self.backend, level, self.softening, positions, masses, acc)
-                }
-                Precision::F64 => {
-                    run_fast::<R, f64>(self.backend, level, self.softening, positions, masses, acc)
-                }
+                Precision::F32 => run_fast::<R, f32>(
+                    self.backend,
+                    level,
+                    self.softening,
+                    positions,
+                    masses,
+                    mine.clone(),
+                    own.reborrow(),
+                ),
+                Precision::F64 => run_fast::<R, f64>(
+                    self.backend,
+                    level,
+                    self.softening,
+                    positions,
+                    masses,
+                    mine.clone(),
+                    own.reborrow(),
+                ),
             },
+        }
+        self.evaluations += 1;
+        if self.comm.size() > 1 {
+            // A test's fault: one rank's result goes bad at the third evaluation.
+            if self.evaluations == 3 && !mine.is_empty() && comm::fault("nan", self.comm.rank()) {
+                own.set(0, [R::nan(); 3]);
+            }
+            if self.first_bad.is_none() {
+                let (x, y, z) = own.reborrow().components_mut();
+                let bad = (0..x.len())
+                    .find(|&k| !(x[k].is_finite() && y[k].is_finite() && z[k].is_finite()));
+                self.first_bad = bad.map(|k| (self.evaluations, mine.start + k));
+            }
+            let mut scratch = Vec::new();
+            for out in [ax, ay, az] {
+                comm::gather_parts(self.comm.as_ref(), out, &ranges, &mut scratch);
+            }
         }
         self.interactions += (n as u64) * (n as u64).saturating_sub(1);
     }
 
     fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64 {
         let eps2 = self.softening.epsilon() * self.softening.epsilon();
-        reference::potential_energy(self.backend, positions, masses, eps2)
+        reference::potential_energy_on(self.comm.as_ref(), self.backend, positions, masses, eps2)
+    }
+
+    fn first_non_finite(&self) -> Option<(u64, usize)> {
+        self.first_bad
     }
 }
 
-/// Runs the fast kernel of `level` over all targets, in `T`, which is `R` itself.
+/// Runs the fast kernel of `level` over the targets `targets` (into `acc`, their
+/// accelerations), in `T`, which is `R` itself.
 fn run_fast<R: Real, T: Real + DirectKernels>(
     backend: CpuBackend,
     level: SimdLevel,
     softening: Softening,
     positions: Vec3Span<'_, R>,
     masses: &[R],
+    targets: Range<usize>,
     acc: Vec3SpanMut<'_, R>,
 ) {
     assert_eq!(R::PRECISION, T::PRECISION, "scalar types differ");
@@ -228,7 +295,7 @@ fn run_fast<R: Real, T: Real + DirectKernels>(
         let (ax, ay, az) = block.components_mut();
         kernel(
             &sources,
-            Targets::of_sources(&sources, start, ax.len()),
+            Targets::of_sources(&sources, targets.start + start, ax.len()),
             ax,
             ay,
             az,

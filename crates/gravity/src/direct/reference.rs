@@ -69,8 +69,26 @@ pub fn accelerations<R: Real>(
     eps2: f64,
     acc: Vec3SpanMut<'_, R>,
 ) {
-    backend.for_each_particle(acc, |i| acceleration_of(i, pos, mass, eps2).map(R::cast));
+    accelerations_of_range(backend, pos, mass, eps2, 0, acc);
 }
+
+/// Accelerations of the targets `first..first + acc.len()` by the reference kernel (all
+/// particles are sources), into `acc`.
+pub fn accelerations_of_range<R: Real>(
+    backend: CpuBackend,
+    pos: Vec3Span<'_, R>,
+    mass: &[R],
+    eps2: f64,
+    first: usize,
+    acc: Vec3SpanMut<'_, R>,
+) {
+    backend.for_each_particle(acc, |i| {
+        acceleration_of(first + i, pos, mass, eps2).map(R::cast)
+    });
+}
+
+/// Particles per block of the potential energy's reduction.
+const ENERGY_BLOCK: usize = 64;
 
 /// `W = -1/2 sum_i m_i sum_(j != i) m_j / sqrt(r_ij^2 + eps^2)` in `f64`, compensated, with
 /// a reduction order that does not depend on the thread count.
@@ -80,11 +98,24 @@ pub fn potential_energy<R: Real>(
     mass: &[R],
     eps2: f64,
 ) -> f64 {
+    potential_energy_on(&mote_core::comm::SingleProcess, backend, pos, mass, eps2)
+}
+
+/// [`potential_energy`] on the ranks of `comm`: each rank sums its share of the fixed blocks
+/// of 64 particles, the block sums are gathered and combined in block order, as on one rank;
+/// the result is bitwise identical on any rank count (and every rank gets it).
+pub fn potential_energy_on<R: Real>(
+    comm: &dyn mote_core::comm::Comm,
+    backend: CpuBackend,
+    pos: Vec3Span<'_, R>,
+    mass: &[R],
+    eps2: f64,
+) -> f64 {
     let (x, y, z) = pos.components();
     let n = x.len();
-    let partial = |range: std::ops::Range<usize>| {
+    let block = |b: usize| {
         let mut w = CompensatedSum::default();
-        for i in range {
+        for i in b * ENERGY_BLOCK..((b + 1) * ENERGY_BLOCK).min(n) {
             let (xi, yi, zi) = (x[i].as_f64(), y[i].as_f64(), z[i].as_f64());
             let mut phi = CompensatedSum::default();
             for j in 0..n {
@@ -98,15 +129,29 @@ pub fn potential_energy<R: Real>(
             }
             w.add(-0.5 * mass[i].as_f64() * phi.value());
         }
-        w
+        [w.sum, w.compensation]
     };
-    backend
-        .map_reduce(n, 64, partial, |mut a, b| {
-            a.add(b.sum);
-            a.add(b.compensation);
-            a
-        })
-        .map_or(0.0, |w| w.value())
+    let blocks = n.div_ceil(ENERGY_BLOCK);
+    let ranges = mote_core::comm::even_ranges(blocks, comm.size());
+    let mine = ranges[comm.rank()].clone();
+    let mut partials = vec![[0.0f64; 2]; blocks];
+    backend.for_each_block(&mut partials[mine.clone()], 1, |b, out: &mut [[f64; 2]]| {
+        out[0] = block(mine.start + b);
+    });
+    let mut scratch = Vec::new();
+    mote_core::comm::gather_parts(comm, &mut partials, &ranges, &mut scratch);
+    // Left to right in block order: the first block's sum, then each next block's sum and
+    // compensation added to it.
+    let mut parts = partials.iter();
+    let Some(&[sum, compensation]) = parts.next() else {
+        return 0.0;
+    };
+    let mut w = CompensatedSum { sum, compensation };
+    for &[s, c] in parts {
+        w.add(s);
+        w.add(c);
+    }
+    w.value()
 }
 
 #[cfg(test)]

@@ -11,6 +11,12 @@
 //! SIMD kernels; lists depend only on the tree, so results are bitwise identical on any thread
 //! count. Softening is the direct solver's.
 //!
+//! Across ranks ([`mote_core::comm`]) every rank builds the same tree from the whole state and
+//! walks its own contiguous range of groups (groups follow the Morton curve), cut by the
+//! measured cost of the previous evaluation (each particle's list length; particle counts at the
+//! first): a group's result does not depend on the other groups, so the gathered accelerations
+//! are bitwise identical on any rank count.
+//!
 //! ```
 //! use mote_core::{CpuBackend, ParticleData};
 //! use mote_gravity::tree::{TreeSettings, TreeSolver};
@@ -35,8 +41,12 @@ pub mod formula;
 mod walk;
 
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Instant;
+
+use mote_core::comm::{self, Comm};
 
 use mote_core::{Budgeted, BudgetedBuffer, CpuBackend, Real, SimdLevel, Vec3Span, Vec3SpanMut};
 use rayon::prelude::*;
@@ -215,6 +225,14 @@ pub struct TreeSolver<R: Real> {
     tree: Tree<R>,
     interactions: u64,
     stats: TreeStats,
+    comm: Arc<dyn Comm>,
+    /// Each particle's interactions in the last evaluation (caller's order), the cost the
+    /// ranks' shares are balanced by; empty before the first distributed evaluation.
+    costs: Vec<u64>,
+    /// The ranks' ranges of particles in tree order in the last evaluation.
+    shares: Vec<Range<usize>>,
+    evaluations: u64,
+    first_bad: Option<(u64, usize)>,
 }
 
 impl<R: Real> TreeSolver<R> {
@@ -243,7 +261,38 @@ impl<R: Real> TreeSolver<R> {
             tree: Tree::new(settings.multipole),
             interactions: 0,
             stats: TreeStats::default(),
+            comm: comm::world(),
+            costs: Vec::new(),
+            shares: Vec::new(),
+            evaluations: 0,
+            first_bad: None,
         })
+    }
+
+    /// The same solver on the ranks of `comm` instead of the process's world.
+    pub fn with_comm(mut self, comm: Arc<dyn Comm>) -> Self {
+        self.comm = comm;
+        self
+    }
+
+    /// The ranks' ranges of groups for the tree just built: balanced by the costs of the last
+    /// evaluation where there are some for these particles, else by particle count.
+    fn group_ranges(&self, n: usize) -> Vec<Range<usize>> {
+        let groups = self.tree.groups.as_slice();
+        let order = &self.tree.order.as_slice()[..n];
+        let known = self.costs.len() == n;
+        let cost: Vec<u64> = groups
+            .iter()
+            .map(|&[start, count]| {
+                let r = start as usize..(start + count) as usize;
+                if known {
+                    r.map(|k| self.costs[order[k] as usize].max(1)).sum()
+                } else {
+                    count as u64
+                }
+            })
+            .collect();
+        comm::cost_ranges(&cost, self.comm.size())
     }
 
     /// The backend it runs on.
@@ -289,10 +338,59 @@ impl<R: Real> TreeSolver<R> {
             unreachable!("the constructor refuses the reference kernel")
         };
         let eps2 = self.softening.epsilon2::<f64>();
-        let interactions = match concrete(&mut self.tree) {
-            Concrete::F32(t) => walk_f32(t, level, eps2, self.backend),
-            Concrete::F64(t) => walk_f64(t, level, eps2, self.backend),
+        let size = self.comm.size();
+        let groups = if size > 1 {
+            self.group_ranges(n)
+        } else {
+            comm::even_ranges(self.tree.group_count(), 1)
         };
+        let mine = groups[self.comm.rank()].clone();
+        let mut costs = match concrete(&mut self.tree) {
+            Concrete::F32(t) => walk_f32(t, mine, level, eps2, self.backend),
+            Concrete::F64(t) => walk_f64(t, mine, level, eps2, self.backend),
+        };
+        if size > 1 {
+            let scratch = &mut Vec::new();
+            // Every group's list length and every particle's acceleration, on every rank.
+            let mut all = vec![0u64; self.tree.group_count()];
+            all[groups[self.comm.rank()].clone()].copy_from_slice(&costs);
+            comm::gather_parts(self.comm.as_ref(), &mut all, &groups, scratch);
+            costs = all;
+            let tree_groups = self.tree.groups.as_slice();
+            let start = |g: usize| tree_groups.get(g).map_or(n, |&[s, _]| s as usize);
+            self.shares = groups
+                .iter()
+                .map(|g| start(g.start)..start(g.end))
+                .collect();
+            self.evaluations += 1;
+            if self.first_bad.is_none() {
+                let own = self.shares[self.comm.rank()].clone();
+                let [x, y, z] = self.tree.acc.each_ref().map(|b| b.as_slice());
+                let order = self.tree.order.as_slice();
+                self.first_bad = own
+                    .into_iter()
+                    .find(|&k| !(x[k].is_finite() && y[k].is_finite() && z[k].is_finite()))
+                    .map(|k| (self.evaluations, order[k] as usize));
+            }
+            let scratch = &mut Vec::new();
+            for a in &mut self.tree.acc {
+                comm::gather_parts(
+                    self.comm.as_ref(),
+                    &mut a.as_mut_slice()[..n],
+                    &self.shares,
+                    scratch,
+                );
+            }
+            // Each particle's cost, for the next evaluation's shares.
+            let order = self.tree.order.as_slice();
+            self.costs.resize(n, 0);
+            for (&[s, c], &k) in tree_groups.iter().zip(&costs) {
+                for &i in &order[s as usize..(s + c) as usize] {
+                    self.costs[i as usize] = k;
+                }
+            }
+        }
+        let interactions = tree_groups_interactions(self.tree.groups.as_slice(), &costs);
         // Back to the caller's order.
         let order = self.tree.order.as_slice();
         let (ax, ay, az) = acc.components_mut();
@@ -358,10 +456,24 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
             return f64::NAN;
         }
         let eps2 = self.softening.epsilon2::<f64>();
-        match concrete(&mut self.tree) {
-            Concrete::F32(t) => potential_f32(t, eps2, self.backend),
-            Concrete::F64(t) => potential_f64(t, eps2, self.backend),
+        let groups = comm::even_ranges(self.tree.group_count(), self.comm.size());
+        let mine = groups[self.comm.rank()].clone();
+        let mut partial = vec![0.0f64; self.tree.group_count()];
+        partial[mine.clone()].copy_from_slice(&match concrete(&mut self.tree) {
+            Concrete::F32(t) => potential_f32(t, mine, eps2, self.backend),
+            Concrete::F64(t) => potential_f64(t, mine, eps2, self.backend),
+        });
+        comm::gather_parts(self.comm.as_ref(), &mut partial, &groups, &mut Vec::new());
+        // Compensated, in group order: the same on every thread and rank count.
+        let mut w = crate::direct::reference::CompensatedSum::default();
+        for p in partial {
+            w.add(p);
         }
+        -0.5 * w.value()
+    }
+
+    fn first_non_finite(&self) -> Option<(u64, usize)> {
+        self.first_bad
     }
 
     fn budgeted(&mut self) -> Option<&mut dyn Budgeted> {
@@ -376,6 +488,40 @@ impl<R: Real> Budgeted for TreeSolver<R> {
 
     fn buffers_mut(&mut self) -> Vec<&mut dyn BudgetedBuffer> {
         self.tree.buffers_mut()
+    }
+}
+
+/// What a rank owning a Morton range of particles would import from the other ranks to walk
+/// its own groups on its own: the locally essential tree of the range (the nodes the opening
+/// criterion accepts for the range's bounding box, and the particles of remote leaves it opens).
+/// The measure of a distributed tree's halo (`mote bench decomposition`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Imports {
+    /// Remote nodes accepted whole (their monopole, and quadrupole where the tree has one).
+    pub nodes: usize,
+    /// Remote particles of opened leaves.
+    pub particles: usize,
+}
+
+impl<R: Real> Tree<R> {
+    /// The imports of a rank owning the particles `domain` (tree order, a range of the Morton
+    /// curve) of this tree, which must be built.
+    pub fn imports(&self, domain: std::ops::Range<usize>) -> Imports {
+        if domain.is_empty() {
+            return Imports::default();
+        }
+        let view = view(self);
+        let mut lists = Lists::new();
+        lists.collect(&view, domain.start, domain.len());
+        let mut imports = Imports::default();
+        for &i in &lists.index {
+            if i & NODE != 0 {
+                imports.nodes += 1;
+            } else if !domain.contains(&(i as usize)) {
+                imports.particles += 1;
+            }
+        }
+        imports
     }
 }
 
@@ -428,28 +574,63 @@ pub(crate) fn cast_span<R: Real, T: Real>(p: Vec3Span<'_, R>) -> Vec3Span<'_, T>
     )
 }
 
-fn walk_f32(tree: &mut Tree<f32>, level: SimdLevel, eps2: f64, backend: CpuBackend) -> u64 {
-    walk_all(tree, level, eps2 as f32, backend)
+/// Interactions evaluated: each group's list length times its particle count.
+fn tree_groups_interactions(groups: &[[u32; 2]], lengths: &[u64]) -> u64 {
+    groups
+        .iter()
+        .zip(lengths)
+        .map(|(&[_, count], &l)| count as u64 * l)
+        .sum()
 }
 
-fn walk_f64(tree: &mut Tree<f64>, level: SimdLevel, eps2: f64, backend: CpuBackend) -> u64 {
-    walk_all(tree, level, eps2, backend)
+fn walk_f32(
+    tree: &mut Tree<f32>,
+    groups: Range<usize>,
+    level: SimdLevel,
+    eps2: f64,
+    backend: CpuBackend,
+) -> Vec<u64> {
+    walk_all(tree, groups, level, eps2 as f32, backend)
 }
 
-fn potential_f32(tree: &Tree<f32>, eps2: f64, backend: CpuBackend) -> f64 {
-    potential_all(tree, eps2, backend)
+fn walk_f64(
+    tree: &mut Tree<f64>,
+    groups: Range<usize>,
+    level: SimdLevel,
+    eps2: f64,
+    backend: CpuBackend,
+) -> Vec<u64> {
+    walk_all(tree, groups, level, eps2, backend)
 }
 
-fn potential_f64(tree: &Tree<f64>, eps2: f64, backend: CpuBackend) -> f64 {
-    potential_all(tree, eps2, backend)
+fn potential_f32(
+    tree: &Tree<f32>,
+    groups: Range<usize>,
+    eps2: f64,
+    backend: CpuBackend,
+) -> Vec<f64> {
+    potential_of(tree, groups, eps2, backend)
 }
 
-/// The tree's potential energy from the same lists as the forces, summed in group order (the
-/// same on every thread count).
-fn potential_all<T: Real>(tree: &Tree<T>, eps2: f64, backend: CpuBackend) -> f64 {
+fn potential_f64(
+    tree: &Tree<f64>,
+    groups: Range<usize>,
+    eps2: f64,
+    backend: CpuBackend,
+) -> Vec<f64> {
+    potential_of(tree, groups, eps2, backend)
+}
+
+/// Each group's potential-energy sum (of the groups `groups`) from the same lists as the forces.
+fn potential_of<T: Real>(
+    tree: &Tree<T>,
+    groups: Range<usize>,
+    eps2: f64,
+    backend: CpuBackend,
+) -> Vec<f64> {
     let view = view(tree);
-    let groups = tree.groups.as_slice();
-    let partial: Vec<f64> = backend.install(|| {
+    let groups = &tree.groups.as_slice()[groups];
+    backend.install(|| {
         groups
             .par_iter()
             .map_init(Lists::new, |lists, &[s, c]| {
@@ -458,62 +639,63 @@ fn potential_all<T: Real>(tree: &Tree<T>, eps2: f64, backend: CpuBackend) -> f64
                 lists.potential(&view, s, c, eps2)
             })
             .collect()
-    });
-    let mut w = crate::direct::reference::CompensatedSum::default();
-    for p in partial {
-        w.add(p);
-    }
-    -0.5 * w.value()
+    })
 }
 
-/// Walks every group and evaluates its lists into the tree's acceleration arrays; returns the
-/// interactions evaluated.
+/// Walks the groups `groups` and evaluates their lists into the tree's acceleration arrays;
+/// returns each group's list length.
 fn walk_all<T: Real + DirectKernels>(
     tree: &mut Tree<T>,
+    groups: Range<usize>,
     level: SimdLevel,
     eps2: T,
     backend: CpuBackend,
-) -> u64 {
+) -> Vec<u64> {
     let kernel = T::kernel(level);
     // The accelerations are taken out while the rest of the tree is read.
     let blank = || mote_core::Buffer::new("", mote_core::Scaling::PerParticle(1));
     let mut acc = std::mem::replace(&mut tree.acc, [blank(), blank(), blank()]);
-    let interactions = walk_into(tree, &mut acc, kernel, level, eps2, backend);
+    let lengths = walk_into(tree, groups, &mut acc, kernel, level, eps2, backend);
     tree.acc = acc;
-    interactions
+    lengths
 }
 
 fn walk_into<T: Real + DirectKernels>(
     tree: &Tree<T>,
+    groups: Range<usize>,
     acc: &mut [mote_core::Buffer<T>; 3],
     kernel: crate::direct::simd::BlockKernel<T>,
     level: mote_core::SimdLevel,
     eps2: T,
     backend: CpuBackend,
-) -> u64 {
+) -> Vec<u64> {
     let [ax, ay, az] = acc;
     let (mut ax, mut ay, mut az) = (ax.as_mut_slice(), ay.as_mut_slice(), az.as_mut_slice());
     let view = view(tree);
     // One output range per group: the groups tile the particles in order.
-    let mut items = Vec::with_capacity(tree.groups.len());
-    for &[start, count] in tree.groups.as_slice() {
+    let mut items = Vec::with_capacity(groups.len());
+    for (g, &[start, count]) in tree.groups.as_slice().iter().enumerate() {
+        if g >= groups.end {
+            break;
+        }
         let count = count as usize;
         let (hx, tx) = std::mem::take(&mut ax).split_at_mut(count);
         let (hy, ty) = std::mem::take(&mut ay).split_at_mut(count);
         let (hz, tz) = std::mem::take(&mut az).split_at_mut(count);
         (ax, ay, az) = (tx, ty, tz);
-        items.push((start as usize, [hx, hy, hz]));
+        if g >= groups.start {
+            items.push((start as usize, [hx, hy, hz]));
+        }
     }
     backend.install(|| {
         items
             .into_par_iter()
             .map_init(Lists::new, |lists, (start, acc)| {
-                let count = acc[0].len();
-                lists.collect(&view, start, count);
+                lists.collect(&view, start, acc[0].len());
                 lists.accelerations(&view, start, kernel, level, eps2, acc);
-                (count * lists.len()) as u64
+                lists.len() as u64
             })
-            .sum()
+            .collect()
     })
 }
 

@@ -201,6 +201,7 @@ pub fn run_meshless(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<MeshlessReport, RunError> {
+    refuse_ranks()?;
     let config = config.clone().with_defaults();
     let run = MeshlessRun {
         interior: None,
@@ -213,6 +214,19 @@ pub fn run_meshless(
         session: false,
     };
     run.launch().map(Outcome::into_report)
+}
+
+/// Meshless runs are not distributed yet (decision 0027): refused on several MPI ranks, on
+/// every rank alike, rather than run once per rank.
+fn refuse_ranks() -> Result<(), RunError> {
+    let ranks = mote_core::comm::world().size();
+    if ranks > 1 {
+        return Err(RunError::Refused(format!(
+            "a meshless run on {ranks} MPI ranks: meshless problems run on one process for now \
+             (its threads: run.threads); start it without mpirun"
+        )));
+    }
+    Ok(())
 }
 
 /// The simulation `config` describes, built and priced as [`run_meshless`] builds and prices
@@ -274,6 +288,7 @@ pub fn resume_meshless(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<MeshlessReport, ResumeError> {
+    refuse_ranks()?;
     let (header, arrays) = checkpoint::read_any(checkpoint_path)?;
     let AnyHeader::Meshless(header) = header else {
         return Err(FileError {

@@ -1,0 +1,385 @@
+//! One simulation over several MPI processes (`mpirun --oversubscribe -n K`, K = 1 to 4, on
+//! whatever cores the machine has): runs end bitwise identical to the one-process run, a
+//! checkpoint written on 4 ranks resumes on 2 identically, and a failure on one rank (a file it
+//! cannot read, memory it cannot reserve, a NaN it computed, a signal) stops every rank with one
+//! message naming the rank, within a timeout. Built only with the `mpi` feature (Open MPI's
+//! `mpirun` must be on the PATH).
+#![cfg(feature = "mpi")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long any one launch may take before the test calls it a hang.
+const HANG: Duration = Duration::from_secs(120);
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// `mote ARGS` on `ranks` MPI processes (`None`: without mpirun), with `env` set, killed and
+/// reported as a hang after [`HANG`].
+fn launch(ranks: Option<usize>, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mote = env!("CARGO_BIN_EXE_mote");
+    let mut cmd = match ranks {
+        Some(k) => {
+            let mut c = Command::new("mpirun");
+            c.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-n",
+                &k.to_string(),
+                mote,
+            ]);
+            c
+        }
+        None => Command::new(mote),
+    };
+    cmd.args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .expect("mpirun starts (install Open MPI: apt-get install openmpi-bin libopenmpi-dev)");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > HANG {
+            child.kill().ok();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{ranks:?} ranks, {args:?}: no exit after {HANG:?} (a rank hangs)\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `mote run examples/plummer.toml` with `sets`, into `dir`, on `ranks` processes.
+fn plummer(ranks: Option<usize>, dir: &Path, sets: &[&str], env: &[(&str, &str)]) -> Output {
+    let config = examples().join("plummer.toml");
+    let mut args = vec![
+        "run",
+        config.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "run.threads=1",
+    ];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    launch(ranks, &args, env)
+}
+
+/// The diagnostics without the wall-clock column, the checkpoint, and every snapshot: the
+/// files two identical runs share byte for byte.
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let csv = std::fs::read_to_string(dir.join("diagnostics.csv")).unwrap();
+    let csv: String = csv
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string() + "\n")
+        .collect();
+    let mut files = vec![
+        ("diagnostics.csv".to_string(), csv.into_bytes()),
+        (
+            "checkpoint.mote".to_string(),
+            std::fs::read(dir.join("checkpoint.mote")).unwrap(),
+        ),
+    ];
+    let mut snaps: Vec<_> = std::fs::read_dir(dir.join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    snaps.sort();
+    assert!(!snaps.is_empty(), "{} has snapshots", dir.display());
+    for s in snaps {
+        files.push((
+            s.file_name().unwrap().to_string_lossy().into_owned(),
+            std::fs::read(&s).unwrap(),
+        ));
+    }
+    files
+}
+
+fn assert_same(a: &Path, b: &Path) {
+    let (x, y) = (outputs(a), outputs(b));
+    assert_eq!(
+        x.len(),
+        y.len(),
+        "{} and {}: file counts",
+        a.display(),
+        b.display()
+    );
+    for ((name, p), (_, q)) in x.iter().zip(&y) {
+        assert!(
+            p == q,
+            "{name} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+#[test]
+fn gravity_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "direct",
+            &["run.end_time=0.125", "initial_conditions.particles=701"],
+        ),
+        (
+            "tree",
+            &[
+                "run.end_time=0.125",
+                "initial_conditions.particles=1501",
+                "solver.kind=\"tree\"",
+                "solver.multipole=\"quadrupole\"",
+                "integrator.kind=\"yoshida4\"",
+                "run.precision=\"f32\"",
+            ],
+        ),
+    ];
+    for (name, sets) in cases {
+        let one = tmp.path().join(format!("{name}-plain"));
+        ok(&plummer(None, &one, sets, &[]));
+        for k in 1..=4 {
+            let dir = tmp.path().join(format!("{name}-{k}"));
+            let out = plummer(Some(k), &dir, sets, &[]);
+            ok(&out);
+            // One summary, from rank 0.
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(stdout.matches("finished:").count(), 1, "{stdout}");
+            assert_same(&one, &dir);
+            let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
+            assert!(
+                provenance.contains(&format!("\"ranks\": {k}")),
+                "{provenance}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_checkpoint_written_on_four_ranks_resumes_on_two_as_on_one_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sets = &["run.end_time=0.0625", "initial_conditions.particles=999"];
+    let (one, four) = (tmp.path().join("one"), tmp.path().join("four"));
+    ok(&plummer(None, &one, sets, &[]));
+    ok(&plummer(Some(4), &four, sets, &[]));
+    let resume = |ranks, dir: &Path| {
+        let ckpt = dir.join("checkpoint.mote");
+        launch(
+            ranks,
+            &[
+                "resume",
+                ckpt.to_str().unwrap(),
+                "--quiet",
+                "--set",
+                "run.end_time=0.125",
+            ],
+            &[],
+        )
+    };
+    ok(&resume(None, &one));
+    ok(&resume(Some(2), &four));
+    assert_same(&one, &four);
+}
+
+#[test]
+fn a_failure_on_one_rank_stops_every_rank_with_a_message_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A file of bodies that rank 1 "cannot read": exit 2, nothing written.
+    let bodies = tmp.path().join("bodies.txt");
+    let mut text = String::from("x y z vx vy vz m\n");
+    for i in 0..64 {
+        let a = i as f64 * 0.7;
+        text += &format!(
+            "{} {} {} 0 0 0 0.015625\n",
+            a.cos(),
+            a.sin(),
+            0.01 * i as f64
+        );
+    }
+    std::fs::write(&bodies, text).unwrap();
+    let config = tmp.path().join("file.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "physics = \"gravity\"\n[run]\nend_time = 0.0625\ndt = 0.0078125\nthreads = 1\n\
+             [initial_conditions]\nkind = \"file\"\npath = {:?}\n[solver]\nsoftening = 0.05\n",
+            bodies.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let dir = tmp.path().join("read");
+    let args = [
+        "run",
+        config.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ];
+    // The same run without a fault succeeds: the fault is what stops it.
+    ok(&launch(Some(3), &args, &[]));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let out = launch(Some(3), &args, &[("MOTE_FAULT", "read@1")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert_eq!(e.matches("error:").count(), 1, "one message: {e}");
+    assert!(e.contains("rank 1 of 3: initial conditions"), "{e}");
+    assert!(!dir.exists(), "a refused run writes nothing");
+
+    // Memory rank 2 cannot reserve.
+    let dir = tmp.path().join("memory");
+    let out = plummer(
+        Some(3),
+        &dir,
+        &[
+            "initial_conditions.particles=300",
+            "run.memory_limit=\"1 GiB\"",
+        ],
+        &[("MOTE_FAULT", "memory@2")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("rank 2 of 3: capacity exceeded"), "{e}");
+    assert_eq!(e.matches("error:").count(), 1, "one message: {e}");
+
+    // A NaN computed by rank 1 reaches every rank through the next evaluation: every rank
+    // stops at the same step, and the message names the rank where it began.
+    let dir = tmp.path().join("nan");
+    let out = plummer(
+        Some(3),
+        &dir,
+        &[
+            "initial_conditions.particles=300",
+            "run.end_time=0.125",
+            "output.diagnostics_every=1",
+        ],
+        &[("MOTE_FAULT", "nan@1")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("non-finite state"), "{e}");
+    assert!(e.contains("was computed on rank 1 of 3"), "{e}");
+    assert!(
+        e.contains("particle index 100"),
+        "rank 1's first target: {e}"
+    );
+    assert!(dir.join("diagnostics.csv.partial").exists());
+}
+
+#[test]
+fn a_signal_stops_every_rank_at_one_step_with_a_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sig");
+    let config = examples().join("plummer.toml");
+    let mote = env!("CARGO_BIN_EXE_mote");
+    let mut child = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-n",
+            "3",
+            mote,
+            "run",
+        ])
+        .args([
+            config.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+            "--quiet",
+        ])
+        .args(["--set", "run.threads=1", "--set", "run.end_time=1000"])
+        .args(["--set", "initial_conditions.particles=2000"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun starts");
+    // Wait until it is stepping, then interrupt mpirun, which passes SIGTERM to every rank.
+    let start = Instant::now();
+    while !std::fs::read_to_string(dir.join("diagnostics.csv.partial"))
+        .is_ok_and(|t| t.lines().count() > 3)
+    {
+        assert!(start.elapsed() < HANG, "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > HANG {
+            child.kill().ok();
+            panic!("the ranks did not stop after a signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let e = stderr(&out);
+    assert!(!out.status.success());
+    assert!(e.contains("interrupted by SIGTERM"), "{e}");
+    assert!(dir.join("checkpoint.mote").exists(), "{e}");
+    // The checkpoint resumes (on another rank count), a few steps past where it stopped.
+    let time: f64 = e
+        .split(", time ")
+        .nth(1)
+        .and_then(|t| t.split(':').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("the stop's time in {e}"));
+    let ckpt = dir.join("checkpoint.mote");
+    let end = format!("run.end_time={}", time + 0.03);
+    ok(&launch(
+        Some(2),
+        &["resume", ckpt.to_str().unwrap(), "--quiet", "--set", &end],
+        &[],
+    ));
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, signal: i32) -> i32;
+}
+
+#[test]
+fn what_is_not_distributed_is_refused_on_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sod = examples().join("sod.toml");
+    let dir = tmp.path().join("sod");
+    let out = launch(
+        Some(2),
+        &[
+            "run",
+            sod.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+            "--quiet",
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("meshless problems run on one process"), "{e}");
+    assert_eq!(e.matches("error:").count(), 1, "one message: {e}");
+    let out = launch(Some(2), &["info"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("only `mote run` and `mote resume`"));
+}

@@ -1,0 +1,409 @@
+//! The processes one simulation runs on: a [`Comm`] (MPI's world communicator in a run under
+//! `mpirun`, [`SingleProcess`] otherwise), the few collective operations the engine needs,
+//! and the partitions of work between ranks.
+//!
+//! The engine's distributed design (decision 0027) keeps every rank's particle state whole and
+//! splits the *work*: each rank evaluates the forces of its share of the targets, and the
+//! shares are gathered so that every rank holds every result. Each result is computed by the
+//! same arithmetic as on one process (a target's sum never depends on which other targets share
+//! its rank), so a run is bitwise identical on any number of ranks; every decision that could
+//! differ between ranks (a signal, a wall-clock checkpoint, a failure) is agreed with
+//! [`Comm::max_u64`] or [`agree`] before it is acted on, so no rank waits for one that left.
+//!
+//! The communicator of the process is installed once by the program ([`install_world`]) and
+//! read by the solvers ([`world`]); a library user who never installs one runs on one process.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+/// A group of processes running one simulation together. Collective operations must be called
+/// by every rank, in the same order, with consistent arguments.
+pub trait Comm: Send + Sync + fmt::Debug {
+    /// This process's rank, `0..size()`.
+    fn rank(&self) -> usize;
+
+    /// The number of ranks.
+    fn size(&self) -> usize;
+
+    /// Every rank's `mine` concatenated in rank order into `out`; `counts[r]` is rank `r`'s
+    /// byte count (`counts[rank()] == mine.len()`, `out.len()` their sum).
+    fn all_gather_bytes(&self, mine: &[u8], counts: &[usize], out: &mut [u8]);
+
+    /// Replaces each element of `values` by its maximum over all ranks.
+    fn max_u64(&self, values: &mut [u64]);
+
+    /// Bytes this rank has received from other ranks so far (for the scaling figures).
+    fn bytes_received(&self) -> u64;
+
+    /// Ends every rank of the run at once with exit status `code` (after a panic: the other
+    /// ranks would wait for this one forever).
+    fn abort(&self, code: i32) -> !;
+}
+
+/// One process: rank 0 of 1. Gathers copy, reductions are the identity.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SingleProcess;
+
+impl Comm for SingleProcess {
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn all_gather_bytes(&self, mine: &[u8], counts: &[usize], out: &mut [u8]) {
+        assert_eq!(counts, [mine.len()], "one rank gathers its own bytes");
+        out.copy_from_slice(mine);
+    }
+
+    fn max_u64(&self, _values: &mut [u64]) {}
+
+    fn bytes_received(&self) -> u64 {
+        0
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
+}
+
+static WORLD: OnceLock<Arc<dyn Comm>> = OnceLock::new();
+
+/// Makes `comm` the communicator of this process (once, before any simulation is built).
+/// Returns `comm` back if one was installed already.
+pub fn install_world(comm: Arc<dyn Comm>) -> Result<(), Arc<dyn Comm>> {
+    WORLD.set(comm)
+}
+
+/// The communicator of this process: the installed one, else [`SingleProcess`].
+pub fn world() -> Arc<dyn Comm> {
+    WORLD
+        .get_or_init(|| Arc::new(SingleProcess) as Arc<dyn Comm>)
+        .clone()
+}
+
+/// [`Comm::all_gather_bytes`] on plain values: every rank's `mine` in rank order into `out`
+/// (`counts` in elements).
+pub fn all_gather<T: bytemuck::Pod>(comm: &dyn Comm, mine: &[T], counts: &[usize], out: &mut [T]) {
+    let size = std::mem::size_of::<T>();
+    let bytes: Vec<usize> = counts.iter().map(|c| c * size).collect();
+    comm.all_gather_bytes(
+        bytemuck::cast_slice(mine),
+        &bytes,
+        bytemuck::cast_slice_mut(out),
+    );
+}
+
+/// Gathers, on every rank, the slices `out[ranges[r]]` that each rank `r` computed in place:
+/// afterwards `out` holds every rank's part. `ranges` tile `0..out.len()` in rank order.
+/// `scratch` keeps this rank's part while `out` is overwritten (reused between calls).
+pub fn gather_parts<T: bytemuck::Pod>(
+    comm: &dyn Comm,
+    out: &mut [T],
+    ranges: &[Range<usize>],
+    scratch: &mut Vec<T>,
+) {
+    if comm.size() == 1 {
+        return;
+    }
+    let mine = ranges[comm.rank()].clone();
+    scratch.clear();
+    scratch.extend_from_slice(&out[mine]);
+    let counts: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+    all_gather(comm, scratch, &counts, out);
+}
+
+/// The maximum of `value` over all ranks.
+pub fn max_of(comm: &dyn Comm, value: u64) -> u64 {
+    let mut v = [value];
+    comm.max_u64(&mut v);
+    v[0]
+}
+
+/// A failure on one or more ranks, agreed by all of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankFailure {
+    /// The lowest failing rank.
+    pub rank: usize,
+    /// Ranks that failed.
+    pub failed: usize,
+    /// The ranks in the run.
+    pub size: usize,
+    /// The lowest failing rank's message.
+    pub message: String,
+    /// The lowest failing rank's class of failure (the caller's code, e.g. an exit status).
+    pub code: u8,
+}
+
+impl fmt::Display for RankFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The same failure everywhere (the same file missing on every rank) needs no rank.
+        if self.size == 1 || self.failed == self.size {
+            return f.write_str(&self.message);
+        }
+        write!(f, "rank {} of {}: {}", self.rank, self.size, self.message)?;
+        if self.failed > 1 {
+            write!(f, " ({} ranks failed; the lowest is reported)", self.failed)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RankFailure {}
+
+/// Agrees on whether every rank succeeded: each rank passes its own failure (`code`,
+/// message) or `None`; every rank gets back the same answer: `Ok` when none failed, else the
+/// lowest failing rank's message. Collective (every rank must call it at the same point), so a
+/// failure on one rank stops them all instead of leaving the others waiting in the next
+/// collective.
+pub fn agree(comm: &dyn Comm, failure: Option<(u8, &str)>) -> Result<(), RankFailure> {
+    let size = comm.size();
+    // Round 1: who failed, and how long each message is.
+    let mine = failure.map_or([0u64, 0], |(code, m)| [1 + code as u64, m.len() as u64]);
+    let mut heads = vec![0u64; 2 * size];
+    all_gather(comm, &mine, &vec![2; size], &mut heads);
+    let failed: Vec<usize> = (0..size).filter(|&r| heads[2 * r] != 0).collect();
+    let Some(&rank) = failed.first() else {
+        return Ok(());
+    };
+    // Round 2: the messages themselves.
+    let lengths: Vec<usize> = (0..size).map(|r| heads[2 * r + 1] as usize).collect();
+    let mut text = vec![0u8; lengths.iter().sum()];
+    comm.all_gather_bytes(
+        failure.map_or(&[][..], |(_, m)| m.as_bytes()),
+        &lengths,
+        &mut text,
+    );
+    let start: usize = lengths[..rank].iter().sum();
+    Err(RankFailure {
+        rank,
+        failed: failed.len(),
+        size,
+        message: String::from_utf8_lossy(&text[start..start + lengths[rank]]).into_owned(),
+        code: (heads[2 * rank] - 1) as u8,
+    })
+}
+
+/// `0..n` cut into `parts` contiguous ranges whose lengths differ by at most one, in order.
+pub fn even_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
+    let parts = parts.max(1);
+    (0..parts)
+        .map(|p| n * p / parts..n * (p + 1) / parts)
+        .collect()
+}
+
+/// Items `0..costs.len()` cut into `parts` contiguous ranges of nearly equal total cost: range
+/// `p` ends at the first item where the running total reaches `(p + 1) / parts` of the whole.
+/// Integer costs, so every rank computes the same cut.
+pub fn cost_ranges(costs: &[u64], parts: usize) -> Vec<Range<usize>> {
+    let parts = parts.max(1);
+    let total: u128 = costs.iter().map(|&c| c as u128).sum();
+    let mut ranges = Vec::with_capacity(parts);
+    let (mut start, mut sum, mut i) = (0usize, 0u128, 0usize);
+    for p in 0..parts {
+        let target = total * (p as u128 + 1) / parts as u128;
+        while i < costs.len() && (sum < target || p + 1 == parts) {
+            sum += costs[i] as u128;
+            i += 1;
+        }
+        ranges.push(start..i);
+        start = i;
+    }
+    ranges
+}
+
+/// Where the program was started by an MPI launcher: the number of processes it started, read
+/// from the launcher's environment (Open MPI, MPICH/Hydra, PMIx, Slurm). 1 otherwise.
+pub fn launched_size() -> usize {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse::<usize>().ok())
+    .unwrap_or(1)
+}
+
+/// A fault the tests inject on one rank (`MOTE_FAULT=kind@rank`, e.g. `nan@1`): whether fault
+/// `kind` is asked for on `rank`. Never set outside tests; documented in `docs/testing.md`.
+pub fn fault(kind: &str, rank: usize) -> bool {
+    static FAULT: OnceLock<Option<(String, usize)>> = OnceLock::new();
+    FAULT
+        .get_or_init(|| {
+            let v = std::env::var("MOTE_FAULT").ok()?;
+            let (k, r) = v.split_once('@')?;
+            Some((k.to_string(), r.parse().ok()?))
+        })
+        .as_ref()
+        .is_some_and(|(k, r)| k == kind && *r == rank)
+}
+
+/// Ranks as threads of one process: `size` communicators that gather and reduce through shared
+/// memory, one per thread. For tests of the distributed code paths without MPI (each thread
+/// plays one rank); not a way to run simulations.
+pub fn thread_ranks(size: usize) -> Vec<Arc<dyn Comm>> {
+    let shared = Arc::new(Shared {
+        size,
+        barrier: std::sync::Barrier::new(size),
+        slots: std::sync::Mutex::new(vec![Vec::new(); size]),
+    });
+    (0..size)
+        .map(|rank| {
+            Arc::new(ThreadRank {
+                shared: shared.clone(),
+                rank,
+                received: std::sync::atomic::AtomicU64::new(0),
+            }) as Arc<dyn Comm>
+        })
+        .collect()
+}
+
+#[derive(Debug)]
+struct Shared {
+    size: usize,
+    barrier: std::sync::Barrier,
+    slots: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+#[derive(Debug)]
+struct ThreadRank {
+    shared: Arc<Shared>,
+    rank: usize,
+    received: std::sync::atomic::AtomicU64,
+}
+
+impl ThreadRank {
+    /// Posts `mine`, waits for every rank's, hands them to `read`, and waits until every rank
+    /// has read before a slot can be posted again.
+    fn exchange(&self, mine: &[u8], read: impl FnOnce(&[Vec<u8>])) {
+        self.shared.slots.lock().expect("no rank panicked")[self.rank] = mine.to_vec();
+        self.shared.barrier.wait();
+        read(&self.shared.slots.lock().expect("no rank panicked"));
+        self.shared.barrier.wait();
+    }
+}
+
+impl Comm for ThreadRank {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.shared.size
+    }
+
+    fn all_gather_bytes(&self, mine: &[u8], counts: &[usize], out: &mut [u8]) {
+        assert_eq!(
+            counts[self.rank],
+            mine.len(),
+            "this rank's count is its length"
+        );
+        self.exchange(mine, |slots| {
+            let mut at = 0;
+            for (r, slot) in slots.iter().enumerate() {
+                assert_eq!(slot.len(), counts[r], "rank {r} sent its announced count");
+                out[at..at + slot.len()].copy_from_slice(slot);
+                at += slot.len();
+            }
+        });
+        let got = (out.len() - mine.len()) as u64;
+        self.received
+            .fetch_add(got, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn max_u64(&self, values: &mut [u64]) {
+        let mine: Vec<u8> = bytemuck::cast_slice(values).to_vec();
+        self.exchange(&mine, |slots| {
+            for slot in slots {
+                let theirs: Vec<u64> = bytemuck::pod_collect_to_vec(slot);
+                for (v, t) in values.iter_mut().zip(theirs) {
+                    *v = (*v).max(t);
+                }
+            }
+        });
+    }
+
+    fn bytes_received(&self) -> u64 {
+        self.received.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        panic!("rank {} aborted the run with status {code}", self.rank)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn even_ranges_tile_in_order() {
+        let r = even_ranges(10, 3);
+        assert_eq!(r, vec![0..3, 3..6, 6..10]);
+        assert_eq!(even_ranges(2, 4), vec![0..0, 0..1, 1..1, 1..2]);
+    }
+
+    #[test]
+    fn cost_ranges_balance_and_tile() {
+        // One expensive item first: the first range holds it alone.
+        let r = cost_ranges(&[10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2);
+        assert_eq!(r, vec![0..1, 1..11]);
+        let costs = [3u64; 12];
+        assert_eq!(cost_ranges(&costs, 4), vec![0..3, 3..6, 6..9, 9..12]);
+        // More parts than items: empty ranges, still tiling.
+        let r = cost_ranges(&[1, 1], 4);
+        assert_eq!(r.last().unwrap().end, 2);
+        assert!(r.windows(2).all(|w| w[0].end == w[1].start));
+    }
+
+    #[test]
+    fn one_process_agrees_with_itself() {
+        assert_eq!(agree(&SingleProcess, None), Ok(()));
+        let e = agree(&SingleProcess, Some((2, "bad file"))).unwrap_err();
+        assert_eq!(
+            (e.rank, e.code, e.to_string()),
+            (0, 2, "bad file".to_string())
+        );
+        let mut out = [0u32; 3];
+        all_gather(&SingleProcess, &[1u32, 2, 3], &[3], &mut out);
+        assert_eq!(out, [1, 2, 3]);
+    }
+
+    #[test]
+    fn thread_ranks_gather_reduce_and_agree() {
+        let ranks = thread_ranks(3);
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = ranks
+                .iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let r = c.rank();
+                        // Rank r contributes r + 1 copies of r.
+                        let mine = vec![r as u32; r + 1];
+                        let mut out = vec![0u32; 6];
+                        all_gather(c.as_ref(), &mine, &[1, 2, 3], &mut out);
+                        let max = max_of(c.as_ref(), 10 * r as u64);
+                        let failure = (r == 1).then_some((2u8, "no such file"));
+                        let agreed = agree(c.as_ref(), failure);
+                        let ok = agree(c.as_ref(), None);
+                        (out, max, agreed, ok)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (out, max, agreed, ok) in results {
+            assert_eq!(out, [0, 1, 1, 2, 2, 2]);
+            assert_eq!(max, 20);
+            let e = agreed.unwrap_err();
+            assert_eq!((e.rank, e.code, e.failed), (1, 2, 1));
+            assert_eq!(e.to_string(), "rank 1 of 3: no such file");
+            assert_eq!(ok, Ok(()));
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Forces split between ranks: a simulation whose force evaluations are shared by 2, 3 or 4
+//! ranks (threads standing in for MPI processes, `mote_core::comm::thread_ranks`) ends bitwise
+//! identical to the one-process run, for direct summation and the tree, in both precisions, and
+//! its potential energy is the same number.
+
+use std::sync::Arc;
+
+use mote_core::comm::{Comm, SingleProcess, thread_ranks};
+use mote_core::{CpuBackend, ParticleData, Real};
+use mote_gravity::initial_conditions::plummer;
+use mote_gravity::tree::{Multipole, TreeSettings, TreeSolver};
+use mote_gravity::{
+    DirectSolver, ForceSolver, IntegratorKind, KernelChoice, Simulation, Softening,
+};
+
+fn solver<R: Real>(tree: bool, comm: Arc<dyn Comm>) -> Box<dyn ForceSolver<R>> {
+    let softening = Softening::new(0.01).unwrap();
+    // Two threads per rank: the split between threads and between ranks together.
+    let backend = CpuBackend::threads(2);
+    if tree {
+        let settings = TreeSettings {
+            theta: 0.6,
+            multipole: Multipole::Quadrupole,
+            // Small groups: many groups to cut between ranks.
+            group_size: 32,
+            ..TreeSettings::default()
+        };
+        Box::new(
+            TreeSolver::<R>::new(softening, settings, KernelChoice::Auto, backend)
+                .unwrap()
+                .with_comm(comm),
+        )
+    } else {
+        Box::new(
+            DirectSolver::new(softening, KernelChoice::Auto, backend)
+                .unwrap()
+                .with_comm(comm),
+        )
+    }
+}
+
+/// Eight yoshida4 steps (three force evaluations each) on `comm`; the final state and the
+/// potential energy.
+fn run<R: Real>(p: &ParticleData<R>, tree: bool, comm: Arc<dyn Comm>) -> (ParticleData<R>, f64) {
+    let integrator = IntegratorKind::Yoshida4.build::<R>(CpuBackend::threads(2));
+    let mut sim = Simulation::new(p.clone(), solver::<R>(tree, comm), integrator);
+    sim.run(8, 1e-3);
+    let q = sim.particles.clone();
+    let w = sim.solver().potential_energy(q.positions(), q.masses());
+    (q, w)
+}
+
+fn bits<R: Real>(p: &ParticleData<R>) -> Vec<u64> {
+    let mut out = Vec::new();
+    for v in [p.positions(), p.velocities(), p.accelerations()] {
+        for c in [v.x(), v.y(), v.z()] {
+            out.extend(c.iter().map(|x| x.as_f64().to_bits()));
+        }
+    }
+    out
+}
+
+fn check<R: Real>(tree: bool) {
+    // Not a multiple of any rank count or block size.
+    let p = plummer::<R>(1_037, 3).unwrap();
+    let (one, w1) = run(&p, tree, Arc::new(SingleProcess));
+    for k in 2..=4 {
+        let ranks = thread_ranks(k);
+        let results: Vec<(ParticleData<R>, f64)> = std::thread::scope(|s| {
+            let handles: Vec<_> = ranks
+                .iter()
+                .map(|c| {
+                    let p = &p;
+                    s.spawn(move || run(p, tree, c.clone()))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (rank, (q, w)) in results.iter().enumerate() {
+            assert!(
+                bits(&one) == bits(q),
+                "tree {tree}, {k} ranks: rank {rank}'s state differs from one process's"
+            );
+            assert_eq!(w.to_bits(), w1.to_bits(), "{k} ranks: potential energy");
+        }
+        // The ranks really split the work: each received the others' parts.
+        for c in &ranks {
+            assert!(c.bytes_received() > 0, "{k} ranks: nothing exchanged");
+        }
+    }
+}
+
+#[test]
+fn direct_forces_shared_by_ranks_are_bitwise_those_of_one_process() {
+    check::<f64>(false);
+    check::<f32>(false);
+}
+
+#[test]
+fn tree_forces_shared_by_ranks_are_bitwise_those_of_one_process() {
+    check::<f64>(true);
+    check::<f32>(true);
+}
