@@ -1,6 +1,6 @@
 //! `mote bench decomposition`: what K ranks owning contiguous ranges of the Morton curve
 //! exchange, measured in one process: the imports of a distributed tree (each range's locally
-//! essential tree: the remote nodes and leaf particles its bounding box's walk needs), the halo
+//! essential tree: the remote nodes and leaf particles its groups' walks need), the halo
 //! of a meshless cloud (remote particles within the search radius), and the bytes of the
 //! replicated-state design that runs today (decision 0027), against the number of ranks. The
 //! inputs of the scaling model in `docs/performance.md`.
@@ -9,7 +9,7 @@ use std::error::Error;
 use std::ops::Range;
 
 use clap::Args;
-use mote_core::comm::even_ranges;
+use mote_core::comm::{cost_ranges, even_ranges};
 use mote_core::{CpuBackend, ParticleData};
 use mote_gravity::initial_conditions::{plummer, uniform_sphere};
 use mote_gravity::tree::{Imports, Multipole, Tree, TreeSettings};
@@ -56,9 +56,10 @@ pub fn run(args: &DecompositionArgs, threads: usize) -> Result<(), Box<dyn Error
     }
     .checked()?;
     println!(
-        "# distributed tree: imports of each rank's locally essential tree (theta = {}, f64, \
-         monopole; a node or particle = {NODE_BYTES} bytes); replicated = the bytes each rank \
-         receives per force evaluation today (24 (N - N/K))",
+        "# distributed tree: imports of the largest locally essential tree among the ranks \
+         (theta = {}, f64, monopole; a node or particle = {NODE_BYTES} bytes); replicated = \
+         the bytes each rank receives per force evaluation today (24 (N - N/K)); imb. = the \
+         largest rank's walk over the mean, cut by particle count and by measured cost",
         args.theta
     );
     for (name, p) in [
@@ -89,13 +90,25 @@ fn tree_table(
     let n = p.len();
     let mut tree = Tree::<f64>::new(settings.multipole);
     tree.build(p.positions(), p.masses(), settings, backend)?;
+    let work = tree.group_costs();
     println!(
-        "{:>8} {:>5} {:>10} {:>12} {:>12} {:>10} {:>14} {:>14}",
-        "system", "ranks", "own", "nodes(max)", "parts(max)", "fraction", "LET bytes", "replicated"
+        "{:>8} {:>5} {:>10} {:>12} {:>12} {:>10} {:>14} {:>14} {:>10} {:>10}",
+        "system",
+        "ranks",
+        "own",
+        "nodes(max)",
+        "parts(max)",
+        "fraction",
+        "LET bytes",
+        "replicated",
+        "imb.count",
+        "imb.cost"
     );
     let mut fit = Vec::new();
     for &k in ranks {
-        let domains = even_ranges(n, k);
+        // Contiguous ranges of groups with equal particle counts, as a run cuts them.
+        let counts: Vec<u64> = tree.groups().iter().map(|&[_, c]| c as u64).collect();
+        let domains = cost_ranges(&counts, k);
         let imports: Vec<Imports> = domains
             .iter()
             .map(|d: &Range<usize>| tree.imports(d.clone()))
@@ -105,13 +118,24 @@ fn tree_table(
             .max_by_key(|i| i.nodes + i.particles)
             .copied()
             .unwrap_or_default();
-        let own = n / k;
+        let own = worst.own;
         let bytes = worst.nodes * NODE_BYTES + worst.particles * PARTICLE_BYTES;
         let fraction = (worst.nodes + worst.particles) as f64 / own.max(1) as f64;
         let replicated = 24 * (n - n / k);
+        // Load imbalance (largest rank's walk over the mean) of the cut by particle count
+        // and of the cut by measured cost, which a run uses from its second evaluation.
+        let imbalance = |cut: &[Range<usize>]| {
+            let per: Vec<u64> = cut.iter().map(|g| work[g.clone()].iter().sum()).collect();
+            let mean = per.iter().sum::<u64>() as f64 / k as f64;
+            *per.iter().max().unwrap_or(&0) as f64 / mean
+        };
+        let by_cost = cost_ranges(&work, k);
         println!(
-            "{name:>8} {k:>5} {own:>10} {:>12} {:>12} {fraction:>10.3} {bytes:>14} {replicated:>14}",
-            worst.nodes, worst.particles
+            "{name:>8} {k:>5} {own:>10} {:>12} {:>12} {fraction:>10.3} {bytes:>14} {replicated:>14} {:>10.3} {:>10.3}",
+            worst.nodes,
+            worst.particles,
+            imbalance(&domains),
+            imbalance(&by_cost)
         );
         if k >= 4 {
             fit.push((own as f64, bytes as f64));

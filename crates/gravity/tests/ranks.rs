@@ -101,3 +101,31 @@ fn tree_forces_shared_by_ranks_are_bitwise_those_of_one_process() {
     check::<f64>(true);
     check::<f32>(true);
 }
+
+#[test]
+fn a_ranks_essential_tree_holds_remote_entries_only() {
+    use mote_gravity::tree::Tree;
+    let p = plummer::<f64>(20_000, 5).unwrap();
+    let settings = TreeSettings::default();
+    let mut tree = Tree::<f64>::new(settings.multipole);
+    tree.build(p.positions(), p.masses(), &settings, CpuBackend::Serial)
+        .unwrap();
+    let groups = tree.groups().len();
+    // One rank owns everything: nothing to import.
+    let all = tree.imports(0..groups);
+    assert_eq!((all.nodes, all.particles, all.own), (0, 0, 20_000));
+    for k in [2, 4, 16] {
+        let counts: Vec<u64> = tree.groups().iter().map(|&[_, c]| c as u64).collect();
+        let domains = mote_core::comm::cost_ranges(&counts, k);
+        let imports: Vec<_> = domains.iter().map(|d| tree.imports(d.clone())).collect();
+        assert_eq!(imports.iter().map(|i| i.own).sum::<usize>(), 20_000);
+        for i in &imports {
+            // Some remote entries, and fewer than the remote particles: the far field arrives
+            // as nodes.
+            assert!(
+                i.nodes > 0 && i.nodes + i.particles < 20_000 - i.own,
+                "{k} ranks: {i:?}"
+            );
+        }
+    }
+}

@@ -491,34 +491,82 @@ impl<R: Real> Budgeted for TreeSolver<R> {
     }
 }
 
-/// What a rank owning a Morton range of particles would import from the other ranks to walk
-/// its own groups on its own: the locally essential tree of the range (the nodes the opening
-/// criterion accepts for the range's bounding box, and the particles of remote leaves it opens).
-/// The measure of a distributed tree's halo (`mote bench decomposition`).
+/// What a rank owning a Morton range of the tree's groups would import from the other ranks to
+/// walk them on its own: its locally essential tree, the remote entries of the interaction
+/// lists of its leaves (remote nodes accepted whole, remote particles of opened leaves). Leaves,
+/// not groups: a group of sparse sibling cells can have a box around the whole system, which a
+/// distributed tree would not send for. The measure of a distributed tree's halo (`mote bench
+/// decomposition`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Imports {
     /// Remote nodes accepted whole (their monopole, and quadrupole where the tree has one).
     pub nodes: usize,
-    /// Remote particles of opened leaves.
+    /// Remote particles of opened leaves (and remote nodes of one particle).
     pub particles: usize,
+    /// The rank's own particles.
+    pub own: usize,
 }
 
 impl<R: Real> Tree<R> {
-    /// The imports of a rank owning the particles `domain` (tree order, a range of the Morton
-    /// curve) of this tree, which must be built.
-    pub fn imports(&self, domain: std::ops::Range<usize>) -> Imports {
-        if domain.is_empty() {
-            return Imports::default();
-        }
+    /// Each group's walk cost, interactions (its particles times its list's length), as a
+    /// distributed run's cut measures it; the tree must be built.
+    pub fn group_costs(&self) -> Vec<u64> {
         let view = view(self);
         let mut lists = Lists::new();
-        lists.collect(&view, domain.start, domain.len());
-        let mut imports = Imports::default();
-        for &i in &lists.index {
-            if i & NODE != 0 {
-                imports.nodes += 1;
-            } else if !domain.contains(&(i as usize)) {
-                imports.particles += 1;
+        self.groups
+            .as_slice()
+            .iter()
+            .map(|&[start, count]| {
+                lists.collect(&view, start as usize, count as usize);
+                count as u64 * lists.len() as u64
+            })
+            .collect()
+    }
+
+    /// The imports of a rank owning the groups `groups` of this tree, which must be built.
+    pub fn imports(&self, groups: std::ops::Range<usize>) -> Imports {
+        let all = self.groups.as_slice();
+        let Some(first) = all.get(groups.start) else {
+            return Imports::default();
+        };
+        let n = self.order.len();
+        let end = all.get(groups.end).map_or(n, |&[s, _]| s as usize);
+        let own = first[0] as usize..end;
+        let view = view(self);
+        let mut lists = Lists::new();
+        // Entries already counted: particles by index, nodes after them.
+        let mut seen = vec![false; n + self.nodes];
+        let mut imports = Imports {
+            own: own.len(),
+            ..Imports::default()
+        };
+        let links = &self.links.as_slice()[..self.nodes];
+        for &[_, children, start, count] in links {
+            if children != 0 || !own.contains(&(start as usize)) {
+                continue;
+            }
+            lists.collect(&view, start as usize, count as usize);
+            for &i in &lists.index {
+                // A node wholly inside the range is the rank's own; one that straddles ranks
+                // (a top-tree node) needs the remote part's moments, so it counts.
+                let (slot, local) = if i & NODE != 0 {
+                    let k = (i & !NODE) as usize;
+                    let [_, _, s, c] = links[k];
+                    let (s, c) = (s as usize, c as usize);
+                    (n + k, own.start <= s && s + c <= own.end)
+                } else {
+                    (i as usize, own.contains(&(i as usize)))
+                };
+                let node = slot >= n;
+                if seen[slot] || local {
+                    continue;
+                }
+                seen[slot] = true;
+                if node {
+                    imports.nodes += 1;
+                } else {
+                    imports.particles += 1;
+                }
             }
         }
         imports
