@@ -64,7 +64,7 @@ impl Comm for World {
             "room for every part"
         );
         // MPI counts and displacements are 32-bit: one gather moves at most 2 GiB (268 million
-        // f64 values), 30 bytes per particle of a run of 70 million.
+        // f64 values: one acceleration component of 268 million bodies).
         let total = out.len();
         if total > i32::MAX as usize {
             panic!(

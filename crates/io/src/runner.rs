@@ -376,20 +376,12 @@ pub fn file_particles<R: Real>(b: &crate::initial::Bodies, time_factor: f64) -> 
 /// A non-finite state found on several ranks (collective: every rank finds it at the same
 /// step), with the rank where it began: the rank that computed the run's first non-finite
 /// acceleration (the earliest force evaluation, the lowest rank among equals).
-fn owned_by<R: Real>(e: RunError, solver: &mut dyn ForceSolver<R>) -> RunError {
+fn owned_by<R: Real>(mut e: RunError, solver: &mut dyn ForceSolver<R>) -> RunError {
     let world = comm::world();
     if world.size() == 1 {
         return e;
     }
-    let RunError::NonFinite {
-        step,
-        time,
-        id,
-        index,
-        what,
-        csv,
-    } = e
-    else {
+    let RunError::NonFinite { what, .. } = &mut e else {
         return e;
     };
     let mine = solver.first_non_finite();
@@ -412,24 +404,15 @@ fn owned_by<R: Real>(e: RunError, solver: &mut dyn ForceSolver<R>) -> RunError {
             _ => 0,
         },
     );
-    let what = if particle > 0 {
-        format!(
-            "{what}; the first non-finite acceleration (particle index {}, force evaluation \
+    if particle > 0 {
+        what.push_str(&format!(
+            "; the first non-finite acceleration (particle index {}, force evaluation \
              {evaluation}) was computed on rank {rank} of {}",
             particle - 1,
             world.size()
-        )
-    } else {
-        what
-    };
-    RunError::NonFinite {
-        step,
-        time,
-        id,
-        index,
-        what,
-        csv,
+        ));
     }
+    e
 }
 
 /// Fails, naming the particle, if any position or velocity of `p` is NaN or infinite.
