@@ -156,7 +156,10 @@ fn main() -> ExitCode {
     let ranks = match mote_distributed::start() {
         Ok(started) => started,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Every copy fails alike; the first speaks.
+            if mote_core::comm::launched_rank() == 0 {
+                eprintln!("error: {e}");
+            }
             return ExitCode::from(2);
         }
     };

@@ -229,6 +229,15 @@ pub fn launched_size() -> usize {
     .unwrap_or(1)
 }
 
+/// This process's rank as the MPI launcher's environment gives it (0 without a launcher): for
+/// messages before MPI is (or can be) started.
+pub fn launched_rank() -> usize {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
 /// A fault the tests inject on one rank (`MOTE_FAULT=kind@rank`, e.g. `nan@1`): whether fault
 /// `kind` is asked for on `rank`. Never set outside tests; documented in `docs/testing.md`.
 pub fn fault(kind: &str, rank: usize) -> bool {

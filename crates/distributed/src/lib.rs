@@ -57,7 +57,7 @@ pub fn start() -> Result<Started, String> {
         return Err(format!(
             "started by an MPI launcher as {launched} processes, but this mote was built \
              without MPI: each process would run the whole simulation into the same directory. \
-             Rebuild with `cargo build --release --features mpi` (needs libopenmpi-dev and \
+             Rebuild with `cargo build --release -p mote --features mpi` (needs libopenmpi-dev and \
              libclang-dev), or run one process"
         ));
     }
