@@ -319,6 +319,9 @@ pub fn run(args: &RunArgs, threads: Option<usize>) -> Result<(), CliError> {
 }
 
 fn print_meshless_summary(r: &mote_io::meshless::MeshlessReport) {
+    if mote_core::comm::world().rank() > 0 {
+        return;
+    }
     let errors = r.errors.map_or(String::new(), |e| {
         format!(
             ", error against the exact solution: L1 {:.3e}, relative L2 {:.3e}",

@@ -195,6 +195,17 @@ pub fn even_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// `0..n` cut into `parts` contiguous ranges of whole blocks of `block` items (the last range
+/// ends at `n`): a pass that runs blocks of `block` from its range's start then sees the same
+/// blocks as on one process.
+pub fn block_ranges(n: usize, parts: usize, block: usize) -> Vec<Range<usize>> {
+    let block = block.max(1);
+    even_ranges(n.div_ceil(block), parts)
+        .into_iter()
+        .map(|r| (r.start * block).min(n)..(r.end * block).min(n))
+        .collect()
+}
+
 /// Items `0..costs.len()` cut into `parts` contiguous ranges of nearly equal total cost: range
 /// `p` ends at the first item where the running total reaches `(p + 1) / parts` of the whole.
 /// Integer costs, so every rank computes the same cut.
@@ -355,6 +366,15 @@ mod tests {
         let r = even_ranges(10, 3);
         assert_eq!(r, vec![0..3, 3..6, 6..10]);
         assert_eq!(even_ranges(2, 4), vec![0..0, 0..1, 1..1, 1..2]);
+    }
+
+    #[test]
+    fn block_ranges_keep_blocks_whole() {
+        assert_eq!(
+            block_ranges(1000, 3, 256),
+            vec![0..256, 256..512, 512..1000]
+        );
+        assert_eq!(block_ranges(100, 2, 256), vec![0..0, 0..100]);
     }
 
     #[test]

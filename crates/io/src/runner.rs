@@ -182,7 +182,7 @@ pub fn agreed<T>(result: Result<T, RunError>) -> Result<T, RunError> {
 }
 
 /// `write`, on rank 0 only (the rank that writes the run directory), agreed by every rank.
-fn on_root<T: Default>(
+pub(crate) fn on_root<T: Default>(
     comm: &dyn Comm,
     write: impl FnOnce() -> Result<T, RunError>,
 ) -> Result<T, RunError> {

@@ -273,6 +273,10 @@ pub struct Velocities<'a, R, const D: usize> {
     pub grad: &'a [R],
 }
 
+/// Particles per block of the flux and derivative passes (and the unit their split between
+/// ranks is made of).
+const PASS_BLOCK: usize = 256;
+
 impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
     /// The pass with `M` variables (`M = MAX_VARIABLES`: the run-time count, up to it), at SIMD
     /// `level` (which the caller has checked is available).
@@ -289,7 +293,16 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         // (`SimdLevel::for_gathers`: AVX2 on x86-64), and the other levels take the run-time
         // count, which gives the same bits. Compiling them at every level made the clean CI build
         // of the crates that instantiate the solver run past 26 minutes.
-        backend.for_each_block(du, 256, |first, mut out| {
+        // On several ranks ([`mote_core::comm`]) each evaluates its range of whole blocks and
+        // the ranges are gathered: the same blocks, so the same bits, as on one process.
+        let world = mote_core::comm::world();
+        let n = du.first().map_or(0, |d| d.len());
+        let ranges = mote_core::comm::block_ranges(n, world.size(), PASS_BLOCK);
+        let mine = ranges[world.rank()].clone();
+        let mut du = du;
+        let own: Vec<&mut [R]> = du.iter_mut().map(|d| &mut d[mine.clone()]).collect();
+        backend.for_each_block(own, PASS_BLOCK, |first, mut out| {
+            let first = mine.start + first;
             level.run_each_gathers(
                 &mut out,
                 #[inline(always)]
@@ -298,6 +311,12 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 |out| self.block::<L, M, true>(list, first, out),
             )
         });
+        if world.size() > 1 {
+            let scratch = &mut Vec::new();
+            for d in du {
+                mote_core::comm::gather_parts(world.as_ref(), d, &ranges, scratch);
+            }
+        }
     }
 
     /// The body of every instantiation: [`LANES`] particles at a time, one per lane (the
@@ -760,12 +779,25 @@ impl<'a, R: Real> DerivativePass<'a, R> {
     ) {
         assert!(level.is_available(), "SIMD level {level} not available");
         let width = self.u.len() * self.coeffs.len();
-        backend.for_each_block(Chunks::new(out, width), 256, |first, mut out| {
+        // Split between ranks as the flux pass is (whole blocks, gathered).
+        let world = mote_core::comm::world();
+        let n = out.len().checked_div(width).unwrap_or(0);
+        let ranges = mote_core::comm::block_ranges(n, world.size(), PASS_BLOCK);
+        let mine = ranges[world.rank()].clone();
+        let own = &mut out[mine.start * width..mine.end * width];
+        backend.for_each_block(Chunks::new(own, width), PASS_BLOCK, |first, mut out| {
             level.run_gathers(
                 #[inline(always)]
-                || self.block(list, first, &mut out),
+                || self.block(list, mine.start + first, &mut out),
             )
         });
+        if world.size() > 1 && width > 0 {
+            let wide: Vec<std::ops::Range<usize>> = ranges
+                .iter()
+                .map(|r| r.start * width..r.end * width)
+                .collect();
+            mote_core::comm::gather_parts(world.as_ref(), out, &wide, &mut Vec::new());
+        }
     }
 
     /// The body of every instantiation: `LANES` slots at a time, the batch's neighbour indices

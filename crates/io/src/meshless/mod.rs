@@ -58,7 +58,8 @@ use crate::config::{Source, parse_memory_limit};
 use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic, write_json};
 use crate::runner::SnapshotSink;
 use crate::runner::{
-    Progress, ResumeError, RunError, check_resume, effective_memory_limit, explicit_memory_limit,
+    Progress, ResumeError, RunError, agreed, check_resume, effective_memory_limit,
+    explicit_memory_limit, on_root,
 };
 use crate::schedule::{Outputs, parse_wall_interval};
 use crate::snapshot::{self, Column, Family, Snapshot, Values as Stored};
@@ -201,7 +202,7 @@ pub fn run_meshless(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<MeshlessReport, RunError> {
-    refuse_ranks()?;
+    refuse_ranks(&config.run.backend)?;
     let config = config.clone().with_defaults();
     let run = MeshlessRun {
         interior: None,
@@ -216,14 +217,14 @@ pub fn run_meshless(
     run.launch().map(Outcome::into_report)
 }
 
-/// Meshless runs are not distributed yet (decision 0027): refused on several MPI ranks, on
-/// every rank alike, rather than run once per rank.
-fn refuse_ranks() -> Result<(), RunError> {
+/// Meshless runs on several MPI ranks split their flux and derivative passes (decision 0027);
+/// a device run's state lives on one device, so it is refused there, on every rank alike.
+fn refuse_ranks(backend: &str) -> Result<(), RunError> {
     let ranks = mote_core::comm::world().size();
-    if ranks > 1 {
+    if ranks > 1 && backend == "gpu" {
         return Err(RunError::Refused(format!(
-            "a meshless run on {ranks} MPI ranks: meshless problems run on one process for now \
-             (its threads: run.threads); start it without mpirun"
+            "run.backend = \"gpu\" on {ranks} MPI ranks: device runs use one process for now; \
+             run it without mpirun, or use run.backend = \"cpu\" on the ranks"
         )));
     }
     Ok(())
@@ -288,8 +289,12 @@ pub fn resume_meshless(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<MeshlessReport, ResumeError> {
-    refuse_ranks()?;
-    let (header, arrays) = checkpoint::read_any(checkpoint_path)?;
+    // Every rank reads the checkpoint: agreed, since one rank may fail where the others read.
+    let (header, arrays) = agreed(checkpoint::read_any(checkpoint_path).map_err(RunError::File))
+        .map_err(|e| match e {
+            RunError::File(f) => ResumeError::File(f),
+            other => ResumeError::Run(other),
+        })?;
     let AnyHeader::Meshless(header) = header else {
         return Err(FileError {
             path: checkpoint_path.to_path_buf(),
@@ -304,6 +309,7 @@ pub fn resume_meshless(
         },
         overrides,
     )?;
+    refuse_ranks(&config.run.backend)?;
     let dir = check_resume(
         checkpoint_path,
         (config.run.precision, header.precision),
@@ -1112,12 +1118,20 @@ impl MeshlessRun<'_> {
                 time: 0.0,
             })));
         }
+        // On several MPI ranks rank 0 writes the run directory and every rank agrees on each
+        // write's outcome (`on_root`, as the gravity runner does; decision 0027).
+        let world = mote_core::comm::world();
         if let Some(r) = self.resume {
             sim.restore_clock(r.header.simulation_time, r.header.step);
         } else {
-            create_run_dir(self.dir, self.force)?;
+            on_root(world.as_ref(), || Ok(create_run_dir(self.dir, self.force)?))?;
         }
-        write_atomic(&self.dir.join("config.toml"), c.to_toml().as_bytes())?;
+        on_root(world.as_ref(), || {
+            Ok(write_atomic(
+                &self.dir.join("config.toml"),
+                c.to_toml().as_bytes(),
+            )?)
+        })?;
         let sink = SnapshotSink {
             dir: self.dir,
             format: c.output.format,
@@ -1157,7 +1171,8 @@ impl MeshlessRun<'_> {
             adaptivity: None,
         };
         let provenance_path = self.dir.join("provenance.json");
-        let write_provenance = |p: &Provenance<'_>| write_json(&provenance_path, p);
+        let write_provenance =
+            |p: &Provenance<'_>| on_root(world.as_ref(), || Ok(write_json(&provenance_path, p)?));
         write_provenance(&provenance)?;
 
         let mut header: Vec<String> = ["step", "time", "dt"].map(String::from).to_vec();
@@ -1196,11 +1211,13 @@ impl MeshlessRun<'_> {
         header.push("wall_seconds".into());
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let csv_path = self.dir.join("diagnostics.csv");
-        let mut csv = if self.resume.is_some() {
-            CsvWriter::append(&csv_path, &header, sim.steps())?
-        } else {
-            CsvWriter::create(&csv_path, &header)?
-        };
+        let mut csv = on_root(world.as_ref(), || {
+            Ok(Some(if self.resume.is_some() {
+                CsvWriter::append(&csv_path, &header, sim.steps())?
+            } else {
+                CsvWriter::create(&csv_path, &header)?
+            }))
+        })?;
 
         let end = c.run.end_time.expect("filled by with_defaults");
         let cfl = c.run.cfl;
@@ -1230,7 +1247,7 @@ impl MeshlessRun<'_> {
                    dt: f64,
                    totals: &mut Totals,
                    outflow: &[f64],
-                   csv: &mut CsvWriter|
+                   csv: &mut Option<CsvWriter>|
          -> Result<(), RunError> {
             let mood = sim.take_mood_stats();
             let floors = sim.floor_events();
@@ -1261,8 +1278,11 @@ impl MeshlessRun<'_> {
             }
             values.push(clock.elapsed().as_secs_f64());
             totals.floors_reported = floors.unwrap_or(0);
-            csv.row(&values)?;
-            Ok(())
+            // Every rank computes the row (its MOOD counts are taken); rank 0 writes it.
+            agreed(match csv {
+                Some(csv) => csv.row(&values).map_err(RunError::from),
+                None => Ok(()),
+            })
         };
         let checkpoint_path = self.dir.join("checkpoint.mote");
         // A moving or relaxation run writes no checkpoint (see MeshlessConfig::resumable).
@@ -1313,7 +1333,9 @@ impl MeshlessRun<'_> {
             Some(r) => r.header.time,
             None => {
                 row(&mut sim, 0.0, 0.0, &mut totals, &outflow, &mut csv)?;
-                write_snapshot(&sink, &mut sim, &rest, 0.0, &mut snapshots)?;
+                on_root(world.as_ref(), || {
+                    write_snapshot(&sink, &mut sim, &rest, 0.0, &mut snapshots)
+                })?;
                 0.0
             }
         };
@@ -1336,7 +1358,9 @@ impl MeshlessRun<'_> {
                 Ok(a) => a,
                 Err(StepFailure::Gpu(e)) => return Err(e.into()),
                 Err(StepFailure::Collapsed { stable, reference }) => {
-                    save(&mut sim, time, &totals, &snapshots, reference, &outflow)?;
+                    on_root(world.as_ref(), || {
+                        save(&mut sim, time, &totals, &snapshots, reference, &outflow)
+                    })?;
                     let reason = collapse_reason(
                         &sim,
                         c,
@@ -1361,7 +1385,9 @@ impl MeshlessRun<'_> {
                     *o += 0.5 * dt * (a + b);
                 }
             }
-            let due = outputs.after_step(sim.steps(), time);
+            let mut due = outputs.after_step(sim.steps(), time);
+            // A signal or the wall clock may reach one rank and not another.
+            due.agree(world.as_ref());
             if due.row {
                 row(&mut sim, time, dt, &mut totals, &outflow, &mut csv)?;
                 // At the last step size (the stable one, or the shorter step to the end).
@@ -1374,10 +1400,14 @@ impl MeshlessRun<'_> {
                 });
             }
             if due.snapshot {
-                write_snapshot(&sink, &mut sim, &rest, time, &mut snapshots)?;
+                on_root(world.as_ref(), || {
+                    write_snapshot(&sink, &mut sim, &rest, time, &mut snapshots)
+                })?;
             }
             if due.checkpoint {
-                save(&mut sim, time, &totals, &snapshots, reference, &outflow)?;
+                on_root(world.as_ref(), || {
+                    save(&mut sim, time, &totals, &snapshots, reference, &outflow)
+                })?;
                 outputs.saved();
             }
             if let Some(signal) = due.stop {
@@ -1401,7 +1431,9 @@ impl MeshlessRun<'_> {
                 });
             }
         }
-        csv.finish()?;
+        on_root(world.as_ref(), || {
+            Ok(csv.take().map(CsvWriter::finish).transpose()?)
+        })?;
         sim.sync()?;
         let cloud = sim.cloud();
         let variable_errors: Vec<(String, exact::Errors)> = rest
