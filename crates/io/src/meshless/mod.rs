@@ -516,7 +516,9 @@ impl MeshlessRun<'_> {
         let p = &config.problem;
         let periodic = p.periodic.unwrap_or(true);
         let path = Path::new(p.path.as_deref().expect("validated"));
-        let particles = file::read(path, dim, periodic).map_err(RunError::InitialConditions)?;
+        // Every rank reads the file: agreed, since one rank may fail where the others read.
+        let particles =
+            agreed(file::read(path, dim, periodic).map_err(RunError::InitialConditions))?;
         self.interior = Some(particles.len());
         match (p.equation.as_deref().unwrap_or("euler"), dim) {
             ("euler", 1) => self.file_gas::<R, 1>(&particles, backend),
@@ -1101,13 +1103,15 @@ impl MeshlessRun<'_> {
         let (mut sim, rest) = make(c, problem, radius, backend)?;
         // Buffers are reserved (sized once, frozen) against a limit the user set; the default
         // budget only prices the run.
-        let reserved = sim
-            .reserve(if price {
+        // Each rank reserves its own memory: agreed, since one rank's machine may refuse.
+        let reserved = agreed(
+            sim.reserve(if price {
                 explicit_memory_limit(c.run.memory_limit.as_deref())
             } else {
                 given
             })
-            .map_err(run_error)?;
+            .map_err(run_error),
+        )?;
         if self.session {
             return Ok(Outcome::Session(Box::new(session::Session {
                 sim,
