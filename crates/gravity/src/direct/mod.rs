@@ -213,8 +213,12 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
             }
             // The precision is a type parameter; the SIMD kernels exist per concrete type. The
             // match runs once per evaluation and the casts are checked no-ops (same type).
-            Kernel::Fast(level) => match R::PRECISION {
-                Precision::F32 => run_fast::<R, f32>(
+            Kernel::Fast(level) => {
+                let run = match R::PRECISION {
+                    Precision::F32 => run_fast::<R, f32>,
+                    Precision::F64 => run_fast::<R, f64>,
+                };
+                run(
                     self.backend,
                     level,
                     self.softening,
@@ -222,17 +226,8 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
                     masses,
                     mine.clone(),
                     own.reborrow(),
-                ),
-                Precision::F64 => run_fast::<R, f64>(
-                    self.backend,
-                    level,
-                    self.softening,
-                    positions,
-                    masses,
-                    mine.clone(),
-                    own.reborrow(),
-                ),
-            },
+                );
+            }
         }
         self.evaluations += 1;
         if self.comm.size() > 1 {
