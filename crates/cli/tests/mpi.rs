@@ -3,8 +3,8 @@
 //! problem with MOOD, moving clouds) end bitwise identical to the one-process run, checkpoints
 //! written on 4 (3) ranks resume on 2 identically, and a failure on one rank (a file it
 //! cannot read, memory it cannot reserve, a NaN it computed, a signal) stops every rank with one
-//! message naming the rank, within a timeout. Built only with the `mpi` feature (Open MPI's
-//! `mpirun` must be on the PATH).
+//! message naming the rank, within a timeout; gravity on a GPU per rank equals one device's run.
+//! Built only with the `mpi` feature (Open MPI's `mpirun` must be on the PATH).
 #![cfg(feature = "mpi")]
 
 use std::path::{Path, PathBuf};
@@ -172,6 +172,67 @@ fn gravity_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
             let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
             assert!(
                 provenance.contains(&format!("\"ranks\": {k}")),
+                "{provenance}"
+            );
+        }
+    }
+}
+
+/// Whether a GPU adapter exists (`mote info --json`); with none the GPU case skips with a line,
+/// unless `MOTE_REQUIRE_GPU=1` (as in CI) makes that a failure.
+fn have_gpu() -> bool {
+    let out = launch(None, &["info", "--json"], &[]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let any = !v["gpu_adapters"].as_array().unwrap().is_empty();
+    if !any {
+        assert!(
+            std::env::var("MOTE_REQUIRE_GPU").as_deref() != Ok("1"),
+            "MOTE_REQUIRE_GPU=1 but mote info lists no GPU adapter"
+        );
+        eprintln!("SKIPPED: no GPU adapter");
+    }
+    any
+}
+
+#[test]
+fn gpu_gravity_runs_on_two_and_three_ranks_are_bitwise_those_of_one_device() {
+    if !have_gpu() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "direct",
+            &[
+                "run.backend=\"gpu\"",
+                "run.end_time=0.0625",
+                "initial_conditions.particles=301",
+            ],
+        ),
+        (
+            "tree",
+            &[
+                "run.backend=\"gpu\"",
+                "run.end_time=0.0625",
+                "initial_conditions.particles=1501",
+                "solver.kind=\"tree\"",
+                "solver.multipole=\"quadrupole\"",
+                "solver.group_size=32",
+                "run.precision=\"f32\"",
+            ],
+        ),
+    ];
+    for (name, sets) in cases {
+        let one = tmp.path().join(format!("{name}-plain"));
+        ok(&plummer(None, &one, sets, &[]));
+        for k in [2, 3] {
+            let dir = tmp.path().join(format!("{name}-{k}"));
+            let out = plummer(Some(k), &dir, sets, &[]);
+            ok(&out);
+            assert_same(&one, &dir);
+            let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
+            assert!(
+                provenance.contains("takes its machine's devices"),
                 "{provenance}"
             );
         }

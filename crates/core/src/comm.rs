@@ -26,6 +26,9 @@ pub trait Comm: Send + Sync + fmt::Debug {
     /// The number of ranks.
     fn size(&self) -> usize;
 
+    /// This process's rank among the ranks on its own machine (what picks its GPU).
+    fn local_rank(&self) -> usize;
+
     /// Every rank's `mine` concatenated in rank order into `out`; `counts[r]` is rank `r`'s
     /// byte count (`counts[rank()] == mine.len()`, `out.len()` their sum).
     fn all_gather_bytes(&self, mine: &[u8], counts: &[usize], out: &mut [u8]);
@@ -52,6 +55,10 @@ impl Comm for SingleProcess {
 
     fn size(&self) -> usize {
         1
+    }
+
+    fn local_rank(&self) -> usize {
+        0
     }
 
     fn all_gather_bytes(&self, mine: &[u8], counts: &[usize], out: &mut [u8]) {
@@ -315,6 +322,11 @@ impl Comm for ThreadRank {
 
     fn size(&self) -> usize {
         self.shared.size
+    }
+
+    /// Every thread-rank is on this machine.
+    fn local_rank(&self) -> usize {
+        self.rank
     }
 
     fn all_gather_bytes(&self, mine: &[u8], counts: &[usize], out: &mut [u8]) {

@@ -19,6 +19,7 @@ struct World {
     comm: Mutex<SimpleCommunicator>,
     rank: usize,
     size: usize,
+    local_rank: usize,
     received: AtomicU64,
 }
 
@@ -41,6 +42,10 @@ impl Comm for World {
 
     fn size(&self) -> usize {
         self.size
+    }
+
+    fn local_rank(&self) -> usize {
+        self.local_rank
     }
 
     fn all_gather_bytes(&self, mine: &[u8], counts: &[usize], out: &mut [u8]) {
@@ -111,10 +116,13 @@ pub(crate) fn start() -> Result<Started, String> {
     }
     let world = universe.world();
     let (rank, size) = (world.rank() as usize, world.size() as usize);
+    // The ranks that share this machine's memory (and its GPUs), in world-rank order.
+    let local_rank = world.split_shared(world.rank()).rank() as usize;
     let comm: Arc<dyn Comm> = Arc::new(World {
         comm: Mutex::new(world),
         rank,
         size,
+        local_rank,
         received: AtomicU64::new(0),
     });
     install_world(comm.clone()).map_err(|_| "a communicator was installed already")?;

@@ -183,6 +183,48 @@ pub fn cuda_driver_present() -> bool {
     cuda_driver().is_some()
 }
 
+/// How many devices of `api` this machine has: the wgpu adapters ([`adapters`]), or the CUDA
+/// devices the driver reports (after `CUDA_VISIBLE_DEVICES`; 0 without the driver).
+pub fn device_count(api: DeviceApi) -> usize {
+    match api {
+        DeviceApi::Wgpu => wgpu_adapters().len(),
+        DeviceApi::Cuda => {
+            if cuda_driver().is_none() {
+                return 0;
+            }
+            // The driver is loaded at run time; a failure to load it is a panic there.
+            std::panic::catch_unwind(cudarc::driver::CudaContext::device_count)
+                .ok()
+                .and_then(Result::ok)
+                .map_or(0, |n| n.max(0) as usize)
+        }
+    }
+}
+
+/// The device local rank `local` of an MPI run uses when the run asks for `spec`: `spec`'s
+/// index plus the local rank, wrapping around this machine's devices of that API, so that the
+/// ranks of one machine take its devices in turn (and share them where there are more ranks
+/// than devices). A `spec` past the machine's devices is refused as on one process.
+pub fn rank_device(spec: DeviceSpec, local: usize) -> Result<DeviceSpec, GpuError> {
+    let count = device_count(spec.api);
+    if spec.index >= count {
+        return Err(GpuError::NoDevice {
+            spec: spec.to_string(),
+            reason: format!(
+                "this machine has {count} {} device(s)",
+                match spec.api {
+                    DeviceApi::Wgpu => "wgpu",
+                    DeviceApi::Cuda => "CUDA",
+                }
+            ),
+        });
+    }
+    Ok(DeviceSpec {
+        api: spec.api,
+        index: (spec.index + local) % count,
+    })
+}
+
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Runs `f`, turning a panic inside the runtime (a missing driver, a failed device creation)

@@ -8,10 +8,17 @@
 //! indices and do not store). The pair `j == i` and the padding past the last source are masked
 //! with `select`, so the self-interaction is exactly zero as in the CPU reference, with or
 //! without softening.
+//!
+//! The kernels compute a contiguous range of targets (`first` and the output's length) against
+//! every source; a target's sum runs over the sources in the same tiles and order whatever the
+//! range, so on MPI ranks ([`mote_core::comm`]) each rank's device computes its own range and
+//! the ranges are gathered, bitwise equal to one device computing all.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use cubecl::prelude::*;
+use mote_core::comm::{self, Comm};
 use mote_core::{Precision, Real, Vec3Span, Vec3SpanMut};
 use mote_gravity::{ForceSolver, Softening, SolverInfo};
 
@@ -37,10 +44,11 @@ fn accelerations_kernel<F: Float + ScalarArgSettings>(
     ay: &mut Array<F>,
     az: &mut Array<F>,
     eps2: F,
+    first: u32,
     #[comptime] tile: usize,
 ) {
     let n = x.len();
-    let i = ABSOLUTE_POS;
+    let i = first as usize + ABSOLUTE_POS;
     let unit = UNIT_POS as usize;
     let ii = select(i < n, i, n - 1);
     let (xi, yi, zi) = (x[ii], y[ii], z[ii]);
@@ -78,10 +86,10 @@ fn accelerations_kernel<F: Float + ScalarArgSettings>(
         }
         sync_cube();
     }
-    if i < n {
-        ax[i] = acc_x;
-        ay[i] = acc_y;
-        az[i] = acc_z;
+    if ABSOLUTE_POS < ax.len() {
+        ax[ABSOLUTE_POS] = acc_x;
+        ay[ABSOLUTE_POS] = acc_y;
+        az[ABSOLUTE_POS] = acc_z;
     }
 }
 
@@ -94,10 +102,11 @@ fn potentials_kernel<F: Float + ScalarArgSettings>(
     m: &Array<F>,
     phi: &mut Array<F>,
     eps2: F,
+    first: u32,
     #[comptime] tile: usize,
 ) {
     let n = x.len();
-    let i = ABSOLUTE_POS;
+    let i = first as usize + ABSOLUTE_POS;
     let unit = UNIT_POS as usize;
     let ii = select(i < n, i, n - 1);
     let (xi, yi, zi) = (x[ii], y[ii], z[ii]);
@@ -126,8 +135,8 @@ fn potentials_kernel<F: Float + ScalarArgSettings>(
         }
         sync_cube();
     }
-    if i < n {
-        phi[i] = sum;
+    if ABSOLUTE_POS < phi.len() {
+        phi[ABSOLUTE_POS] = sum;
     }
 }
 
@@ -146,11 +155,18 @@ pub struct TransferSeconds {
 /// masses, runs the tiled kernel and downloads the accelerations (the transfer times are kept
 /// apart, see [`GpuDirectSolver::take_seconds`]). [`GpuDirectSolver::accelerations_on_device`]
 /// is the transfer-free entry point for device-resident state.
+///
+/// On several ranks ([`GpuDirectSolver::with_comm`]; the process's world by default) each
+/// rank's device computes an equal contiguous range of targets against every source and the
+/// ranges are gathered: the results are one device's, bit for bit.
 pub struct GpuDirectSolver {
     gpu: Gpu,
     softening: Softening,
     interactions: u64,
     seconds: TransferSeconds,
+    comm: Arc<dyn Comm>,
+    evaluations: u64,
+    first_bad: Option<(u64, usize)>,
 }
 
 /// The device state of one evaluation.
@@ -171,7 +187,16 @@ impl GpuDirectSolver {
             softening,
             interactions: 0,
             seconds: TransferSeconds::default(),
+            comm: comm::world(),
+            evaluations: 0,
+            first_bad: None,
         })
+    }
+
+    /// The same solver on the ranks of `comm` instead of the process's world.
+    pub fn with_comm(mut self, comm: Arc<dyn Comm>) -> Self {
+        self.comm = comm;
+        self
     }
 
     /// The device.
@@ -189,11 +214,12 @@ impl GpuDirectSolver {
         std::mem::take(&mut self.seconds)
     }
 
-    /// One unit per target, workgroups of the device's size (which is also the source tile).
-    fn grid(&self, n: usize) -> (CubeCount, CubeDim, usize) {
+    /// One unit per target of a range of `count`, workgroups of the device's size (which is
+    /// also the source tile).
+    fn grid(&self, count: usize) -> (CubeCount, CubeDim, usize) {
         let tile = self.gpu.workgroup();
         (
-            CubeCount::Static((n as u32).div_ceil(tile), 1, 1),
+            CubeCount::Static((count as u32).div_ceil(tile), 1, 1),
             CubeDim::new_1d(tile),
             tile as usize,
         )
@@ -217,53 +243,76 @@ impl GpuDirectSolver {
         az: &DeviceArray<F>,
     ) -> Result<(), GpuError> {
         let n = x.len();
-        for a in [x, y, z, m, ax, ay, az] {
+        self.range_on_device(&Sources4 { x, y, z, m }, [ax, ay, az], 0)?;
+        self.interactions += (n as u64) * (n as u64).saturating_sub(1);
+        Ok(())
+    }
+
+    /// The accelerations of the targets `first..first + ax.len()` of the sources `s`.
+    fn range_on_device<F: GpuFloat>(
+        &self,
+        s: &Sources4<'_, F>,
+        [ax, ay, az]: [&DeviceArray<F>; 3],
+        first: usize,
+    ) -> Result<(), GpuError> {
+        let n = s.x.len();
+        let count = ax.len();
+        for a in [s.x, s.y, s.z, s.m] {
             self.gpu.check(a, n)?;
         }
+        for a in [ax, ay, az] {
+            self.gpu.check(a, count)?;
+        }
+        assert!(first + count <= n, "targets past the sources");
         self.gpu.check_precision(F::PRECISION)?;
-        if n == 0 {
+        if count == 0 {
             return Ok(());
         }
-        let (count, dim, tile) = self.grid(n);
-        // Every array holds n elements (checked), the kernel indexes below n and writes only
-        // its own target's entries.
+        let (grid, dim, tile) = self.grid(count);
+        // The sources hold n elements and the outputs `count` (checked); the kernel reads below
+        // n and writes only its own target's entry below `count`.
         launch!(
             self.gpu,
-            @grid (count, dim),
+            @grid (grid, dim),
             accelerations_kernel::<F>(
-                x.arg(),
-                y.arg(),
-                z.arg(),
-                m.arg(),
+                s.x.arg(),
+                s.y.arg(),
+                s.z.arg(),
+                s.m.arg(),
                 ax.arg(),
                 ay.arg(),
                 az.arg(),
                 self.eps2::<F>(),
+                first as u32,
                 tile
             )
         );
-        self.interactions += (n as u64) * (n as u64 - 1);
         Ok(())
     }
 
-    /// Per-particle potentials `phi_i = -sum_(j != i) m_j / sqrt(r_ij^2 + eps^2)` on the device.
+    /// Per-particle potentials `phi_i = -sum_(j != i) m_j / sqrt(r_ij^2 + eps^2)` of the
+    /// targets `first..first + phi.len()`, on the device.
     fn potentials_on_device<F: GpuFloat>(
         &self,
         s: &Sources<F>,
         phi: &DeviceArray<F>,
+        first: usize,
     ) -> Result<(), GpuError> {
         let n = s.x.len();
-        for a in [&s.x, &s.y, &s.z, &s.m, phi] {
+        let count = phi.len();
+        for a in [&s.x, &s.y, &s.z, &s.m] {
             self.gpu.check(a, n)?;
         }
-        if n == 0 {
+        self.gpu.check(phi, count)?;
+        assert!(first + count <= n, "targets past the sources");
+        if count == 0 {
             return Ok(());
         }
-        let (count, dim, tile) = self.grid(n);
+        let (grid, dim, tile) = self.grid(count);
         // As for the accelerations.
         launch!(
             self.gpu,
-            @grid (count, dim),
+            @grid (grid, dim),
             potentials_kernel::<F>(
                 s.x.arg(),
                 s.y.arg(),
@@ -271,6 +320,7 @@ impl GpuDirectSolver {
                 s.m.arg(),
                 phi.arg(),
                 self.eps2::<F>(),
+                first as u32,
                 tile
             )
         );
@@ -302,24 +352,49 @@ impl GpuDirectSolver {
         acc: Vec3SpanMut<'_, R>,
     ) -> Result<(), GpuError> {
         let n = masses.len();
+        let ranges = comm::even_ranges(n, self.comm.size());
+        let mine = ranges[self.comm.rank()].clone();
         let s = self.upload::<F, R>(positions, masses);
         let out: [DeviceArray<F>; 3] = [
-            self.gpu.output("ax", n),
-            self.gpu.output("ay", n),
-            self.gpu.output("az", n),
+            self.gpu.output("ax", mine.len()),
+            self.gpu.output("ay", mine.len()),
+            self.gpu.output("az", mine.len()),
         ];
         let clock = Instant::now();
-        self.accelerations_on_device(&s.x, &s.y, &s.z, &s.m, &out[0], &out[1], &out[2])?;
+        let sources = Sources4 {
+            x: &s.x,
+            y: &s.y,
+            z: &s.z,
+            m: &s.m,
+        };
+        self.range_on_device(&sources, [&out[0], &out[1], &out[2]], mine.start)?;
         self.gpu.sync()?;
         self.seconds.kernel += clock.elapsed().as_secs_f64();
         let clock = Instant::now();
         let (ax, ay, az) = acc.components_mut();
-        for (host, device) in [ax, ay, az].into_iter().zip(&out) {
-            for (h, d) in host.iter_mut().zip(self.gpu.download(device)?) {
+        for (host, device) in [&mut *ax, &mut *ay, &mut *az].into_iter().zip(&out) {
+            for (h, d) in host[mine.clone()]
+                .iter_mut()
+                .zip(self.gpu.download(device)?)
+            {
                 *h = R::cast(d.as_f64());
             }
         }
         self.seconds.download += clock.elapsed().as_secs_f64();
+        self.evaluations += 1;
+        if self.comm.size() > 1 {
+            if self.first_bad.is_none() {
+                self.first_bad = mine
+                    .clone()
+                    .find(|&k| !(ax[k].is_finite() && ay[k].is_finite() && az[k].is_finite()))
+                    .map(|k| (self.evaluations, k));
+            }
+            let mut scratch = Vec::new();
+            for host in [ax, ay, az] {
+                comm::gather_parts(self.comm.as_ref(), host, &ranges, &mut scratch);
+            }
+        }
+        self.interactions += (n as u64) * (n as u64).saturating_sub(1);
         Ok(())
     }
 
@@ -328,18 +403,32 @@ impl GpuDirectSolver {
         positions: Vec3Span<'_, R>,
         masses: &[R],
     ) -> Result<f64, GpuError> {
+        let n = masses.len();
+        let ranges = comm::even_ranges(n, self.comm.size());
+        let mine = ranges[self.comm.rank()].clone();
         let s = self.upload::<F, R>(positions, masses);
-        let phi = self.gpu.output::<F>("potential", masses.len());
-        self.potentials_on_device(&s, &phi)?;
+        let phi = self.gpu.output::<F>("potential", mine.len());
+        self.potentials_on_device(&s, &phi, mine.start)?;
         self.gpu.sync()?;
-        let phi = self.gpu.download(&phi)?;
+        let mut all = vec![F::cast(0.0); n];
+        all[mine].copy_from_slice(&self.gpu.download(&phi)?);
+        comm::gather_parts(self.comm.as_ref(), &mut all, &ranges, &mut Vec::new());
+        // Summed in index order on every rank: the same value on any number of ranks.
         Ok(0.5
             * masses
                 .iter()
-                .zip(&phi)
+                .zip(&all)
                 .map(|(m, p)| m.as_f64() * p.as_f64())
                 .sum::<f64>())
     }
+}
+
+/// Borrowed source arrays (the device-resident entry point's, or an evaluation's).
+struct Sources4<'a, F> {
+    x: &'a DeviceArray<F>,
+    y: &'a DeviceArray<F>,
+    z: &'a DeviceArray<F>,
+    m: &'a DeviceArray<F>,
 }
 
 impl SolverInfo for GpuDirectSolver {
@@ -376,5 +465,9 @@ impl<R: Real> ForceSolver<R> for GpuDirectSolver {
             Precision::F64 => self.host_potential::<f64, R>(positions, masses),
         };
         r.unwrap_or_else(|e| panic!("GPU potential evaluation failed: {e}"))
+    }
+
+    fn first_non_finite(&self) -> Option<(u64, usize)> {
+        self.first_bad
     }
 }

@@ -57,7 +57,10 @@ pub use cubecl;
 
 pub use array::DeviceArray;
 pub use boundary::DeviceBoundaries;
-pub use device::{AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, require_gpu};
+pub use device::{
+    AdapterInfo, DeviceMemory, Gpu, adapters, cuda_driver_present, device_count, rank_device,
+    require_gpu,
+};
 pub use equation::{DeviceEquation, DeviceFormulas, GpuEquation};
 pub use error::GpuError;
 pub use gravity::GpuDirectSolver;

@@ -15,11 +15,16 @@
 //! `KEY_BITS + 1` levels deep, and a depth-first walk holds at most 7 pending siblings per level
 //! plus the 8 children of the node it opened last.
 
+use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
 
 use cubecl::prelude::*;
+use mote_core::comm::{self, Comm};
 use mote_core::{CpuBackend, Real, Vec3Span, Vec3SpanMut};
-use mote_gravity::tree::{KEY_BITS, Multipole, NODE, Tree, TreeSettings};
+use mote_gravity::tree::{
+    GroupCut, KEY_BITS, Multipole, NODE, Tree, TreeSettings, group_interactions,
+};
 use mote_gravity::{ForceSolver, Softening, SolverInfo};
 
 use crate::array::DeviceArray;
@@ -140,8 +145,9 @@ fn walk_kernel<F: Float>(
     }
 }
 
-/// One unit per target (tree order): its group's list summed in list order, into the
-/// accelerations, or (`potential`) `-phi` into `ax`.
+/// One unit per target of `first..first + count` (tree order): its group's list (`group_of`,
+/// indexed from `first`, names it among the walked groups) summed in list order, into the
+/// accelerations, or (`potential`) `-phi` into `ax`, indexed from `first`.
 // The source's coordinates are declared, then set by the branch (a kernel's variables are
 // assigned in place).
 #[allow(clippy::too_many_arguments, unused_assignments)]
@@ -155,13 +161,15 @@ fn sum_kernel<F: Float + ScalarArgSettings>(
     ay: &mut Array<F>,
     az: &mut Array<F>,
     eps2: F,
-    n: u32,
+    first: u32,
+    count: u32,
     #[comptime] quadrupole: bool,
     #[comptime] potential: bool,
 ) {
-    let k = ABSOLUTE_POS;
-    if k < n as usize {
-        let g = group_of[k] as usize;
+    let out = ABSOLUTE_POS;
+    if out < count as usize {
+        let k = first as usize + out;
+        let g = group_of[out] as usize;
         let px = t.x[k];
         let py = t.y[k];
         let pz = t.z[k];
@@ -234,10 +242,10 @@ fn sum_kernel<F: Float + ScalarArgSettings>(
                 }
             }
         }
-        ax[k] = sx;
+        ax[out] = sx;
         if !potential {
-            ay[k] = sy;
-            az[k] = sz;
+            ay[out] = sy;
+            az[out] = sz;
         }
     }
 }
@@ -275,6 +283,11 @@ impl<F: GpuFloat> DeviceTree<F> {
 /// Barnes-Hut tree gravity with the walk and the list sums on a device, as a
 /// [`ForceSolver`]: the tree is built on the host (the CPU solver's build), the lists are the
 /// CPU solver's, entry for entry, and the accelerations agree with the CPU tree to round-off.
+///
+/// On several ranks ([`GpuTreeSolver::with_comm`]; the process's world by default) every rank
+/// builds the tree and its device walks and sums its own contiguous range of groups, cut by
+/// measured cost as on the CPU ([`GroupCut`]); a target's list and its sum do not depend on the
+/// other groups, so the gathered results are one device's, bit for bit.
 pub struct GpuTreeSolver<R: Real> {
     gpu: Gpu,
     softening: Softening,
@@ -282,6 +295,10 @@ pub struct GpuTreeSolver<R: Real> {
     tree: Tree<R>,
     interactions: u64,
     seconds: TransferSeconds,
+    comm: Arc<dyn Comm>,
+    cut: GroupCut,
+    evaluations: u64,
+    first_bad: Option<(u64, usize)>,
 }
 
 impl<R: Real> GpuTreeSolver<R> {
@@ -296,7 +313,17 @@ impl<R: Real> GpuTreeSolver<R> {
             tree: Tree::new(settings.multipole),
             interactions: 0,
             seconds: TransferSeconds::default(),
+            comm: comm::world(),
+            cut: GroupCut::new(),
+            evaluations: 0,
+            first_bad: None,
         })
+    }
+
+    /// The same solver on the ranks of `comm` instead of the process's world.
+    pub fn with_comm(mut self, comm: Arc<dyn Comm>) -> Self {
+        self.comm = comm;
+        self
     }
 
     /// The device.
@@ -315,8 +342,9 @@ impl<R: Real> GpuTreeSolver<R> {
         std::mem::take(&mut self.seconds)
     }
 
-    /// Builds the tree on the host and runs the device evaluation in the tree's precision; `None`
-    /// where the input has no tree (a non-finite position or mass).
+    /// Builds the tree on the host and runs the device evaluation of this rank's groups in the
+    /// tree's precision, then gathers every rank's; `None` where the input has no tree (a
+    /// non-finite position or mass).
     fn evaluate(
         &mut self,
         positions: Vec3Span<'_, R>,
@@ -332,22 +360,56 @@ impl<R: Real> GpuTreeSolver<R> {
             return Ok(None);
         }
         self.seconds.upload += clock.elapsed().as_secs_f64();
+        let size = self.comm.size();
+        let groups = if size > 1 {
+            self.cut.group_ranges(&self.tree, size)
+        } else {
+            comm::even_ranges(self.tree.group_count(), 1)
+        };
+        let shares = GroupCut::particle_ranges(&self.tree, &groups);
+        let rank = self.comm.rank();
         let job = Job {
             gpu: &self.gpu,
             quadrupole: self.settings.multipole == Multipole::Quadrupole,
             eps2: self.softening.epsilon2::<f64>(),
             potential,
+            groups: groups[rank].clone(),
+            targets: shares[rank].clone(),
             seconds: &mut self.seconds,
         };
         let any: &dyn std::any::Any = &self.tree;
-        let e = if let Some(t) = any.downcast_ref::<Tree<f32>>() {
+        let mut e = if let Some(t) = any.downcast_ref::<Tree<f32>>() {
             evaluate_f32(job, t)?
         } else {
             evaluate_f64(job, any.downcast_ref().expect("a Real is f32 or f64"))?
         };
+        if size > 1 {
+            // Every group's list length and every target's results, on every rank.
+            e.lengths = self
+                .cut
+                .gather(self.comm.as_ref(), &self.tree, &groups, &e.lengths);
+            let n = self.tree.order().len();
+            let own = shares[rank].clone();
+            if !potential {
+                self.evaluations += 1;
+                if self.first_bad.is_none() {
+                    let order = self.tree.order();
+                    self.first_bad = (0..own.len())
+                        .find(|&k| e.out.iter().any(|a| !a[k].is_finite()))
+                        .map(|k| (self.evaluations, order[own.start + k] as usize));
+                }
+            }
+            let scratch = &mut Vec::new();
+            for values in &mut e.out {
+                let mut all = vec![0.0; n];
+                all[own.clone()].copy_from_slice(values);
+                comm::gather_parts(self.comm.as_ref(), &mut all, &shares, scratch);
+                *values = all;
+            }
+        }
         // Forces count, as on the CPU; the diagnostics' potential does not.
         if !potential {
-            self.interactions += e.interactions;
+            self.interactions += group_interactions(self.tree.groups(), &e.lengths);
         }
         Ok(Some(e))
     }
@@ -402,14 +464,18 @@ struct Job<'a> {
     eps2: f64,
     /// `-phi` instead of the accelerations.
     potential: bool,
+    /// The groups this rank walks, and their particles (tree order).
+    groups: Range<usize>,
+    targets: Range<usize>,
     seconds: &'a mut TransferSeconds,
 }
 
-/// A device evaluation's results in tree order (as `f64`, exactly the device's values): the
-/// accelerations, or `-phi` in the first array.
+/// A device evaluation's results in tree order (as `f64`, exactly the device's values) for its
+/// targets: the accelerations, or `-phi` in the first array; and each walked group's list
+/// length.
 struct Evaluation {
     out: Vec<Vec<f64>>,
-    interactions: u64,
+    lengths: Vec<u64>,
 }
 
 // The device evaluation per precision, compiled once in this crate rather than in every crate
@@ -422,16 +488,16 @@ fn evaluate_f64(job: Job<'_>, tree: &Tree<f64>) -> Result<Evaluation, GpuError> 
     evaluate_on_device(job, tree)
 }
 
-/// Uploads the tree, writes the interaction lists on the device, sums them and downloads the
-/// results.
+/// Uploads the tree, writes the interaction lists of the job's groups on the device, sums them
+/// for the job's targets and downloads the results.
 fn evaluate_on_device<F: GpuFloat>(job: Job<'_>, t: &Tree<F>) -> Result<Evaluation, GpuError> {
     let gpu = job.gpu;
-    let n = t.order().len();
     let clock = Instant::now();
     let [px, py, pz] = t.positions();
     let flat_geometry: &[F] = bytemuck::cast_slice(t.node_geometry());
     let flat_links: &[u32] = bytemuck::cast_slice(t.node_links());
-    let flat_groups: &[u32] = bytemuck::cast_slice(t.groups());
+    let walked = &t.groups()[job.groups.clone()];
+    let flat_groups: &[u32] = bytemuck::cast_slice(walked);
     let quad: Vec<F> = if job.quadrupole {
         let q = t.quadrupoles();
         (0..t.node_count())
@@ -440,11 +506,22 @@ fn evaluate_on_device<F: GpuFloat>(job: Job<'_>, t: &Tree<F>) -> Result<Evaluati
     } else {
         vec![F::cast(0.0)]
     };
+    // Each target's group among the walked ones, indexed from the first target.
+    let first = job.targets.start;
+    let n = job.targets.len();
     let mut group_of = vec![0u32; n];
-    for (g, &[s, c]) in t.groups().iter().enumerate() {
-        group_of[s as usize..(s + c) as usize].fill(g as u32);
+    for (g, &[s, c]) in walked.iter().enumerate() {
+        group_of[s as usize - first..(s + c) as usize - first].fill(g as u32);
     }
-    let n_groups = t.groups().len();
+    let n_groups = walked.len();
+    let outputs = if job.potential { 1 } else { 3 };
+    if n_groups == 0 {
+        // A rank with no groups (more ranks than groups) walks nothing.
+        return Ok(Evaluation {
+            out: vec![Vec::new(); outputs],
+            lengths: Vec::new(),
+        });
+    }
     let groups = gpu.upload("tree groups", flat_groups);
     let d = DeviceTree {
         x: gpu.upload("tree x", px),
@@ -489,21 +566,15 @@ fn evaluate_on_device<F: GpuFloat>(job: Job<'_>, t: &Tree<F>) -> Result<Evaluati
     gpu.sync()?;
     let starts = gpu.download(&d.starts)?;
     let entries = starts[n_groups] as usize;
-    let interactions = t
-        .groups()
-        .iter()
-        .zip(starts.windows(2))
-        .map(|(&[_, c], w)| c as u64 * (w[1] - w[0]) as u64)
-        .sum::<u64>();
+    let lengths: Vec<u64> = starts.windows(2).map(|w| (w[1] - w[0]) as u64).collect();
     let list = gpu.output::<u32>("tree list", entries);
     walk(true, &list);
 
-    let outputs = if job.potential { 1 } else { 3 };
     let out: Vec<DeviceArray<F>> = (0..3)
         .map(|k| gpu.output("tree sums", if k < outputs { n } else { 1 }))
         .collect();
-    // One unit per target below `n`; it reads its group's list and writes its own entries
-    // (only the first output with `potential`).
+    // One unit per target of the job's range (`n` of them); it reads its group's list and
+    // writes its own entries (only the first output with `potential`).
     launch!(
         gpu,
         n,
@@ -516,6 +587,7 @@ fn evaluate_on_device<F: GpuFloat>(job: Job<'_>, t: &Tree<F>) -> Result<Evaluati
             out[1].arg(),
             out[2].arg(),
             F::cast(job.eps2),
+            first as u32,
             n as u32,
             job.quadrupole,
             job.potential
@@ -531,7 +603,7 @@ fn evaluate_on_device<F: GpuFloat>(job: Job<'_>, t: &Tree<F>) -> Result<Evaluati
     job.seconds.download += clock.elapsed().as_secs_f64();
     Ok(Evaluation {
         out: values,
-        interactions,
+        lengths,
     })
 }
 
@@ -576,5 +648,9 @@ impl<R: Real> ForceSolver<R> for GpuTreeSolver<R> {
 
     fn budgeted(&mut self) -> Option<&mut dyn mote_core::Budgeted> {
         Some(&mut self.tree)
+    }
+
+    fn first_non_finite(&self) -> Option<(u64, usize)> {
+        self.first_bad
     }
 }

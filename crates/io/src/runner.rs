@@ -922,16 +922,15 @@ impl PrecisionJob for ResumeJob<'_> {
 }
 
 /// The force solver the configuration asks for. Called before the run directory is touched:
-/// a device that cannot be opened loses nothing.
+/// a device that cannot be opened loses nothing. On several ranks, agreed: a device that one
+/// rank cannot open stops every rank.
 pub fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, RunError> {
+    agreed(open_solver(c))
+}
+
+fn open_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, RunError> {
     let softening = Softening::new(c.solver.softening)?;
-    let ranks = comm::world().size();
-    if c.run.backend == "gpu" && ranks > 1 {
-        return Err(RunError::Refused(format!(
-            "run.backend = \"gpu\" on {ranks} MPI ranks: the device solvers run on one process \
-             for now; run the GPU run without mpirun, or use run.backend = \"cpu\" on the ranks"
-        )));
-    }
+    let world = comm::world();
     if c.run.backend == "gpu" {
         let spec: DeviceSpec =
             c.run
@@ -941,6 +940,12 @@ pub fn make_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>
                     spec: c.run.device.clone(),
                     reason: e.to_string(),
                 })?;
+        // On several ranks the ranks of one machine take its devices in turn.
+        let spec = if world.size() > 1 {
+            mote_gpu::rank_device(spec, world.local_rank())?
+        } else {
+            spec
+        };
         let gpu = Gpu::open(spec)?;
         if c.solver.kind == SolverKind::Tree {
             return Ok(Box::new(GpuTreeSolver::<R>::new(
@@ -1027,7 +1032,12 @@ fn drive<R: Real>(
         mote_version: env!("CARGO_PKG_VERSION"),
         git_commit,
         physics: "gravity",
-        backend: if on_gpu {
+        backend: if on_gpu && world.size() > 1 {
+            format!(
+                "gpu {} on rank 0 (each rank takes its machine's devices in turn from there)",
+                c.run.device
+            )
+        } else if on_gpu {
             format!("gpu {}", c.run.device)
         } else {
             "cpu".to_string()

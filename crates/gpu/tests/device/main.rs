@@ -11,6 +11,7 @@ mod memory;
 mod mls;
 mod moving;
 mod muscl;
+mod ranks;
 mod relaxation;
 mod search;
 mod simulation;

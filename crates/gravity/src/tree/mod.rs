@@ -37,6 +37,7 @@
 //! ```
 
 pub mod build;
+mod cut;
 pub mod formula;
 mod walk;
 
@@ -57,6 +58,7 @@ use crate::error::GravityError;
 use crate::softening::Softening;
 use crate::solver::{ForceSolver, SolverInfo};
 pub use build::{KEY_BITS, Tree};
+pub use cut::GroupCut;
 use walk::{Lists, View};
 
 /// The flag of an interaction-list entry that is an accepted node (the node's index in the other
@@ -226,9 +228,8 @@ pub struct TreeSolver<R: Real> {
     interactions: u64,
     stats: TreeStats,
     comm: Arc<dyn Comm>,
-    /// Each particle's interactions in the last evaluation (caller's order), the cost the
-    /// ranks' shares are balanced by; empty before the first distributed evaluation.
-    costs: Vec<u64>,
+    /// The measured costs the ranks' shares are balanced by.
+    cut: GroupCut,
     /// The ranks' ranges of particles in tree order in the last evaluation.
     shares: Vec<Range<usize>>,
     evaluations: u64,
@@ -262,7 +263,7 @@ impl<R: Real> TreeSolver<R> {
             interactions: 0,
             stats: TreeStats::default(),
             comm: comm::world(),
-            costs: Vec::new(),
+            cut: GroupCut::new(),
             shares: Vec::new(),
             evaluations: 0,
             first_bad: None,
@@ -273,26 +274,6 @@ impl<R: Real> TreeSolver<R> {
     pub fn with_comm(mut self, comm: Arc<dyn Comm>) -> Self {
         self.comm = comm;
         self
-    }
-
-    /// The ranks' ranges of groups for the tree just built: balanced by the costs of the last
-    /// evaluation where there are some for these particles, else by particle count.
-    fn group_ranges(&self, n: usize) -> Vec<Range<usize>> {
-        let groups = self.tree.groups.as_slice();
-        let order = &self.tree.order.as_slice()[..n];
-        let known = self.costs.len() == n;
-        let cost: Vec<u64> = groups
-            .iter()
-            .map(|&[start, count]| {
-                let r = start as usize..(start + count) as usize;
-                if known {
-                    r.map(|k| self.costs[order[k] as usize].max(1)).sum()
-                } else {
-                    count as u64
-                }
-            })
-            .collect();
-        comm::cost_ranges(&cost, self.comm.size())
     }
 
     /// The backend it runs on.
@@ -340,7 +321,7 @@ impl<R: Real> TreeSolver<R> {
         let eps2 = self.softening.epsilon2::<f64>();
         let size = self.comm.size();
         let groups = if size > 1 {
-            self.group_ranges(n)
+            self.cut.group_ranges(&self.tree, size)
         } else {
             comm::even_ranges(self.tree.group_count(), 1)
         };
@@ -350,18 +331,11 @@ impl<R: Real> TreeSolver<R> {
             Concrete::F64(t) => walk_f64(t, mine, level, eps2, self.backend),
         };
         if size > 1 {
-            let scratch = &mut Vec::new();
             // Every group's list length and every particle's acceleration, on every rank.
-            let mut all = vec![0u64; self.tree.group_count()];
-            all[groups[self.comm.rank()].clone()].copy_from_slice(&costs);
-            comm::gather_parts(self.comm.as_ref(), &mut all, &groups, scratch);
-            costs = all;
-            let tree_groups = self.tree.groups.as_slice();
-            let start = |g: usize| tree_groups.get(g).map_or(n, |&[s, _]| s as usize);
-            self.shares = groups
-                .iter()
-                .map(|g| start(g.start)..start(g.end))
-                .collect();
+            costs = self
+                .cut
+                .gather(self.comm.as_ref(), &self.tree, &groups, &costs);
+            self.shares = GroupCut::particle_ranges(&self.tree, &groups);
             self.evaluations += 1;
             if self.first_bad.is_none() {
                 let own = self.shares[self.comm.rank()].clone();
@@ -381,16 +355,8 @@ impl<R: Real> TreeSolver<R> {
                     scratch,
                 );
             }
-            // Each particle's cost, for the next evaluation's shares.
-            let order = self.tree.order.as_slice();
-            self.costs.resize(n, 0);
-            for (&[s, c], &k) in tree_groups.iter().zip(&costs) {
-                for &i in &order[s as usize..(s + c) as usize] {
-                    self.costs[i as usize] = k;
-                }
-            }
         }
-        let interactions = tree_groups_interactions(self.tree.groups.as_slice(), &costs);
+        let interactions = group_interactions(self.tree.groups.as_slice(), &costs);
         // Back to the caller's order.
         let order = self.tree.order.as_slice();
         let (ax, ay, az) = acc.components_mut();
@@ -622,8 +588,9 @@ pub(crate) fn cast_span<R: Real, T: Real>(p: Vec3Span<'_, R>) -> Vec3Span<'_, T>
     )
 }
 
-/// Interactions evaluated: each group's list length times its particle count.
-fn tree_groups_interactions(groups: &[[u32; 2]], lengths: &[u64]) -> u64 {
+/// Interactions evaluated: each group's list length times its particle count (`groups` as
+/// [`Tree::groups`] gives them, `lengths` one per group).
+pub fn group_interactions(groups: &[[u32; 2]], lengths: &[u64]) -> u64 {
     groups
         .iter()
         .zip(lengths)
