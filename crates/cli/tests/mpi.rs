@@ -422,13 +422,23 @@ unsafe extern "C" {
 #[test]
 fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&str, &[&str]); 4] = [
-        // Sod's tube with MOOD (1-D), the quadrant Riemann problem with MOOD (2-D Euler), a
-        // cloud moving with the flow, and a prescribed rotation with adaptivity.
+    let cases: [(&str, &[&str]); 5] = [
+        // Sod's tube with MOOD (1-D), the quadrant Riemann problem with MOOD (2-D Euler; u1 and
+        // epd1, then u2 with its curvature pass and epd2 with its halo cap), a cloud moving with
+        // the flow, and a prescribed rotation with adaptivity.
         ("sod.toml", &["problem.resolution=300", "run.end_time=0.1"]),
         (
             "quadrant.toml",
             &["problem.resolution=25", "run.end_time=0.15"],
+        ),
+        (
+            "quadrant.toml",
+            &[
+                "problem.resolution=25",
+                "run.end_time=0.15",
+                "scheme.mood=\"u2\"",
+                "scheme.mood_strategy=\"epd2\"",
+            ],
         ),
         (
             "lagrangian_vortex.toml",
@@ -456,16 +466,22 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         launch(ranks, &args, &[])
     };
-    for (example, sets) in cases {
-        let one = tmp.path().join(format!("{example}-plain"));
+    for (case, (example, sets)) in cases.into_iter().enumerate() {
+        let one = tmp.path().join(format!("{case}-{example}-plain"));
         ok(&run(example, None, &one, sets));
         for k in 2..=4 {
-            let dir = tmp.path().join(format!("{example}-{k}"));
+            let dir = tmp.path().join(format!("{case}-{example}-{k}"));
             let out = run(example, Some(k), &dir, sets);
             ok(&out);
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert_eq!(stdout.matches("finished:").count(), 1, "{stdout}");
             assert_same(&one, &dir);
+            let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
+            assert!(
+                provenance.contains(&format!("\"ranks\": {k}"))
+                    && provenance.contains("\"bytes_received\""),
+                "{provenance}"
+            );
         }
     }
     // A meshless checkpoint written on 3 ranks resumes on 2 as on one process.

@@ -376,30 +376,38 @@ impl<R: Real> Mood<R> {
         let criterion = self.settings.criterion;
         let view = Neighbours::of(list);
         let tags = geometry.tags;
-        // 1. Detection (u1 and admissibility).
+        // 1. Detection (u1 and admissibility). Every pass below writes one value per particle
+        // from its neighbours' inputs: on several ranks each computes its range of blocks and
+        // the ranges are gathered (`scheme::on_own_blocks`), so every rank holds the one
+        // process's flags and orders.
         {
             let active = self.active.as_slice();
-            backend.for_each_block(self.fail.as_mut_slice(), 1024, |first, out| {
-                let mut c = [R::zero(); MAX_VARIABLES];
-                for k in 0..SplitOutputs::len(&out) {
-                    let i = first + k;
-                    out[k] = if active[i] == 0 || tags[i] != INTERIOR {
-                        PASS
-                    } else {
-                        for v in 0..m {
-                            c[v] = candidate[v][i];
-                        }
-                        if !equation.admissible(&c[..m]) {
-                            INADMISSIBLE
-                        } else if criterion == Criterion::Always
-                            || passes::leaves_range(input, candidate, &view, i, delta_r, tiny, m)
-                        {
-                            FAIL
-                        } else {
+            crate::scheme::on_own_blocks(self.fail.as_mut_slice(), 1, |start, own| {
+                backend.for_each_block(own, 1024, |first, out| {
+                    let first = start + first;
+                    let mut c = [R::zero(); MAX_VARIABLES];
+                    for k in 0..SplitOutputs::len(&out) {
+                        let i = first + k;
+                        out[k] = if active[i] == 0 || tags[i] != INTERIOR {
                             PASS
-                        }
-                    };
-                }
+                        } else {
+                            for v in 0..m {
+                                c[v] = candidate[v][i];
+                            }
+                            if !equation.admissible(&c[..m]) {
+                                INADMISSIBLE
+                            } else if criterion == Criterion::Always
+                                || passes::leaves_range(
+                                    input, candidate, &view, i, delta_r, tiny, m,
+                                )
+                            {
+                                FAIL
+                            } else {
+                                PASS
+                            }
+                        };
+                    }
+                })
             });
         }
         let failures = self.fail.as_slice().iter().filter(|&&f| f != PASS).count();
@@ -413,15 +421,18 @@ impl<R: Real> Mood<R> {
             let curvature = self.curvature.as_slice();
             let h = mls.spacing();
             let h2 = R::cast(h * h);
-            backend.for_each_block(self.fail.as_mut_slice(), 1024, |first, out| {
-                for k in 0..SplitOutputs::len(&out) {
-                    let i = first + k;
-                    if out[k] == FAIL
-                        && passes::smooth_extremum(curvature, &view, i, h2, delta_r, m, D)
-                    {
-                        out[k] = PASS;
+            crate::scheme::on_own_blocks(self.fail.as_mut_slice(), 1, |start, own| {
+                backend.for_each_block(own, 1024, |first, out| {
+                    let first = start + first;
+                    for k in 0..SplitOutputs::len(&out) {
+                        let i = first + k;
+                        if out[k] == FAIL
+                            && passes::smooth_extremum(curvature, &view, i, h2, delta_r, m, D)
+                        {
+                            out[k] = PASS;
+                        }
                     }
-                }
+                })
             });
         }
         let fail = self.fail.as_slice();
@@ -434,17 +445,23 @@ impl<R: Real> Mood<R> {
         let strategy = self.settings.strategy.code();
         let orders = self.orders.as_slice();
         if strategy == passes::EPD2 {
-            backend.for_each_block(self.cap.as_mut_slice(), 1024, |first, out| {
-                for k in 0..SplitOutputs::len(&out) {
-                    out[k] = passes::halo_cap(fail, orders, &view, first + k);
-                }
+            crate::scheme::on_own_blocks(self.cap.as_mut_slice(), 1, |start, own| {
+                backend.for_each_block(own, 1024, |first, out| {
+                    let first = start + first;
+                    for k in 0..SplitOutputs::len(&out) {
+                        out[k] = passes::halo_cap(fail, orders, &view, first + k);
+                    }
+                })
             });
         }
         let cap = self.cap.as_slice();
-        backend.for_each_block(self.next.as_mut_slice(), 1024, |first, out| {
-            for k in 0..SplitOutputs::len(&out) {
-                out[k] = passes::next_order(fail, orders, cap, &view, first + k, strategy);
-            }
+        crate::scheme::on_own_blocks(self.next.as_mut_slice(), 1, |start, own| {
+            backend.for_each_block(own, 1024, |first, out| {
+                let first = start + first;
+                for k in 0..SplitOutputs::len(&out) {
+                    out[k] = passes::next_order(fail, orders, cap, &view, first + k, strategy);
+                }
+            })
         });
         let next = self.next.as_slice();
         let reductions: u64 = orders
@@ -455,10 +472,13 @@ impl<R: Real> Mood<R> {
         if !self.rounds.reduced(failures, reductions) {
             return Ok(false);
         }
-        backend.for_each_block(self.active.as_mut_slice(), 1024, |first, out| {
-            for k in 0..SplitOutputs::len(&out) {
-                out[k] = u8::from(passes::order_changed(orders, next, &view, first + k));
-            }
+        crate::scheme::on_own_blocks(self.active.as_mut_slice(), 1, |start, own| {
+            backend.for_each_block(own, 1024, |first, out| {
+                let first = start + first;
+                for k in 0..SplitOutputs::len(&out) {
+                    out[k] = u8::from(passes::order_changed(orders, next, &view, first + k));
+                }
+            })
         });
         std::mem::swap(&mut self.orders, &mut self.next);
         Ok(true)
@@ -484,12 +504,11 @@ impl<R: Real> Mood<R> {
         self.curvature.resize(n * m * D, R::zero())?;
         let view = Neighbours::of(list);
         let coeffs: Vec<&[R]> = terms.iter().map(|&a| mls.coefficients(a)).collect();
-        backend.for_each_block(
-            mote_core::Chunks::new(self.curvature.as_mut_slice(), m * D),
-            256,
-            |first, mut out| {
+        // Split between ranks as the other per-particle passes are.
+        crate::scheme::on_own_blocks(self.curvature.as_mut_slice(), m * D, |start, own| {
+            backend.for_each_block(mote_core::Chunks::new(own, m * D), 256, |first, mut out| {
                 for k in 0..SplitOutputs::len(&out) {
-                    let i = first + k;
+                    let i = start + first + k;
                     let rec = out.chunk_mut(k);
                     for v in 0..m {
                         for d in 0..D {
@@ -497,8 +516,8 @@ impl<R: Real> Mood<R> {
                         }
                     }
                 }
-            },
-        );
+            })
+        });
         self.curvature_ready = true;
         Ok(true)
     }

@@ -779,25 +779,14 @@ impl<'a, R: Real> DerivativePass<'a, R> {
     ) {
         assert!(level.is_available(), "SIMD level {level} not available");
         let width = self.u.len() * self.coeffs.len();
-        // Split between ranks as the flux pass is (whole blocks, gathered).
-        let world = mote_core::comm::world();
-        let n = out.len().checked_div(width).unwrap_or(0);
-        let ranges = mote_core::comm::block_ranges(n, world.size(), PASS_BLOCK);
-        let mine = ranges[world.rank()].clone();
-        let own = &mut out[mine.start * width..mine.end * width];
-        backend.for_each_block(Chunks::new(own, width), PASS_BLOCK, |first, mut out| {
-            level.run_gathers(
-                #[inline(always)]
-                || self.block(list, mine.start + first, &mut out),
-            )
+        super::on_own_blocks(out, width, |start, own| {
+            backend.for_each_block(Chunks::new(own, width), PASS_BLOCK, |first, mut out| {
+                level.run_gathers(
+                    #[inline(always)]
+                    || self.block(list, start + first, &mut out),
+                )
+            });
         });
-        if world.size() > 1 && width > 0 {
-            let wide: Vec<std::ops::Range<usize>> = ranges
-                .iter()
-                .map(|r| r.start * width..r.end * width)
-                .collect();
-            mote_core::comm::gather_parts(world.as_ref(), out, &wide, &mut Vec::new());
-        }
     }
 
     /// The body of every instantiation: `LANES` slots at a time, the batch's neighbour indices

@@ -168,30 +168,34 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
         if width == 0 || !self.limiter.is_active() {
             return;
         }
-        if matches!(
-            self.limiter.kind,
-            LimiterKind::BarthJespersen | LimiterKind::Venkatakrishnan
-        ) {
-            let level = self.simd;
-            assert!(level.is_available(), "SIMD level {level} not available");
-            backend.for_each_block(Chunks::new(derivs, width), 256, |first, mut out| {
-                level.run_gathers(
-                    #[inline(always)]
-                    || self.bounded_block(list, first, &mut out),
-                )
-            });
-            return;
-        }
-        backend.for_each_block(Chunks::new(derivs, width), 256, |first, mut out| {
-            let mut phi = vec![R::zero(); self.mr];
-            for k in 0..SplitOutputs::len(&out) {
-                let i = first + k;
-                let record = out.chunk_mut(k);
-                for v in 0..m {
-                    let r = &mut record[v * self.mr..(v + 1) * self.mr];
-                    self.limit(list, i, v, r, &mut phi);
-                }
+        // Each particle's limited record reads only its own record and its neighbours' states:
+        // on several ranks each limits its range of blocks, gathered as the derivative pass is.
+        super::on_own_blocks(derivs, width, |start, own| {
+            if matches!(
+                self.limiter.kind,
+                LimiterKind::BarthJespersen | LimiterKind::Venkatakrishnan
+            ) {
+                let level = self.simd;
+                assert!(level.is_available(), "SIMD level {level} not available");
+                backend.for_each_block(Chunks::new(own, width), 256, |first, mut out| {
+                    level.run_gathers(
+                        #[inline(always)]
+                        || self.bounded_block(list, start + first, &mut out),
+                    )
+                });
+                return;
             }
+            backend.for_each_block(Chunks::new(own, width), 256, |first, mut out| {
+                let mut phi = vec![R::zero(); self.mr];
+                for k in 0..SplitOutputs::len(&out) {
+                    let i = start + first + k;
+                    let record = out.chunk_mut(k);
+                    for v in 0..m {
+                        let r = &mut record[v * self.mr..(v + 1) * self.mr];
+                        self.limit(list, i, v, r, &mut phi);
+                    }
+                }
+            });
         });
     }
 

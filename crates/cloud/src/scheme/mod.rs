@@ -20,6 +20,34 @@ mod flux_pass;
 mod limiter;
 mod weno;
 
+/// Particles per block of a pass split between ranks: the ranks' ranges are whole blocks, so
+/// each rank runs exactly the blocks one process runs.
+const RANK_BLOCK: usize = 256;
+
+/// Runs `pass(start, own)` on this rank's contiguous range of whole [`RANK_BLOCK`]-particle
+/// blocks of `out` (records of `width` values per particle; `start` is the range's first
+/// particle, `own` its records), then gathers every rank's range ([`mote_core::comm`]), so that
+/// every rank holds every record. For passes whose records each depend on their own
+/// particle only (its neighbours' inputs included): the records are one process's, bit for bit.
+pub(crate) fn on_own_blocks<T: bytemuck::Pod>(
+    out: &mut [T],
+    width: usize,
+    pass: impl FnOnce(usize, &mut [T]),
+) {
+    let world = mote_core::comm::world();
+    let n = out.len().checked_div(width).unwrap_or(0);
+    let ranges = mote_core::comm::block_ranges(n, world.size(), RANK_BLOCK);
+    let mine = ranges[world.rank()].clone();
+    pass(mine.start, &mut out[mine.start * width..mine.end * width]);
+    if world.size() > 1 && width > 0 {
+        let wide: Vec<std::ops::Range<usize>> = ranges
+            .iter()
+            .map(|r| r.start * width..r.end * width)
+            .collect();
+        mote_core::comm::gather_parts(world.as_ref(), out, &wide, &mut Vec::new());
+    }
+}
+
 pub use flux_pass::Velocities;
 pub use limiter::{Limiter, LimiterKind, LimiterMode};
 
@@ -504,13 +532,19 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let m = self.equation.variables();
         let grad: [&[R]; D] = std::array::from_fn(|d| self.mls.coefficients(d));
         let tags = cloud.tags();
+        // On several ranks each takes its range and the largest rate is reduced: a maximum is
+        // exact in any order, so the step is one process's, bit for bit.
+        let world = mote_core::comm::world();
+        let mine = mote_core::comm::block_ranges(cloud.len(), world.size(), RANK_BLOCK)
+            [world.rank()]
+        .clone();
         let rate = backend
             .map_reduce(
-                cloud.len(),
+                mine.len(),
                 1024,
                 |r| {
                     let mut worst = 0.0f64;
-                    for i in r {
+                    for i in r.start + mine.start..r.end + mine.start {
                         if interior_only && tags[i] != crate::cloud::INTERIOR {
                             continue;
                         }
@@ -532,6 +566,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
                 f64::max,
             )
             .unwrap_or(0.0);
+        // Rates are >= 0 and never NaN (`max` keeps the other operand): their bit patterns
+        // order as the numbers do.
+        let rate = f64::from_bits(mote_core::comm::max_of(world.as_ref(), rate.to_bits()));
         if rate > 0.0 {
             cfl / rate
         } else {

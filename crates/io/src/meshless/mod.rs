@@ -978,6 +978,11 @@ struct Provenance<'a> {
     equation: &'a str,
     backend: &'a str,
     threads: usize,
+    /// MPI ranks that ran it (each with `threads` threads).
+    ranks: usize,
+    /// Bytes rank 0 received from the other ranks (on several ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes_received: Option<u64>,
     precision: String,
     particles: usize,
     interior_particles: usize,
@@ -1155,6 +1160,8 @@ impl MeshlessRun<'_> {
             equation: sim.equation_name(),
             backend: &backend_name,
             threads: backend.thread_count(),
+            ranks: world.size(),
+            bytes_received: None,
             precision: R::PRECISION.to_string(),
             particles: n,
             interior_particles: interior,
@@ -1458,6 +1465,7 @@ impl MeshlessRun<'_> {
         provenance.steps = Some(sim.steps());
         provenance.errors = errors;
         provenance.mood = Some(totals.mood);
+        provenance.bytes_received = (world.size() > 1).then(|| world.bytes_received());
         let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
         provenance.floor_events = floor_events;
         if c.adaptivity.every > 0 {
