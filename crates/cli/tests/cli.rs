@@ -2,6 +2,9 @@
 
 use std::process::Command;
 
+mod common;
+use common::have_gpu;
+
 fn mote(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mote"))
         .args(args)
@@ -850,22 +853,6 @@ fn roofline_reports_ceilings_places_kernels_and_writes_its_files() {
         .1;
     let g = fma["median"].as_f64().unwrap();
     assert!(g > 0.1 && g < 10_000.0, "{g}");
-}
-
-/// Whether a GPU adapter exists (`mote info --json`); with none, GPU tests skip with a line,
-/// unless `MOTE_REQUIRE_GPU=1` (as in CI) makes that a failure.
-fn have_gpu() -> bool {
-    let r = mote(&["info", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
-    let any = !v["gpu_adapters"].as_array().unwrap().is_empty();
-    if !any {
-        assert!(
-            std::env::var("MOTE_REQUIRE_GPU").as_deref() != Ok("1"),
-            "MOTE_REQUIRE_GPU=1 but mote info lists no GPU adapter"
-        );
-        eprintln!("SKIPPED: no GPU adapter");
-    }
-    any
 }
 
 #[test]

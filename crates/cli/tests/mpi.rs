@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::have_gpu;
+
 /// How long any one launch may take before the test calls it a hang.
 const HANG: Duration = Duration::from_secs(120);
 
@@ -176,22 +179,6 @@ fn gravity_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
             );
         }
     }
-}
-
-/// Whether a GPU adapter exists (`mote info --json`); with none the GPU case skips with a line,
-/// unless `MOTE_REQUIRE_GPU=1` (as in CI) makes that a failure.
-fn have_gpu() -> bool {
-    let out = launch(None, &["info", "--json"], &[]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let any = !v["gpu_adapters"].as_array().unwrap().is_empty();
-    if !any {
-        assert!(
-            std::env::var("MOTE_REQUIRE_GPU").as_deref() != Ok("1"),
-            "MOTE_REQUIRE_GPU=1 but mote info lists no GPU adapter"
-        );
-        eprintln!("SKIPPED: no GPU adapter");
-    }
-    any
 }
 
 #[test]
