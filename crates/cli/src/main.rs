@@ -225,7 +225,8 @@ fn main() -> ExitCode {
             ExitCode::from((128 + signal).min(255) as u8)
         }
     };
-    drop(ranks);
+    // `ranks` lives to here: dropping it (at the end of this scope) finalises MPI after every
+    // rank has printed and before the exit status is returned.
     code
 }
 
