@@ -68,21 +68,39 @@ impl Comm for World {
             counts.iter().sum::<usize>(),
             "room for every part"
         );
-        // MPI counts and displacements are 32-bit: one gather moves at most 2 GiB (268 million
-        // f64 values: one acceleration component of 268 million bodies).
         let total = out.len();
-        if total > i32::MAX as usize {
-            panic!(
-                "one gather of {total} bytes: MPI moves at most {} in one call; runs this large \
-                 are not supported yet",
-                i32::MAX
-            );
-        }
-        let n: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
-        let d: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
+        let limit = call_limit();
         let comm = self.comm.lock().expect("no MPI call panicked");
-        let mut part = PartitionMut::new(out, n, d);
-        comm.all_gather_varcount_into(mine, &mut part);
+        if total <= limit {
+            let n: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
+            let d: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
+            let mut part = PartitionMut::new(out, n, d);
+            comm.all_gather_varcount_into(mine, &mut part);
+        } else {
+            // MPI's counts and displacements are 32-bit: a larger gather goes in rounds, each
+            // rank sending at most `limit / size` bytes per round into a staging buffer, copied
+            // into place (every rank computes the same rounds from the same counts).
+            let share = (limit / self.size).max(1);
+            let rounds = counts.iter().map(|c| c.div_ceil(share)).max().unwrap_or(0);
+            let mut staging = vec![0u8; share * self.size];
+            for round in 0..rounds {
+                let from = round * share;
+                let part: Vec<usize> = counts
+                    .iter()
+                    .map(|&c| c.saturating_sub(from).min(share))
+                    .collect();
+                let disp: Vec<usize> = (0..self.size).map(|r| r * share).collect();
+                let send = &mine[from.min(mine.len())..][..part[self.rank]];
+                let n: Vec<i32> = part.iter().map(|&c| c as i32).collect();
+                let d: Vec<i32> = disp.iter().map(|&o| o as i32).collect();
+                let mut into = PartitionMut::new(&mut staging[..], n, d);
+                comm.all_gather_varcount_into(send, &mut into);
+                for r in (0..self.size).filter(|&r| part[r] > 0) {
+                    out[offsets[r] + from..][..part[r]]
+                        .copy_from_slice(&staging[disp[r]..][..part[r]]);
+                }
+            }
+        }
         drop(comm);
         self.received
             .fetch_add((total - mine.len()) as u64, Ordering::Relaxed);
@@ -102,6 +120,20 @@ impl Comm for World {
         // Not through the lock: a panic may have happened while it was held.
         SimpleCommunicator::world().abort(code)
     }
+}
+
+/// The most bytes one gather call moves over all ranks: 1 GiB (MPI's counts and displacements are
+/// 32-bit), or `MOTE_GATHER_LIMIT` bytes where the tests set it (small, so that a small run
+/// gathers in many rounds).
+fn call_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("MOTE_GATHER_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&v: &usize| v > 0)
+            .map_or(1 << 30, |v: usize| v.min(1 << 30))
+    })
 }
 
 /// Initialises MPI and installs the world as the process's communicator.
