@@ -202,27 +202,43 @@ pub fn device_count(api: DeviceApi) -> usize {
 }
 
 /// The device local rank `local` of an MPI run uses when the run asks for `spec`: `spec`'s
-/// index plus the local rank, wrapping around this machine's devices of that API, so that the
-/// ranks of one machine take its devices in turn (and share them where there are more ranks
-/// than devices). A `spec` past the machine's devices is refused as on one process.
+/// index plus the local rank, wrapping around this machine's devices of that API and of the
+/// configured device's kind (a wgpu list can hold a discrete GPU and Mesa's software driver:
+/// the ranks spread over the GPUs, never onto the software driver unless it is what was asked
+/// for), so that the ranks of one machine take its devices in turn, sharing them where there
+/// are more ranks than devices. A `spec` past the machine's devices is refused as on one
+/// process.
 pub fn rank_device(spec: DeviceSpec, local: usize) -> Result<DeviceSpec, GpuError> {
-    let count = device_count(spec.api);
-    if spec.index >= count {
+    let kinds: Vec<&'static str> = match spec.api {
+        DeviceApi::Wgpu => adapters().iter().map(|a| a.kind).collect(),
+        DeviceApi::Cuda => vec!["cuda"; device_count(DeviceApi::Cuda)],
+    };
+    let Some(index) = take_in_turn(&kinds, spec.index, local) else {
         return Err(GpuError::NoDevice {
             spec: spec.to_string(),
             reason: format!(
-                "this machine has {count} {} device(s)",
+                "this machine has {} {} device(s)",
+                kinds.len(),
                 match spec.api {
                     DeviceApi::Wgpu => "wgpu",
                     DeviceApi::Cuda => "CUDA",
                 }
             ),
         });
-    }
+    };
     Ok(DeviceSpec {
         api: spec.api,
-        index: (spec.index + local) % count,
+        index,
     })
+}
+
+/// Among devices of the given kinds, the one `local` places after `first` in the list of those
+/// of `first`'s kind, wrapping around; `None` where `first` is past the list.
+fn take_in_turn<K: PartialEq>(kinds: &[K], first: usize, local: usize) -> Option<usize> {
+    let kind = kinds.get(first)?;
+    let same: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == *kind).collect();
+    let at = same.iter().position(|&i| i == first)?;
+    Some(same[(at + local) % same.len()])
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -417,5 +433,27 @@ impl std::fmt::Debug for Gpu {
 impl std::fmt::Display for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({}, #{})", self.spec, self.name, self.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_in_turn;
+
+    #[test]
+    fn ranks_take_the_devices_of_the_configured_kind_in_turn() {
+        let kinds = ["discrete", "cpu", "discrete", "discrete"];
+        let from = |first, ranks: usize| -> Vec<Option<usize>> {
+            (0..ranks).map(|l| take_in_turn(&kinds, first, l)).collect()
+        };
+        // Four ranks from the first GPU: the three GPUs in turn, never the software driver.
+        assert_eq!(from(0, 4), [Some(0), Some(2), Some(3), Some(0)]);
+        // From the second GPU, wrapping around.
+        assert_eq!(from(2, 3), [Some(2), Some(3), Some(0)]);
+        // The software driver asked for: every rank shares it.
+        assert_eq!(from(1, 2), [Some(1), Some(1)]);
+        // Past the list: refused.
+        assert_eq!(take_in_turn(&kinds, 4, 0), None);
+        assert_eq!(take_in_turn::<&str>(&[], 0, 0), None);
     }
 }
