@@ -236,6 +236,28 @@ fn gpu_gravity_runs_on_two_and_three_ranks_are_bitwise_those_of_one_device() {
     }
 }
 
+/// HDF5 snapshots (written by rank 0 alone) are the one-process files, byte for byte.
+#[cfg(feature = "hdf5")]
+#[test]
+fn hdf5_snapshots_of_a_run_on_three_ranks_are_those_of_one_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sets = &[
+        "run.end_time=0.0625",
+        "initial_conditions.particles=300",
+        "output.format=\"hdf5\"",
+    ];
+    let (one, three) = (tmp.path().join("one"), tmp.path().join("three"));
+    ok(&plummer(None, &one, sets, &[]));
+    ok(&plummer(Some(3), &three, sets, &[]));
+    assert!(
+        outputs(&three)
+            .iter()
+            .any(|(name, _)| name.ends_with(".hdf5")),
+        "HDF5 snapshots written"
+    );
+    assert_same(&one, &three);
+}
+
 #[test]
 fn a_checkpoint_written_on_four_ranks_resumes_on_two_as_on_one_process() {
     let tmp = tempfile::tempdir().unwrap();
