@@ -290,6 +290,24 @@ pub fn thread_ranks(size: usize) -> Vec<Arc<dyn Comm>> {
         .collect()
 }
 
+/// Runs `f` on each of `ranks` ([`thread_ranks`]), each on its own thread (a collective
+/// needs every rank inside it at once), and returns the results in rank order. For tests.
+pub fn on_thread_ranks<T: Send>(
+    ranks: &[Arc<dyn Comm>],
+    f: impl Fn(Arc<dyn Comm>) -> T + Sync,
+) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ranks
+            .iter()
+            .map(|c| {
+                let f = &f;
+                s.spawn(move || f(c.clone()))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
 #[derive(Debug)]
 struct Shared {
     size: usize,
@@ -418,25 +436,17 @@ mod tests {
     #[test]
     fn thread_ranks_gather_reduce_and_agree() {
         let ranks = thread_ranks(3);
-        let results: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = ranks
-                .iter()
-                .map(|c| {
-                    s.spawn(move || {
-                        let r = c.rank();
-                        // Rank r contributes r + 1 copies of r.
-                        let mine = vec![r as u32; r + 1];
-                        let mut out = vec![0u32; 6];
-                        all_gather(c.as_ref(), &mine, &[1, 2, 3], &mut out);
-                        let max = max_of(c.as_ref(), 10 * r as u64);
-                        let failure = (r == 1).then_some((2u8, "no such file"));
-                        let agreed = agree(c.as_ref(), failure);
-                        let ok = agree(c.as_ref(), None);
-                        (out, max, agreed, ok)
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        let results = on_thread_ranks(&ranks, |c| {
+            let r = c.rank();
+            // Rank r contributes r + 1 copies of r.
+            let mine = vec![r as u32; r + 1];
+            let mut out = vec![0u32; 6];
+            all_gather(c.as_ref(), &mine, &[1, 2, 3], &mut out);
+            let max = max_of(c.as_ref(), 10 * r as u64);
+            let failure = (r == 1).then_some((2u8, "no such file"));
+            let agreed = agree(c.as_ref(), failure);
+            let ok = agree(c.as_ref(), None);
+            (out, max, agreed, ok)
         });
         for (out, max, agreed, ok) in results {
             assert_eq!(out, [0, 1, 1, 2, 2, 2]);

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use mote_core::comm::{Comm, SingleProcess, thread_ranks};
+use mote_core::comm::{Comm, SingleProcess, on_thread_ranks, thread_ranks};
 use mote_core::{CpuBackend, ParticleData, Real};
 use mote_gravity::initial_conditions::plummer;
 use mote_gravity::tree::{Multipole, TreeSettings, TreeSolver};
@@ -66,16 +66,7 @@ fn check<R: Real>(tree: bool) {
     let (one, w1) = run(&p, tree, Arc::new(SingleProcess));
     for k in 2..=4 {
         let ranks = thread_ranks(k);
-        let results: Vec<(ParticleData<R>, f64)> = std::thread::scope(|s| {
-            let handles: Vec<_> = ranks
-                .iter()
-                .map(|c| {
-                    let p = &p;
-                    s.spawn(move || run(p, tree, c.clone()))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+        let results = on_thread_ranks(&ranks, |c| run(&p, tree, c));
         for (rank, (q, w)) in results.iter().enumerate() {
             assert!(
                 bits(&one) == bits(q),

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use mote_core::comm::{Comm, SingleProcess, thread_ranks};
+use mote_core::comm::{Comm, SingleProcess, on_thread_ranks, thread_ranks};
 use mote_core::{CpuBackend, ParticleData, Real};
 use mote_gpu::{Gpu, GpuDirectSolver, GpuTreeSolver};
 use mote_gravity::initial_conditions::plummer;
@@ -77,18 +77,8 @@ fn check<R: Real>(tree: bool) {
     let (one, w1, i1) = run(&p, g, tree, Arc::new(SingleProcess));
     for k in [2, 3] {
         let ranks = thread_ranks(k);
-        let devices: Vec<Gpu> = ranks.iter().map(|_| gpu().unwrap()).collect();
-        let results: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = ranks
-                .iter()
-                .zip(devices)
-                .map(|(c, g)| {
-                    let p = &p;
-                    s.spawn(move || run(p, g, tree, c.clone()))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+        // Each rank opens its own device (the same adapter here).
+        let results = on_thread_ranks(&ranks, |c| run(&p, gpu().unwrap(), tree, c));
         for (rank, (q, w, i)) in results.iter().enumerate() {
             assert!(
                 bits(&one) == bits(q),
