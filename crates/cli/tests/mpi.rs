@@ -76,9 +76,16 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// `mote run examples/plummer.toml` with `sets`, into `dir`, on `ranks` processes.
-fn plummer(ranks: Option<usize>, dir: &Path, sets: &[&str], env: &[(&str, &str)]) -> Output {
-    let config = examples().join("plummer.toml");
+/// `mote run examples/NAME` with one thread per rank and `sets`, into `dir`, on `ranks`
+/// processes.
+fn example(
+    name: &str,
+    ranks: Option<usize>,
+    dir: &Path,
+    sets: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let config = examples().join(name);
     let mut args = vec![
         "run",
         config.to_str().unwrap(),
@@ -92,6 +99,40 @@ fn plummer(ranks: Option<usize>, dir: &Path, sets: &[&str], env: &[(&str, &str)]
         args.extend(["--set", s]);
     }
     launch(ranks, &args, env)
+}
+
+/// `mote run examples/plummer.toml` with `sets`, into `dir`, on `ranks` processes.
+fn plummer(ranks: Option<usize>, dir: &Path, sets: &[&str], env: &[(&str, &str)]) -> Output {
+    example("plummer.toml", ranks, dir, sets, env)
+}
+
+/// Runs `name` with `sets` on one process (into `TAG-plain` under `tmp`), then on each of
+/// `ranks` processes (`TAG-K`): every run succeeds with one summary line (rank 0's), writes the
+/// one process's files byte for byte, and its provenance contains each of `expect(K)`. Returns
+/// the one-process run's directory.
+fn same_on_ranks(
+    tmp: &Path,
+    tag: &str,
+    name: &str,
+    sets: &[&str],
+    ranks: &[usize],
+    expect: impl Fn(usize) -> Vec<String>,
+) -> PathBuf {
+    let one = tmp.join(format!("{tag}-plain"));
+    ok(&example(name, None, &one, sets, &[]));
+    for &k in ranks {
+        let dir = tmp.join(format!("{tag}-{k}"));
+        let out = example(name, Some(k), &dir, sets, &[]);
+        ok(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.matches("finished:").count(), 1, "{stdout}");
+        assert_same(&one, &dir);
+        let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
+        for e in expect(k) {
+            assert!(provenance.contains(&e), "{e} in {provenance}");
+        }
+    }
+    one
 }
 
 /// The diagnostics without the wall-clock column, the checkpoint, and every snapshot: the
@@ -162,22 +203,9 @@ fn gravity_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
         ),
     ];
     for (name, sets) in cases {
-        let one = tmp.path().join(format!("{name}-plain"));
-        ok(&plummer(None, &one, sets, &[]));
-        for k in 1..=4 {
-            let dir = tmp.path().join(format!("{name}-{k}"));
-            let out = plummer(Some(k), &dir, sets, &[]);
-            ok(&out);
-            // One summary, from rank 0.
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(stdout.matches("finished:").count(), 1, "{stdout}");
-            assert_same(&one, &dir);
-            let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
-            assert!(
-                provenance.contains(&format!("\"ranks\": {k}")),
-                "{provenance}"
-            );
-        }
+        let one = same_on_ranks(tmp.path(), name, "plummer.toml", sets, &[1, 2, 3, 4], |k| {
+            vec![format!("\"ranks\": {k}")]
+        });
         // Gathers in rounds (MPI's 32-bit counts cap one call; a 1000-byte cap here makes
         // every gather take several rounds): the same bytes.
         let dir = tmp.path().join(format!("{name}-rounds"));
@@ -220,20 +248,29 @@ fn gpu_gravity_runs_on_two_and_three_ranks_are_bitwise_those_of_one_device() {
         ),
     ];
     for (name, sets) in cases {
-        let one = tmp.path().join(format!("{name}-plain"));
-        ok(&plummer(None, &one, sets, &[]));
-        for k in [2, 3] {
-            let dir = tmp.path().join(format!("{name}-{k}"));
-            let out = plummer(Some(k), &dir, sets, &[]);
-            ok(&out);
-            assert_same(&one, &dir);
-            let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
-            assert!(
-                provenance.contains("takes its machine's devices"),
-                "{provenance}"
-            );
-        }
+        same_on_ranks(tmp.path(), name, "plummer.toml", sets, &[2, 3], |_| {
+            vec!["takes its machine's devices".to_string()]
+        });
     }
+    // A device index past the machine's devices: every rank stops with one message, nothing
+    // written.
+    let dir = tmp.path().join("no-device");
+    let out = plummer(
+        Some(2),
+        &dir,
+        &["run.backend=\"gpu\"", "run.device=\"wgpu:99\""],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let e = stderr(&out);
+    assert!(e.contains("wgpu:99") && e.contains("wgpu device(s)"), "{e}");
+    // (Mesa's Vulkan loader prints its own `error:` lines about XDG_RUNTIME_DIR.)
+    assert_eq!(
+        e.matches("error: no GPU adapter").count(),
+        1,
+        "one message: {e}"
+    );
+    assert!(!dir.exists());
 }
 
 /// HDF5 snapshots (written by rank 0 alone) are the one-process files, byte for byte.
@@ -468,46 +505,17 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
             &["problem.resolution=20", "run.end_time=0.1"],
         ),
     ];
-    let run = |example: &str, ranks: Option<usize>, dir: &Path, sets: &[&str]| {
-        let config = examples().join(example);
-        let mut args = vec![
-            "run".to_string(),
-            config.to_str().unwrap().to_string(),
-            "--out".into(),
-            dir.to_str().unwrap().into(),
-            "--quiet".into(),
-            "--set".into(),
-            "run.threads=1".into(),
-        ];
-        for s in sets {
-            args.extend(["--set".to_string(), s.to_string()]);
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        launch(ranks, &args, &[])
-    };
-    for (case, (example, sets)) in cases.into_iter().enumerate() {
-        let one = tmp.path().join(format!("{case}-{example}-plain"));
-        ok(&run(example, None, &one, sets));
-        for k in 2..=4 {
-            let dir = tmp.path().join(format!("{case}-{example}-{k}"));
-            let out = run(example, Some(k), &dir, sets);
-            ok(&out);
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(stdout.matches("finished:").count(), 1, "{stdout}");
-            assert_same(&one, &dir);
-            let provenance = std::fs::read_to_string(dir.join("provenance.json")).unwrap();
-            assert!(
-                provenance.contains(&format!("\"ranks\": {k}"))
-                    && provenance.contains("\"bytes_received\""),
-                "{provenance}"
-            );
-        }
+    for (case, (name, sets)) in cases.into_iter().enumerate() {
+        let tag = format!("{case}-{name}");
+        same_on_ranks(tmp.path(), &tag, name, sets, &[2, 3, 4], |k| {
+            vec![format!("\"ranks\": {k}"), "\"bytes_received\"".to_string()]
+        });
     }
     // A meshless checkpoint written on 3 ranks resumes on 2 as on one process.
     let sets = ["problem.resolution=300", "run.end_time=0.05"];
     let (one, three) = (tmp.path().join("sod-one"), tmp.path().join("sod-three"));
-    ok(&run("sod.toml", None, &one, &sets));
-    ok(&run("sod.toml", Some(3), &three, &sets));
+    ok(&example("sod.toml", None, &one, &sets, &[]));
+    ok(&example("sod.toml", Some(3), &three, &sets, &[]));
     for (ranks, dir) in [(None, &one), (Some(2), &three)] {
         let ckpt = dir.join("checkpoint.mote");
         ok(&launch(
