@@ -20,7 +20,7 @@ use std::time::Instant;
 use cubecl::prelude::*;
 use mote_core::comm::{self, Comm};
 use mote_core::{Precision, Real, Vec3Span, Vec3SpanMut};
-use mote_gravity::{ForceSolver, Softening, SolverInfo};
+use mote_gravity::{ForceSolver, NonFiniteWatch, Softening, SolverInfo};
 
 use crate::array::DeviceArray;
 use crate::device::Gpu;
@@ -165,8 +165,7 @@ pub struct GpuDirectSolver {
     interactions: u64,
     seconds: TransferSeconds,
     comm: Arc<dyn Comm>,
-    evaluations: u64,
-    first_bad: Option<(u64, usize)>,
+    watch: NonFiniteWatch,
 }
 
 /// The device state of one evaluation.
@@ -188,8 +187,7 @@ impl GpuDirectSolver {
             interactions: 0,
             seconds: TransferSeconds::default(),
             comm: comm::world(),
-            evaluations: 0,
-            first_bad: None,
+            watch: NonFiniteWatch::default(),
         })
     }
 
@@ -381,14 +379,10 @@ impl GpuDirectSolver {
             }
         }
         self.seconds.download += clock.elapsed().as_secs_f64();
-        self.evaluations += 1;
+        self.watch.count();
         if self.comm.size() > 1 {
-            if self.first_bad.is_none() {
-                self.first_bad = mine
-                    .clone()
-                    .find(|&k| !(ax[k].is_finite() && ay[k].is_finite() && az[k].is_finite()))
-                    .map(|k| (self.evaluations, k));
-            }
+            let own = [&ax[mine.clone()], &ay[mine.clone()], &az[mine.clone()]];
+            self.watch.look(own, |k| mine.start + k);
             let mut scratch = Vec::new();
             for host in [ax, ay, az] {
                 comm::gather_parts(self.comm.as_ref(), host, &ranges, &mut scratch);
@@ -468,6 +462,6 @@ impl<R: Real> ForceSolver<R> for GpuDirectSolver {
     }
 
     fn first_non_finite(&self) -> Option<(u64, usize)> {
-        self.first_bad
+        self.watch.first()
     }
 }

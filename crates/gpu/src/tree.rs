@@ -25,7 +25,7 @@ use mote_core::{CpuBackend, Real, Vec3Span, Vec3SpanMut};
 use mote_gravity::tree::{
     GroupCut, KEY_BITS, Multipole, NODE, Tree, TreeSettings, group_interactions,
 };
-use mote_gravity::{ForceSolver, Softening, SolverInfo};
+use mote_gravity::{ForceSolver, NonFiniteWatch, Softening, SolverInfo};
 
 use crate::array::DeviceArray;
 use crate::device::Gpu;
@@ -297,8 +297,7 @@ pub struct GpuTreeSolver<R: Real> {
     seconds: TransferSeconds,
     comm: Arc<dyn Comm>,
     cut: GroupCut,
-    evaluations: u64,
-    first_bad: Option<(u64, usize)>,
+    watch: NonFiniteWatch,
 }
 
 impl<R: Real> GpuTreeSolver<R> {
@@ -315,8 +314,7 @@ impl<R: Real> GpuTreeSolver<R> {
             seconds: TransferSeconds::default(),
             comm: comm::world(),
             cut: GroupCut::new(),
-            evaluations: 0,
-            first_bad: None,
+            watch: NonFiniteWatch::default(),
         })
     }
 
@@ -391,13 +389,10 @@ impl<R: Real> GpuTreeSolver<R> {
             let n = self.tree.order().len();
             let own = shares[rank].clone();
             if !potential {
-                self.evaluations += 1;
-                if self.first_bad.is_none() {
-                    let order = self.tree.order();
-                    self.first_bad = (0..own.len())
-                        .find(|&k| e.out.iter().any(|a| !a[k].is_finite()))
-                        .map(|k| (self.evaluations, order[own.start + k] as usize));
-                }
+                self.watch.count();
+                let order = self.tree.order();
+                let mine = [&e.out[0][..], &e.out[1][..], &e.out[2][..]];
+                self.watch.look(mine, |k| order[own.start + k] as usize);
             }
             let scratch = &mut Vec::new();
             for values in &mut e.out {
@@ -651,6 +646,6 @@ impl<R: Real> ForceSolver<R> for GpuTreeSolver<R> {
     }
 
     fn first_non_finite(&self) -> Option<(u64, usize)> {
-        self.first_bad
+        self.watch.first()
     }
 }

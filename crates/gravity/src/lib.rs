@@ -37,5 +37,5 @@ pub use integrators::{Integrator, IntegratorKind};
 pub use simulation::Simulation;
 
 pub use softening::Softening;
-pub use solver::{ForceSolver, SolverInfo, SolverKind};
+pub use solver::{ForceSolver, NonFiniteWatch, SolverInfo, SolverKind};
 pub use tree::{Multipole, TreeSettings, TreeSolver};

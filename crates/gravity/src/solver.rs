@@ -4,6 +4,38 @@ use mote_core::{Budgeted, ParticleData, Real, Vec3Span, Vec3SpanMut};
 
 use crate::softening::Softening;
 
+/// What [`ForceSolver::first_non_finite`] reports, for the solvers that split their work
+/// between ranks: the evaluations counted, and the first in which this rank's own results held a
+/// non-finite value, with that particle's index.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NonFiniteWatch {
+    evaluations: u64,
+    first: Option<(u64, usize)>,
+}
+
+impl NonFiniteWatch {
+    /// Counts an evaluation; its number, from 1.
+    pub fn count(&mut self) -> u64 {
+        self.evaluations += 1;
+        self.evaluations
+    }
+
+    /// Looks at this rank's own results `[x, y, z]` of the evaluation just counted: the first
+    /// non-finite entry `k` is kept as particle `index(k)`, unless an earlier evaluation had one.
+    pub fn look<T: Real>(&mut self, [x, y, z]: [&[T]; 3], index: impl Fn(usize) -> usize) {
+        if self.first.is_none() {
+            self.first = (0..x.len())
+                .find(|&k| !(x[k].is_finite() && y[k].is_finite() && z[k].is_finite()))
+                .map(|k| (self.evaluations, index(k)));
+        }
+    }
+
+    /// The first evaluation with a non-finite result on this rank, and the particle.
+    pub fn first(&self) -> Option<(u64, usize)> {
+        self.first
+    }
+}
+
 /// Which force solver a run uses.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
@@ -71,5 +103,26 @@ pub trait ForceSolver<R: Real>: SolverInfo + Send {
     fn update(&mut self, particles: &mut ParticleData<R>) {
         let v = particles.view_mut();
         self.accelerations(v.position.as_span(), v.mass, v.acceleration);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NonFiniteWatch;
+
+    #[test]
+    fn the_watch_keeps_the_first_non_finite_evaluation_and_particle() {
+        let mut w = NonFiniteWatch::default();
+        let fine = [1.0f64, 2.0];
+        assert_eq!(w.count(), 1);
+        w.look([&fine, &fine, &fine], |k| 10 + k);
+        assert_eq!(w.first(), None);
+        assert_eq!(w.count(), 2);
+        w.look([&fine, &[3.0, f64::NAN], &fine], |k| 10 + k);
+        assert_eq!(w.first(), Some((2, 11)));
+        // A later one does not replace it.
+        assert_eq!(w.count(), 3);
+        w.look([&[f64::INFINITY, 0.0], &fine, &fine], |k| 10 + k);
+        assert_eq!(w.first(), Some((2, 11)));
     }
 }

@@ -21,7 +21,7 @@ use mote_core::{CpuBackend, Precision, Real, SimdLevel, Vec3Span, Vec3SpanMut};
 
 use crate::error::GravityError;
 use crate::softening::Softening;
-use crate::solver::{ForceSolver, SolverInfo};
+use crate::solver::{ForceSolver, NonFiniteWatch, SolverInfo};
 use simd::{DirectKernels, Sources, Targets};
 
 /// Targets per block handed to a thread: enough to amortise a task, few enough to balance.
@@ -124,8 +124,7 @@ pub struct DirectSolver {
     backend: CpuBackend,
     interactions: u64,
     comm: Arc<dyn Comm>,
-    evaluations: u64,
-    first_bad: Option<(u64, usize)>,
+    watch: NonFiniteWatch,
 }
 
 impl DirectSolver {
@@ -142,8 +141,7 @@ impl DirectSolver {
             backend,
             interactions: 0,
             comm: comm::world(),
-            evaluations: 0,
-            first_bad: None,
+            watch: NonFiniteWatch::default(),
         })
     }
 
@@ -229,18 +227,14 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
                 );
             }
         }
-        self.evaluations += 1;
+        let evaluation = self.watch.count();
         if self.comm.size() > 1 {
             // A test's fault: one rank's result goes bad at the third evaluation.
-            if self.evaluations == 3 && !mine.is_empty() && comm::fault("nan", self.comm.rank()) {
+            if evaluation == 3 && !mine.is_empty() && comm::fault("nan", self.comm.rank()) {
                 own.set(0, [R::nan(); 3]);
             }
-            if self.first_bad.is_none() {
-                let (x, y, z) = own.reborrow().components_mut();
-                let bad = (0..x.len())
-                    .find(|&k| !(x[k].is_finite() && y[k].is_finite() && z[k].is_finite()));
-                self.first_bad = bad.map(|k| (self.evaluations, mine.start + k));
-            }
+            let (x, y, z) = own.reborrow().components_mut();
+            self.watch.look([&*x, &*y, &*z], |k| mine.start + k);
             let mut scratch = Vec::new();
             for out in [ax, ay, az] {
                 comm::gather_parts(self.comm.as_ref(), out, &ranges, &mut scratch);
@@ -255,7 +249,7 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
     }
 
     fn first_non_finite(&self) -> Option<(u64, usize)> {
-        self.first_bad
+        self.watch.first()
     }
 }
 

@@ -56,7 +56,7 @@ use crate::direct::simd::DirectKernels;
 use crate::direct::{Kernel, KernelChoice};
 use crate::error::GravityError;
 use crate::softening::Softening;
-use crate::solver::{ForceSolver, SolverInfo};
+use crate::solver::{ForceSolver, NonFiniteWatch, SolverInfo};
 pub use build::{KEY_BITS, Tree};
 pub use cut::GroupCut;
 use walk::{Lists, View};
@@ -232,8 +232,7 @@ pub struct TreeSolver<R: Real> {
     cut: GroupCut,
     /// The ranks' ranges of particles in tree order in the last evaluation.
     shares: Vec<Range<usize>>,
-    evaluations: u64,
-    first_bad: Option<(u64, usize)>,
+    watch: NonFiniteWatch,
 }
 
 impl<R: Real> TreeSolver<R> {
@@ -265,8 +264,7 @@ impl<R: Real> TreeSolver<R> {
             comm: comm::world(),
             cut: GroupCut::new(),
             shares: Vec::new(),
-            evaluations: 0,
-            first_bad: None,
+            watch: NonFiniteWatch::default(),
         })
     }
 
@@ -336,16 +334,11 @@ impl<R: Real> TreeSolver<R> {
                 .cut
                 .gather(self.comm.as_ref(), &self.tree, &groups, &costs);
             self.shares = GroupCut::particle_ranges(&self.tree, &groups);
-            self.evaluations += 1;
-            if self.first_bad.is_none() {
-                let own = self.shares[self.comm.rank()].clone();
-                let [x, y, z] = self.tree.acc.each_ref().map(|b| b.as_slice());
-                let order = self.tree.order.as_slice();
-                self.first_bad = own
-                    .into_iter()
-                    .find(|&k| !(x[k].is_finite() && y[k].is_finite() && z[k].is_finite()))
-                    .map(|k| (self.evaluations, order[k] as usize));
-            }
+            self.watch.count();
+            let own = self.shares[self.comm.rank()].clone();
+            let mine = self.tree.acc.each_ref().map(|b| &b.as_slice()[own.clone()]);
+            let order = self.tree.order.as_slice();
+            self.watch.look(mine, |k| order[own.start + k] as usize);
             let scratch = &mut Vec::new();
             for a in &mut self.tree.acc {
                 comm::gather_parts(
@@ -439,7 +432,7 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
     }
 
     fn first_non_finite(&self) -> Option<(u64, usize)> {
-        self.first_bad
+        self.watch.first()
     }
 
     fn budgeted(&mut self) -> Option<&mut dyn Budgeted> {
