@@ -304,6 +304,8 @@ pub trait AnyBuffer: BudgetedBuffer {
     fn permute(&mut self, perm: &[usize], visited: &mut [u64]);
     /// The contents as bytes.
     fn bytes(&self) -> &[u8];
+    /// The contents as writable bytes (where particles arrive from another rank).
+    fn bytes_mut(&mut self) -> &mut [u8];
 }
 
 impl<T: Pod> BudgetedBuffer for Buffer<T> {
@@ -357,6 +359,9 @@ impl<T: Pod> AnyBuffer for Buffer<T> {
     }
     fn bytes(&self) -> &[u8] {
         self.as_bytes()
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self.data.as_mut_slice())
     }
 }
 

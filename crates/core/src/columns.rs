@@ -6,6 +6,7 @@
 //! all arrays exactly as they were: the equal-length invariant cannot be broken halfway.
 
 use crate::buffer::{AnyBuffer, CapacityError};
+use crate::comm::{self, Comm};
 
 /// Sets every array to `len` elements (new elements zeroed). All or nothing.
 pub fn resize_all(arrays: &mut [&mut dyn AnyBuffer], len: usize) -> Result<(), CapacityError> {
@@ -75,6 +76,118 @@ pub fn permute_all(arrays: &mut [&mut dyn AnyBuffer], perm: &Permutation) {
     for a in arrays.iter_mut() {
         a.permute(perm.as_slice(), &mut visited);
     }
+}
+
+/// What [`migrate_all`] moved on this rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Migrated {
+    /// Elements sent to other ranks.
+    pub sent: usize,
+    /// Elements received from other ranks.
+    pub received: usize,
+}
+
+/// Moves every element whose `destinations` entry names another rank to that rank, with all its
+/// arrays: the elements that stay keep their order and come first, then the arrivals in the
+/// order of their sending ranks, each rank's in its order. Collective: every rank calls it.
+///
+/// The new lengths are checked against every rank's arrays before anything moves: if one rank
+/// cannot hold its arrivals (a frozen reservation), every rank returns that rank's
+/// [`CapacityError`] with its arrays untouched. Every rank must pass the same arrays, in the same
+/// order, with the same element types.
+///
+/// # Panics
+/// If `destinations` is not one rank per element.
+pub fn migrate_all(
+    comm: &dyn Comm,
+    arrays: &mut [&mut dyn AnyBuffer],
+    destinations: &[u32],
+) -> Result<Migrated, CapacityError> {
+    let (size, me) = (comm.size(), comm.rank());
+    let n = common_len(arrays);
+    assert_eq!(destinations.len(), n, "one destination per element");
+    assert!(
+        destinations.iter().all(|&d| (d as usize) < size),
+        "a destination beyond the {size} ranks"
+    );
+    // The leaving elements grouped by destination, each group in index order.
+    let mut leaving: Vec<Vec<usize>> = vec![Vec::new(); size];
+    for (i, &d) in destinations.iter().enumerate() {
+        if d as usize != me {
+            leaving[d as usize].push(i);
+        }
+    }
+    let record: usize = arrays.iter().map(|a| a.element_bytes()).sum();
+    // Counts first, so that every rank can check its room before anything moves.
+    let send_elements: Vec<u64> = leaving.iter().map(|l| l.len() as u64).collect();
+    let mut recv_elements = vec![0u64; size];
+    comm.all_to_all_bytes(
+        bytemuck::cast_slice(&send_elements),
+        &vec![8; size],
+        bytemuck::cast_slice_mut(&mut recv_elements),
+        &vec![8; size],
+    );
+    let sent: usize = send_elements.iter().sum::<u64>() as usize;
+    let received: usize = recv_elements.iter().sum::<u64>() as usize;
+    let new_len = n - sent + received;
+    let room = arrays.iter().try_for_each(|a| a.check_len(new_len));
+    // The lowest rank without room, agreed (1 + rank in a max of complements).
+    let failing = match room {
+        Err(_) => u64::MAX - me as u64,
+        Ok(()) => 0,
+    };
+    let worst = comm::max_of(comm, failing);
+    if worst != 0 {
+        // Every rank reports the lowest failing rank's error (its sizes, summed from it alone).
+        let rank = (u64::MAX - worst) as usize;
+        let mut sizes = match &room {
+            Err(e) if rank == me => [e.requested, e.available],
+            _ => [0, 0],
+        };
+        comm.sum_u64(&mut sizes);
+        return Err(match room {
+            Err(e) if rank == me => e,
+            _ => CapacityError {
+                what: format!("the particles migrating to rank {rank} of {size}"),
+                requested: sizes[0],
+                available: sizes[1],
+                unit: crate::buffer::CapacityUnit::Elements,
+            },
+        });
+    }
+    // Messages: per destination, array after array, each array's elements in index order.
+    let mut send = Vec::with_capacity(sent * record);
+    for group in &leaving {
+        for a in arrays.iter() {
+            let (e, bytes) = (a.element_bytes(), a.bytes());
+            for &i in group {
+                send.extend_from_slice(&bytes[i * e..(i + 1) * e]);
+            }
+        }
+    }
+    let send_counts: Vec<usize> = leaving.iter().map(|l| l.len() * record).collect();
+    let recv_counts: Vec<usize> = recv_elements.iter().map(|&c| c as usize * record).collect();
+    let mut recv = vec![0u8; received * record];
+    comm.all_to_all_bytes(&send, &send_counts, &mut recv, &recv_counts);
+    // The staying elements first, in order; then room for the arrivals.
+    let mut order: Vec<usize> = (0..n).filter(|&i| destinations[i] as usize == me).collect();
+    let staying = order.len();
+    order.extend((0..n).filter(|&i| destinations[i] as usize != me));
+    permute_all(arrays, &Permutation(order));
+    truncate_all(arrays, staying);
+    resize_all(arrays, new_len).expect("room was checked on every rank");
+    let (mut at, mut from) = (staying, 0usize);
+    for &count in &recv_elements {
+        let count = count as usize;
+        for a in arrays.iter_mut() {
+            let e = a.element_bytes();
+            let len = count * e;
+            a.bytes_mut()[at * e..at * e + len].copy_from_slice(&recv[from..from + len]);
+            from += len;
+        }
+        at += count;
+    }
+    Ok(Migrated { sent, received })
 }
 
 fn common_len(arrays: &[&mut dyn AnyBuffer]) -> usize {

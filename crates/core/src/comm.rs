@@ -36,6 +36,22 @@ pub trait Comm: Send + Sync + fmt::Debug {
     /// Replaces each element of `values` by its maximum over all ranks.
     fn max_u64(&self, values: &mut [u64]);
 
+    /// Replaces each element of `values` by its sum over all ranks (integers: exact in any
+    /// order; the caller keeps sums below `2^64`).
+    fn sum_u64(&self, values: &mut [u64]);
+
+    /// Personalised exchange (MPI's all-to-all): `send` holds this rank's message to each rank
+    /// in rank order, `send_counts[r]` bytes for rank `r`; `recv` receives every rank's message
+    /// to this one in rank order, `recv_counts[r]` bytes from rank `r` (the caller learns them
+    /// first, for example by an exchange of counts). The message to itself is copied.
+    fn all_to_all_bytes(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    );
+
     /// Bytes this rank has received from other ranks so far (for the scaling figures).
     fn bytes_received(&self) -> u64;
 
@@ -67,6 +83,20 @@ impl Comm for SingleProcess {
     }
 
     fn max_u64(&self, _values: &mut [u64]) {}
+
+    fn sum_u64(&self, _values: &mut [u64]) {}
+
+    fn all_to_all_bytes(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    ) {
+        assert_eq!(send_counts, [send.len()], "one rank sends to itself");
+        assert_eq!(recv_counts, [recv.len()], "one rank receives from itself");
+        recv.copy_from_slice(send);
+    }
 
     fn bytes_received(&self) -> u64 {
         0
@@ -128,6 +158,39 @@ pub fn max_of(comm: &dyn Comm, value: u64) -> u64 {
     let mut v = [value];
     comm.max_u64(&mut v);
     v[0]
+}
+
+/// The sum of `value` over all ranks.
+pub fn sum_of(comm: &dyn Comm, value: u64) -> u64 {
+    let mut v = [value];
+    comm.sum_u64(&mut v);
+    v[0]
+}
+
+/// [`Comm::all_to_all_bytes`] with the counts exchanged first: `send` holds this rank's
+/// messages in rank order (`send_counts[r]` bytes for rank `r`); returns the messages this
+/// rank received, concatenated in rank order, and their byte counts per sending rank.
+pub fn exchange(comm: &dyn Comm, send: &[u8], send_counts: &[usize]) -> (Vec<u8>, Vec<usize>) {
+    let size = comm.size();
+    assert_eq!(send_counts.len(), size, "one count per rank");
+    assert_eq!(
+        send.len(),
+        send_counts.iter().sum::<usize>(),
+        "counts cover the sends"
+    );
+    // Each rank tells each rank how much follows: one fixed-size all-to-all.
+    let counts: Vec<u64> = send_counts.iter().map(|&c| c as u64).collect();
+    let mut recv_counts = vec![0u64; size];
+    comm.all_to_all_bytes(
+        bytemuck::cast_slice(&counts),
+        &vec![8; size],
+        bytemuck::cast_slice_mut(&mut recv_counts),
+        &vec![8; size],
+    );
+    let recv_counts: Vec<usize> = recv_counts.iter().map(|&c| c as usize).collect();
+    let mut recv = vec![0u8; recv_counts.iter().sum()];
+    comm.all_to_all_bytes(send, send_counts, &mut recv, &recv_counts);
+    (recv, recv_counts)
 }
 
 /// A failure on one or more ranks, agreed by all of them.
@@ -378,6 +441,66 @@ impl Comm for ThreadRank {
         });
     }
 
+    fn sum_u64(&self, values: &mut [u64]) {
+        let mine: Vec<u8> = bytemuck::cast_slice(values).to_vec();
+        self.exchange(&mine, |slots| {
+            // Every rank adds the same slots in rank order: the same sums everywhere.
+            values.fill(0);
+            for slot in slots {
+                let theirs: Vec<u64> = bytemuck::pod_collect_to_vec(slot);
+                for (v, t) in values.iter_mut().zip(theirs) {
+                    *v = v.checked_add(t).expect("a sum over ranks below 2^64");
+                }
+            }
+        });
+    }
+
+    fn all_to_all_bytes(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    ) {
+        let size = self.shared.size;
+        assert_eq!(
+            send.len(),
+            send_counts.iter().sum::<usize>(),
+            "counts cover the sends"
+        );
+        assert_eq!(
+            recv.len(),
+            recv_counts.iter().sum::<usize>(),
+            "counts cover the receives"
+        );
+        // The slot holds the counts ahead of the messages, so each reader finds its part.
+        let mut post: Vec<u8> = send_counts
+            .iter()
+            .flat_map(|&c| (c as u64).to_le_bytes())
+            .collect();
+        post.extend_from_slice(send);
+        let me = self.rank;
+        self.exchange(&post, |slots| {
+            let mut at = 0;
+            for (r, slot) in slots.iter().enumerate() {
+                let count = |k: usize| {
+                    u64::from_le_bytes(slot[8 * k..8 * k + 8].try_into().expect("8 bytes")) as usize
+                };
+                let offset = 8 * size + (0..me).map(count).sum::<usize>();
+                assert_eq!(
+                    count(me),
+                    recv_counts[r],
+                    "rank {r} sent the announced count"
+                );
+                recv[at..at + recv_counts[r]].copy_from_slice(&slot[offset..offset + count(me)]);
+                at += recv_counts[r];
+            }
+        });
+        let got = recv.len() - recv_counts[me];
+        self.received
+            .fetch_add(got as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn bytes_received(&self) -> u64 {
         self.received.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -443,6 +566,17 @@ mod tests {
             let mut out = vec![0u32; 6];
             all_gather(c.as_ref(), &mine, &[1, 2, 3], &mut out);
             let max = max_of(c.as_ref(), 10 * r as u64);
+            assert_eq!(sum_of(c.as_ref(), 10 * r as u64), 30);
+            // Rank r sends r + 1 bytes of value 10 r + s to each rank s.
+            let send: Vec<u8> = (0..3)
+                .flat_map(|s| vec![(10 * r + s) as u8; r + 1])
+                .collect();
+            let (got, counts) = exchange(c.as_ref(), &send, &[r + 1; 3]);
+            assert_eq!(counts, [1, 2, 3]);
+            let expected: Vec<u8> = (0..3)
+                .flat_map(|q| vec![(10 * q + r) as u8; q + 1])
+                .collect();
+            assert_eq!(got, expected);
             let failure = (r == 1).then_some((2u8, "no such file"));
             let agreed = agree(c.as_ref(), failure);
             let ok = agree(c.as_ref(), None);

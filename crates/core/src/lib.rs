@@ -18,6 +18,8 @@
 //! - [`rng`]: seeded random numbers that are bit-identical on every platform.
 //! - [`comm`]: the processes a run spans (MPI ranks, or one process), their collective
 //!   operations and the partition of work between them.
+//! - [`decomposition`]: particles owned by ranks in cost-balanced ranges of the Morton curve,
+//!   and their migration between ranks.
 //!
 //! The crate has no GPU dependency: device buffers and kernels live in `mote-gpu`, which mirrors
 //! these containers one to one (see `docs/architecture.md`).
@@ -28,6 +30,7 @@ pub mod backend;
 pub mod buffer;
 pub mod columns;
 pub mod comm;
+pub mod decomposition;
 pub mod formula;
 pub mod memory;
 pub mod morton;

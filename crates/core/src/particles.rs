@@ -7,6 +7,7 @@
 
 use crate::buffer::{AnyBuffer, BudgetedBuffer, Buffer, CapacityError, Scaling};
 use crate::columns::{self, Permutation};
+use crate::comm::Comm;
 use crate::memory::Budgeted;
 use crate::real::Real;
 
@@ -456,6 +457,30 @@ impl<R: Real> ParticleData<R> {
     /// If the permutation's length is not [`ParticleData::len`].
     pub fn apply_permutation(&mut self, perm: &Permutation) {
         columns::permute_all(&mut self.arrays_mut(), perm);
+    }
+
+    /// Moves each particle whose `destinations` entry names another rank to that rank, its id
+    /// and every array together ([`columns::migrate_all`]: staying particles first, in order,
+    /// then the arrivals in the order of their sending ranks). Collective. On a
+    /// [`CapacityError`] on any rank, no rank's particles change.
+    pub fn migrate(
+        &mut self,
+        comm: &dyn Comm,
+        destinations: &[u32],
+    ) -> Result<columns::Migrated, CapacityError> {
+        let moved = columns::migrate_all(comm, &mut self.arrays_mut(), destinations)?;
+        // Ids stay unique over the ranks: a particle added here later numbers above every
+        // arrival.
+        if let Some(&top) = self.id.as_slice().iter().max() {
+            self.next_id = self.next_id.max(top + 1);
+        }
+        Ok(moved)
+    }
+
+    /// Orders the particles by id, with all their arrays.
+    pub fn sort_by_id(&mut self) {
+        let perm = Permutation::sorting_by_key(self.ids());
+        self.apply_permutation(&perm);
     }
 
     /// The array of one scalar component.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use mote_core::comm::{Comm, install_world};
 use mpi::collective::SystemOperation;
-use mpi::datatype::PartitionMut;
+use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
@@ -110,6 +110,91 @@ impl Comm for World {
         let send = values.to_vec();
         let comm = self.comm.lock().expect("no MPI call panicked");
         comm.all_reduce_into(&send[..], values, SystemOperation::max());
+    }
+
+    fn sum_u64(&self, values: &mut [u64]) {
+        let send = values.to_vec();
+        let comm = self.comm.lock().expect("no MPI call panicked");
+        comm.all_reduce_into(&send[..], values, SystemOperation::sum());
+    }
+
+    fn all_to_all_bytes(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    ) {
+        assert_eq!(send_counts.len(), self.size, "one send count per rank");
+        assert_eq!(recv_counts.len(), self.size, "one receive count per rank");
+        let offsets = |counts: &[usize]| -> Vec<usize> {
+            counts
+                .iter()
+                .scan(0, |at, &c| {
+                    let o = *at;
+                    *at += c;
+                    Some(o)
+                })
+                .collect()
+        };
+        let (send_at, recv_at) = (offsets(send_counts), offsets(recv_counts));
+        assert_eq!(
+            send.len(),
+            send_counts.iter().sum::<usize>(),
+            "counts cover the sends"
+        );
+        assert_eq!(
+            recv.len(),
+            recv_counts.iter().sum::<usize>(),
+            "counts cover the receives"
+        );
+        // MPI's counts and displacements are 32-bit: messages go in rounds of at most
+        // `limit / size` bytes per pair, through staging buffers. The number of rounds depends
+        // on every rank's messages, so it is agreed first (one small reduction).
+        let share = (call_limit() / self.size).max(1);
+        let longest = send_counts
+            .iter()
+            .chain(recv_counts)
+            .max()
+            .copied()
+            .unwrap_or(0);
+        let mut rounds = [longest.div_ceil(share) as u64];
+        let comm = self.comm.lock().expect("no MPI call panicked");
+        comm.all_reduce_into(&[rounds[0]][..], &mut rounds[..], SystemOperation::max());
+        let mut out_stage = vec![0u8; share.min(send.len().max(1)) * self.size];
+        let mut in_stage = vec![0u8; share.min(recv.len().max(1)) * self.size];
+        let slot = |counts: &[usize], from: usize| -> Vec<usize> {
+            counts
+                .iter()
+                .map(|&c| c.saturating_sub(from).min(share))
+                .collect()
+        };
+        for round in 0..rounds[0] as usize {
+            let from = round * share;
+            let (out_part, in_part) = (slot(send_counts, from), slot(recv_counts, from));
+            // Staged at stride `share` per rank when the messages are large, packed otherwise.
+            let stride_out = out_stage.len() / self.size;
+            let stride_in = in_stage.len() / self.size;
+            for r in (0..self.size).filter(|&r| out_part[r] > 0) {
+                out_stage[r * stride_out..][..out_part[r]]
+                    .copy_from_slice(&send[send_at[r] + from..][..out_part[r]]);
+            }
+            let n_out: Vec<i32> = out_part.iter().map(|&c| c as i32).collect();
+            let n_in: Vec<i32> = in_part.iter().map(|&c| c as i32).collect();
+            let d_out: Vec<i32> = (0..self.size).map(|r| (r * stride_out) as i32).collect();
+            let d_in: Vec<i32> = (0..self.size).map(|r| (r * stride_in) as i32).collect();
+            comm.all_to_all_varcount_into(
+                &Partition::new(&out_stage[..], n_out, d_out),
+                &mut PartitionMut::new(&mut in_stage[..], n_in, d_in),
+            );
+            for r in (0..self.size).filter(|&r| in_part[r] > 0) {
+                recv[recv_at[r] + from..][..in_part[r]]
+                    .copy_from_slice(&in_stage[r * stride_in..][..in_part[r]]);
+            }
+        }
+        drop(comm);
+        let got = recv.len() - recv_counts[self.rank];
+        self.received.fetch_add(got as u64, Ordering::Relaxed);
     }
 
     fn bytes_received(&self) -> u64 {
