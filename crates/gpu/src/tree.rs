@@ -641,8 +641,8 @@ impl<R: Real> ForceSolver<R> for GpuTreeSolver<R> {
             .unwrap_or_else(|e| panic!("GPU tree potential failed: {e}"))
     }
 
-    fn budgeted(&mut self) -> Option<&mut dyn mote_core::Budgeted> {
-        Some(&mut self.tree)
+    fn budgeted(&mut self) -> Vec<&mut dyn mote_core::Budgeted> {
+        vec![&mut self.tree]
     }
 
     fn first_non_finite(&self) -> Option<(u64, usize)> {

@@ -74,7 +74,7 @@ impl Diagnostics {
             .map_reduce(p.len(), 1024, map, combine)
             .unwrap_or_default();
         let v: Vec<f64> = s.0.iter().map(|c| c.value()).collect();
-        let potential = solver.potential_energy(p.positions(), m);
+        let potential = solver.potential(p);
         let mass = v[7];
         let com = if mass > 0.0 {
             [v[8] / mass, v[9] / mass, v[10] / mass]

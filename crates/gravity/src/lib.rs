@@ -12,7 +12,9 @@
 //!   galaxy, galaxy collision, all seeded and reproducible across platforms;
 //! - [`accuracy`]: force errors of an approximate solver against the reference kernel;
 //! - [`diagnostics`]: energies, momenta, virial ratio, Lagrangian radii;
-//! - [`Simulation`]: particles + solver + integrator + clock.
+//! - [`Simulation`]: particles + solver + integrator + clock;
+//! - [`owned`]: ranks that each hold only their own particles (Morton ranges, migration,
+//!   sources gathered in the one-process order).
 
 #![warn(missing_docs)]
 
@@ -22,6 +24,7 @@ pub mod direct;
 pub mod error;
 pub mod initial_conditions;
 pub mod integrators;
+pub mod owned;
 /// The seeded, platform-independent random stream (it lives in `mote-core`, shared with the
 /// meshless point clouds).
 pub use mote_core::rng;

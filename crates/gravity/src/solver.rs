@@ -86,9 +86,48 @@ pub trait ForceSolver<R: Real>: SolverInfo + Send {
     fn potential_energy(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> f64;
 
     /// The solver's own memory (the tree's arrays), priced in the run's budget with the
-    /// particles; `None` for solvers that keep none.
-    fn budgeted(&mut self) -> Option<&mut dyn Budgeted> {
-        None
+    /// particles; empty for solvers that keep none.
+    fn budgeted(&mut self) -> Vec<&mut dyn Budgeted> {
+        Vec::new()
+    }
+
+    /// The accelerations of the particles `targets` only (indices into `positions`, in any
+    /// order; every particle is a source), into `acc` (row `k` for `targets[k]`), and each
+    /// target's measured cost (the interactions it took) into `costs`. What a rank that owns
+    /// some of the particles asks for (decision 0028). The default computes every particle's
+    /// acceleration with [`ForceSolver::accelerations`] (on several ranks as collectively as
+    /// that) and keeps the targets', at a cost of 1 each.
+    fn accelerations_of(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        targets: &[usize],
+        acc: Vec3SpanMut<'_, R>,
+        costs: &mut [u64],
+    ) {
+        let n = positions.len();
+        let mut all = [vec![R::zero(); n], vec![R::zero(); n], vec![R::zero(); n]];
+        {
+            let [x, y, z] = &mut all;
+            self.accelerations(positions, masses, Vec3SpanMut::new(x, y, z));
+        }
+        let (ax, ay, az) = acc.components_mut();
+        for (k, &t) in targets.iter().enumerate() {
+            (ax[k], ay[k], az[k]) = (all[0][t], all[1][t], all[2][t]);
+        }
+        costs.fill(1);
+    }
+
+    /// The potential energy of `particles` ([`ForceSolver::potential_energy`] of their
+    /// positions and masses; a solver over owned particles gathers every rank's first).
+    fn potential(&mut self, particles: &ParticleData<R>) -> f64 {
+        self.potential_energy(particles.positions(), particles.masses())
+    }
+
+    /// Over owned particles: each particle's cost in the last evaluation, in the particles'
+    /// order (what the ranks are balanced by). Empty for other solvers.
+    fn costs(&self) -> &[u64] {
+        &[]
     }
 
     /// Where work is split between ranks: the first evaluation (counted from 1) in which this

@@ -120,3 +120,82 @@ fn a_ranks_essential_tree_holds_remote_entries_only() {
         }
     }
 }
+
+/// Eight yoshida4 steps with each rank holding its own particles (`mote_gravity::owned`):
+/// migration after every step, and a cut by measured cost whenever the ranks' work drifts apart
+/// by more than `threshold`. Rank 0's gathered final state and every rank's potential energy.
+fn run_owned<R: Real>(
+    p: &ParticleData<R>,
+    tree: bool,
+    comm: Arc<dyn Comm>,
+    threshold: f64,
+) -> (Option<ParticleData<R>>, f64, u64, u64) {
+    use mote_gravity::owned::{OwnedSolver, Ownership, Slots, gather_whole};
+    let slots = Arc::new(Slots::of(p.ids()));
+    let (mut own, local) = Ownership::start(comm.clone(), p.clone(), threshold);
+    let held = local.len();
+    assert!(held < p.len() || comm.size() == 1, "a rank holds a share");
+    let integrator = IntegratorKind::Yoshida4.build::<R>(CpuBackend::threads(2));
+    let solver = OwnedSolver::new(solver::<R>(tree, comm.clone()), comm.clone(), slots.clone());
+    let mut sim = Simulation::new(local, Box::new(solver), integrator);
+    for _ in 0..8 {
+        sim.step(1e-3);
+        let costs = sim.solver().costs().to_vec();
+        own.settle(&mut sim.particles, &costs).unwrap();
+    }
+    let w = sim.diagnostics(CpuBackend::threads(2)).potential;
+    let whole = gather_whole(comm.as_ref(), &sim.particles, &slots);
+    (whole, w, own.rebalances(), own.migrated())
+}
+
+fn check_owned<R: Real>(tree: bool) {
+    let p = plummer::<R>(1_037, 3).unwrap();
+    let (one, w1) = run(&p, tree, Arc::new(SingleProcess));
+    for k in 2..=4 {
+        // A tight threshold for the tree (its costs differ per particle: cuts again), a loose
+        // one for direct summation (equal costs: the first cut stays).
+        let threshold = if tree { 1.01 } else { 2.0 };
+        let ranks = thread_ranks(k);
+        let results = on_thread_ranks(&ranks, |c| run_owned(&p, tree, c, threshold));
+        let whole = results[0].0.as_ref().expect("rank 0 gathers");
+        assert!(
+            bits(&one) == bits(whole),
+            "tree {tree}, {k} owning ranks: the gathered state differs from one process's"
+        );
+        assert_eq!(whole.ids(), p.ids(), "one-process order");
+        for (rank, (w, (_, _, rebalances, _))) in results.iter().map(|r| (r.1, r)).enumerate() {
+            assert_eq!(
+                w.to_bits(),
+                w1.to_bits(),
+                "{k} ranks, rank {rank}: potential"
+            );
+            assert_eq!(
+                *rebalances, results[0].2,
+                "every rank cuts at the same steps"
+            );
+            assert!(rank == 0 || results[rank].0.is_none());
+        }
+        let migrated: u64 = results.iter().map(|r| r.3).sum();
+        if tree {
+            assert!(
+                results[0].2 > 0,
+                "{k} ranks: the tree's costs never cut again"
+            );
+            assert!(migrated > 0, "{k} ranks: a new cut moves particles");
+        } else {
+            assert_eq!(results[0].2, 0, "{k} ranks: equal costs stay cut");
+        }
+    }
+}
+
+#[test]
+fn direct_forces_on_owned_particles_are_bitwise_those_of_one_process() {
+    check_owned::<f64>(false);
+    check_owned::<f32>(false);
+}
+
+#[test]
+fn tree_forces_on_owned_particles_are_bitwise_those_of_one_process() {
+    check_owned::<f64>(true);
+    check_owned::<f32>(true);
+}

@@ -748,7 +748,7 @@ fn price<R: Real>(
     let prototype = ParticleData::<R>::new();
     let mut parts: Vec<&dyn Budgeted> = vec![&prototype, integrator as &dyn Budgeted];
     let own = solver.budgeted();
-    parts.extend(own.map(|b| &*b));
+    parts.extend(own.into_iter().map(|b| &*b));
     price_model::<R>(c, n, MemoryModel::of(&parts))
 }
 

@@ -12,7 +12,6 @@ pub mod reference;
 pub(crate) mod simd;
 
 use std::fmt;
-use std::ops::Range;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -216,13 +215,15 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
                     Precision::F32 => run_fast::<R, f32>,
                     Precision::F64 => run_fast::<R, f64>,
                 };
+                let (x, y, z) = positions.components();
+                let targets = [&x[mine.clone()], &y[mine.clone()], &z[mine.clone()]];
                 run(
                     self.backend,
                     level,
                     self.softening,
                     positions,
                     masses,
-                    mine.clone(),
+                    targets,
                     own.reborrow(),
                 );
             }
@@ -251,17 +252,59 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
     fn first_non_finite(&self) -> Option<(u64, usize)> {
         self.watch.first()
     }
+
+    /// Each target's sum over every source, as in [`ForceSolver::accelerations`]: the same
+    /// arithmetic, so a target's result is the same whichever rank owns it.
+    fn accelerations_of(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        targets: &[usize],
+        mut acc: Vec3SpanMut<'_, R>,
+        costs: &mut [u64],
+    ) {
+        let n = positions.len();
+        assert_eq!(acc.len(), targets.len(), "one acceleration per target");
+        match self.kernel {
+            Kernel::Reference => {
+                let eps2 = self.softening.epsilon() * self.softening.epsilon();
+                self.backend.for_each_particle(acc.reborrow(), |k| {
+                    reference::acceleration_of(targets[k], positions, masses, eps2).map(R::cast)
+                });
+            }
+            Kernel::Fast(level) => {
+                let (x, y, z) = positions.components();
+                let pick = |a: &[R]| -> Vec<R> { targets.iter().map(|&t| a[t]).collect() };
+                let (tx, ty, tz) = (pick(x), pick(y), pick(z));
+                let run = match R::PRECISION {
+                    Precision::F32 => run_fast::<R, f32>,
+                    Precision::F64 => run_fast::<R, f64>,
+                };
+                run(
+                    self.backend,
+                    level,
+                    self.softening,
+                    positions,
+                    masses,
+                    [&tx, &ty, &tz],
+                    acc,
+                );
+            }
+        }
+        costs.fill(n.saturating_sub(1) as u64);
+        self.interactions += targets.len() as u64 * n.saturating_sub(1) as u64;
+    }
 }
 
-/// Runs the fast kernel of `level` over the targets `targets` (into `acc`, their
-/// accelerations), in `T`, which is `R` itself.
+/// Runs the fast kernel of `level` for the targets at the positions `targets` (into `acc`,
+/// their accelerations), in `T`, which is `R` itself.
 fn run_fast<R: Real, T: Real + DirectKernels>(
     backend: CpuBackend,
     level: SimdLevel,
     softening: Softening,
     positions: Vec3Span<'_, R>,
     masses: &[R],
-    targets: Range<usize>,
+    targets: [&[R]; 3],
     acc: Vec3SpanMut<'_, R>,
 ) {
     assert_eq!(R::PRECISION, T::PRECISION, "scalar types differ");
@@ -280,14 +323,15 @@ fn run_fast<R: Real, T: Real + DirectKernels>(
     );
     // Chosen once per evaluation: one function pointer for every block.
     let kernel = T::kernel(level);
+    let [tx, ty, tz] = targets.map(bytemuck::cast_slice::<R, T>);
     backend.for_each_block(out, TARGET_BLOCK, |start, block| {
         let (ax, ay, az) = block.components_mut();
-        kernel(
-            &sources,
-            Targets::of_sources(&sources, targets.start + start, ax.len()),
-            ax,
-            ay,
-            az,
-        );
+        let r = start..start + ax.len();
+        let t = Targets {
+            x: &tx[r.clone()],
+            y: &ty[r.clone()],
+            z: &tz[r],
+        };
+        kernel(&sources, t, ax, ay, az);
     });
 }

@@ -43,18 +43,6 @@ pub(crate) struct Targets<'a, R> {
     pub z: &'a [R],
 }
 
-impl<'a, R> Targets<'a, R> {
-    /// Targets `start..start + len` of the sources.
-    pub fn of_sources(s: &Sources<'a, R>, start: usize, len: usize) -> Self {
-        let r = start..start + len;
-        Targets {
-            x: &s.x[r.clone()],
-            y: &s.y[r.clone()],
-            z: &s.z[r],
-        }
-    }
-}
-
 /// A kernel: the accelerations of `targets` caused by every source, into `ax`, `ay`, `az`
 /// (overwritten).
 pub(crate) type BlockKernel<R> = fn(&Sources<'_, R>, Targets<'_, R>, &mut [R], &mut [R], &mut [R]);

@@ -323,10 +323,10 @@ impl<R: Real> TreeSolver<R> {
         } else {
             comm::even_ranges(self.tree.group_count(), 1)
         };
-        let mine = groups[self.comm.rank()].clone();
+        let mine: Vec<usize> = groups[self.comm.rank()].clone().collect();
         let mut costs = match concrete(&mut self.tree) {
-            Concrete::F32(t) => walk_f32(t, mine, level, eps2, self.backend),
-            Concrete::F64(t) => walk_f64(t, mine, level, eps2, self.backend),
+            Concrete::F32(t) => walk_f32(t, &mine, level, eps2, self.backend),
+            Concrete::F64(t) => walk_f64(t, &mine, level, eps2, self.backend),
         };
         if size > 1 {
             // Every group's list length and every particle's acceleration, on every rank.
@@ -435,8 +435,74 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
         self.watch.first()
     }
 
-    fn budgeted(&mut self) -> Option<&mut dyn Budgeted> {
-        Some(&mut self.tree)
+    /// The tree of every source, as in [`ForceSolver::accelerations`], walked for the groups
+    /// that hold a target: a group's result depends only on the tree, so each target's is the
+    /// one-process result whichever rank owns it (a group with targets of two ranks is walked
+    /// by both). A target's cost is its group's list length.
+    fn accelerations_of(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        targets: &[usize],
+        mut acc: Vec3SpanMut<'_, R>,
+        costs: &mut [u64],
+    ) {
+        assert_eq!(acc.len(), targets.len(), "one acceleration per target");
+        let clock = Instant::now();
+        if self
+            .tree
+            .build(positions, masses, &self.settings, self.backend)
+            .is_err()
+        {
+            acc.fill([R::nan(); 3]);
+            costs.fill(1);
+            return;
+        }
+        let build_seconds = clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let Kernel::Fast(level) = self.kernel else {
+            unreachable!("the constructor refuses the reference kernel")
+        };
+        // Where each target sits in tree order, and its group (groups tile the tree order).
+        let order = self.tree.order();
+        let mut at = vec![0u32; order.len()];
+        for (k, &i) in order.iter().enumerate() {
+            at[i as usize] = k as u32;
+        }
+        let starts: Vec<u32> = self.tree.groups().iter().map(|g| g[0]).collect();
+        let group_of: Vec<usize> = targets
+            .iter()
+            .map(|&t| starts.partition_point(|&s| s <= at[t]) - 1)
+            .collect();
+        let mut wanted = group_of.clone();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let eps2 = self.softening.epsilon2::<f64>();
+        let lengths = match concrete(&mut self.tree) {
+            Concrete::F32(t) => walk_f32(t, &wanted, level, eps2, self.backend),
+            Concrete::F64(t) => walk_f64(t, &wanted, level, eps2, self.backend),
+        };
+        let [sx, sy, sz] = self.tree.acc.each_ref().map(|b| b.as_slice());
+        let (ax, ay, az) = acc.components_mut();
+        let mut interactions = 0;
+        for (k, &t) in targets.iter().enumerate() {
+            let p = at[t] as usize;
+            (ax[k], ay[k], az[k]) = (sx[p], sy[p], sz[p]);
+            costs[k] = lengths[wanted.partition_point(|&g| g < group_of[k])];
+            interactions += costs[k];
+        }
+        self.interactions += interactions;
+        self.stats = TreeStats {
+            build_seconds,
+            walk_seconds: clock.elapsed().as_secs_f64(),
+            interactions,
+            nodes: self.tree.node_count(),
+            groups: wanted.len(),
+        };
+    }
+
+    fn budgeted(&mut self) -> Vec<&mut dyn Budgeted> {
+        vec![&mut self.tree]
     }
 }
 
@@ -593,7 +659,7 @@ pub fn group_interactions(groups: &[[u32; 2]], lengths: &[u64]) -> u64 {
 
 fn walk_f32(
     tree: &mut Tree<f32>,
-    groups: Range<usize>,
+    groups: &[usize],
     level: SimdLevel,
     eps2: f64,
     backend: CpuBackend,
@@ -603,7 +669,7 @@ fn walk_f32(
 
 fn walk_f64(
     tree: &mut Tree<f64>,
-    groups: Range<usize>,
+    groups: &[usize],
     level: SimdLevel,
     eps2: f64,
     backend: CpuBackend,
@@ -650,11 +716,11 @@ fn potential_of<T: Real>(
     })
 }
 
-/// Walks the groups `groups` and evaluates their lists into the tree's acceleration arrays;
-/// returns each group's list length.
+/// Walks the groups `groups` (ascending) and evaluates their lists into the tree's acceleration
+/// arrays; returns each group's list length.
 fn walk_all<T: Real + DirectKernels>(
     tree: &mut Tree<T>,
-    groups: Range<usize>,
+    groups: &[usize],
     level: SimdLevel,
     eps2: T,
     backend: CpuBackend,
@@ -670,7 +736,7 @@ fn walk_all<T: Real + DirectKernels>(
 
 fn walk_into<T: Real + DirectKernels>(
     tree: &Tree<T>,
-    groups: Range<usize>,
+    groups: &[usize],
     acc: &mut [mote_core::Buffer<T>; 3],
     kernel: crate::direct::simd::BlockKernel<T>,
     level: mote_core::SimdLevel,
@@ -682,8 +748,9 @@ fn walk_into<T: Real + DirectKernels>(
     let view = view(tree);
     // One output range per group: the groups tile the particles in order.
     let mut items = Vec::with_capacity(groups.len());
+    let mut wanted = groups.iter().peekable();
     for (g, &[start, count]) in tree.groups.as_slice().iter().enumerate() {
-        if g >= groups.end {
+        if wanted.peek().is_none() {
             break;
         }
         let count = count as usize;
@@ -691,7 +758,7 @@ fn walk_into<T: Real + DirectKernels>(
         let (hy, ty) = std::mem::take(&mut ay).split_at_mut(count);
         let (hz, tz) = std::mem::take(&mut az).split_at_mut(count);
         (ax, ay, az) = (tx, ty, tz);
-        if g >= groups.start {
+        if wanted.next_if_eq(&&g).is_some() {
             items.push((start as usize, [hx, hy, hz]));
         }
     }
