@@ -160,6 +160,28 @@ pub fn max_of(comm: &dyn Comm, value: u64) -> u64 {
     v[0]
 }
 
+/// Rank `root`'s `mine` on every rank (the other ranks' `mine` is ignored). Collective.
+pub fn broadcast_bytes(comm: &dyn Comm, root: usize, mine: &[u8]) -> Vec<u8> {
+    if comm.size() == 1 {
+        return mine.to_vec();
+    }
+    let len = max_of(
+        comm,
+        if comm.rank() == root {
+            mine.len() as u64
+        } else {
+            0
+        },
+    ) as usize;
+    let counts: Vec<usize> = (0..comm.size())
+        .map(|r| if r == root { len } else { 0 })
+        .collect();
+    let mut out = vec![0u8; len];
+    let send = if comm.rank() == root { mine } else { &[] };
+    comm.all_gather_bytes(send, &counts, &mut out);
+    out
+}
+
 /// The sum of `value` over all ranks.
 pub fn sum_of(comm: &dyn Comm, value: u64) -> u64 {
     let mut v = [value];
@@ -567,6 +589,8 @@ mod tests {
             all_gather(c.as_ref(), &mine, &[1, 2, 3], &mut out);
             let max = max_of(c.as_ref(), 10 * r as u64);
             assert_eq!(sum_of(c.as_ref(), 10 * r as u64), 30);
+            let said = broadcast_bytes(c.as_ref(), 2, format!("rank {r}").as_bytes());
+            assert_eq!(said, b"rank 2");
             // Rank r sends r + 1 bytes of value 10 r + s to each rank s.
             let send: Vec<u8> = (0..3)
                 .flat_map(|s| vec![(10 * r + s) as u8; r + 1])

@@ -37,6 +37,17 @@ impl Diagnostics {
         solver: &mut dyn ForceSolver<R>,
         backend: CpuBackend,
     ) -> Self {
+        let potential = solver.potential(p);
+        Self::with_potential(p, potential, backend)
+    }
+
+    /// Measures `p` with a potential energy computed elsewhere (on several ranks that own
+    /// their particles: by every rank together, while `p` is the state gathered on rank 0).
+    pub fn with_potential<R: Real>(
+        p: &ParticleData<R>,
+        potential: f64,
+        backend: CpuBackend,
+    ) -> Self {
         let (x, y, z) = p.positions().components();
         let (vx, vy, vz) = p.velocities().components();
         let m = p.masses();
@@ -74,7 +85,6 @@ impl Diagnostics {
             .map_reduce(p.len(), 1024, map, combine)
             .unwrap_or_default();
         let v: Vec<f64> = s.0.iter().map(|c| c.value()).collect();
-        let potential = solver.potential(p);
         let mass = v[7];
         let com = if mass > 0.0 {
             [v[8] / mass, v[9] / mass, v[10] / mass]

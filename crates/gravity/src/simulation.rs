@@ -101,6 +101,12 @@ impl<R: Real> Simulation<R> {
         self.integrator.as_ref()
     }
 
+    /// The potential energy of the current state ([`ForceSolver::potential`]: on ranks that
+    /// own their particles, of every rank's together; collective there).
+    pub fn potential(&mut self) -> f64 {
+        self.solver.potential(&self.particles)
+    }
+
     /// Conserved quantities and virial ratio of the current state.
     pub fn diagnostics(
         &mut self,

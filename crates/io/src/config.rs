@@ -95,6 +95,10 @@ pub struct RunSection {
     pub backend: String,
     /// The device for `backend = "gpu"`: `wgpu` or `cuda`, with an optional `:INDEX`.
     pub device: String,
+    /// On several MPI ranks: the largest rank's measured work over the mean above which the
+    /// particles are cut into new ranges of the Morton curve after a step (decision 0028); at
+    /// least 1. Results do not depend on it, only the balance of the work.
+    pub rebalance: f64,
 }
 
 impl Default for RunSection {
@@ -107,6 +111,7 @@ impl Default for RunSection {
             memory_limit: None,
             backend: "cpu".to_string(),
             device: "wgpu:0".to_string(),
+            rebalance: 1.1,
         }
     }
 }
@@ -512,6 +517,15 @@ impl GravityConfig {
             );
         }
         validate_resources(r.memory_limit.as_deref(), &r.backend, &r.device)?;
+        if !(r.rebalance.is_finite() && r.rebalance >= 1.0) {
+            return bad(
+                "run.rebalance",
+                format!(
+                    "{} is not allowed: the largest rank's work over the mean, a finite ratio >= 1",
+                    num(r.rebalance)
+                ),
+            );
+        }
         if let Err(e) = Softening::new(self.solver.softening) {
             return bad("solver.softening", e.to_string());
         }

@@ -11,8 +11,11 @@
 //! checkpoint is also written every `output.checkpoint_wall_interval` of wall-clock time and when
 //! a stop is requested (SIGINT, SIGTERM: [`crate::interrupt`]).
 //!
-//! Under MPI ([`mote_core::comm`], decision 0027) every rank runs this same loop on the whole
-//! state and the force solvers share the work; rank 0 alone writes the run directory. Whatever
+//! Under MPI ([`mote_core::comm`], decisions 0027 and 0028) every rank runs this same loop on
+//! the particles it owns (a range of the Morton curve, [`mote_gravity::owned`]): it advances
+//! them, computes their forces from every rank's gathered positions, and hands them to their
+//! new owner after each step; at every output the state is gathered on rank 0 in the
+//! one-process order, and rank 0 alone writes the run directory. Whatever
 //! could happen on one rank and not the others (a file that cannot be read or written, memory
 //! that cannot be reserved, a signal, the wall clock) is agreed by all ranks before it is acted
 //! on ([`agreed`]), so every rank stops together with the same message.
@@ -27,6 +30,7 @@ use mote_core::{
 };
 use mote_gpu::{Gpu, GpuDirectSolver, GpuError, GpuTreeSolver};
 use mote_gravity::initial_conditions as ic;
+use mote_gravity::owned::{OwnedSolver, Ownership, Slots, gather_whole};
 use mote_gravity::{
     Diagnostics, DirectSolver, ForceSolver, GravityError, Integrator, KernelChoice, Simulation,
     Softening, SolverKind, TreeSolver,
@@ -254,6 +258,12 @@ struct Provenance<'a> {
     /// Bytes rank 0 received from the other ranks (on several ranks).
     #[serde(skip_serializing_if = "Option::is_none")]
     bytes_received: Option<u64>,
+    /// On several ranks: times the particles were cut into new ranges, and particles that
+    /// moved between ranks (all ranks together), in this run (since its start or resumption).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rebalances: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    migrated: Option<u64>,
     kernel: String,
     precision: String,
     seed: Option<u64>,
@@ -976,6 +986,85 @@ fn open_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, Ru
     )?))
 }
 
+/// The diagnostics of a run's state: of its particles on one process; on ranks that own their
+/// particles, the potential energy from every rank together and the other sums from the state
+/// gathered on rank 0 (`gathered`) in the one-process order, shared with every rank: the
+/// one-process numbers, bit for bit. Collective.
+fn measure<R: Real>(
+    sim: &mut Simulation<R>,
+    gathered: Option<&ParticleData<R>>,
+    owned: bool,
+    backend: CpuBackend,
+) -> Diagnostics {
+    if !owned {
+        return sim.diagnostics(backend);
+    }
+    let potential = sim.potential();
+    let d = gathered.map(|p| Diagnostics::with_potential(p, potential, backend));
+    let values: Vec<f64> = d.map_or_else(Vec::new, |d| {
+        [
+            [d.kinetic, d.potential, d.total].as_slice(),
+            &d.momentum,
+            &d.angular_momentum,
+            &[d.virial_ratio, d.mass],
+            &d.centre_of_mass,
+        ]
+        .concat()
+    });
+    let got = comm::broadcast_bytes(comm::world().as_ref(), 0, bytemuck::cast_slice(&values));
+    let v: Vec<f64> = bytemuck::pod_collect_to_vec(&got);
+    Diagnostics {
+        kinetic: v[0],
+        potential: v[1],
+        total: v[2],
+        momentum: [v[3], v[4], v[5]],
+        angular_momentum: [v[6], v[7], v[8]],
+        virial_ratio: v[9],
+        mass: v[10],
+        centre_of_mass: [v[11], v[12], v[13]],
+    }
+}
+
+/// [`check_finite`] of a run's state: on ranks that own their particles, of the state gathered
+/// on rank 0 (`gathered`), the verdict shared with every rank (the one-process message).
+/// Collective.
+fn check_state<R: Real>(
+    sim: &Simulation<R>,
+    gathered: Option<&ParticleData<R>>,
+    owned: bool,
+    step: u64,
+    time: f64,
+    csv: &Path,
+) -> Result<(), RunError> {
+    if !owned {
+        return check_finite(&sim.particles, step, time, csv);
+    }
+    // Rank 0's finding as bytes: the index and id, then the text.
+    let found = gathered
+        .and_then(|p| first_non_finite(p).map(|(i, what)| (i, p.ids()[i], what)))
+        .map_or_else(Vec::new, |(i, id, what)| {
+            [
+                &(i as u64).to_le_bytes()[..],
+                &id.to_le_bytes(),
+                what.as_bytes(),
+            ]
+            .concat()
+        });
+    let got = comm::broadcast_bytes(comm::world().as_ref(), 0, &found);
+    if got.is_empty() {
+        return Ok(());
+    }
+    let word = |k: usize| u64::from_le_bytes(got[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+    Err(RunError::NonFinite {
+        step,
+        time,
+        id: word(1),
+        index: word(0) as usize,
+        what: String::from_utf8_lossy(&got[16..]).into_owned(),
+        csv: csv.display().to_string(),
+    })
+}
+
 /// Runs from `start` to the end time, writing everything into `dir` (which exists).
 fn drive<R: Real>(
     c: &GravityConfig,
@@ -1001,15 +1090,28 @@ fn drive<R: Real>(
         )?)
     })?;
     let fresh = start.resumed_from.is_none();
+    // On several ranks each keeps the particles of its range of the Morton curve, and the
+    // forces come from every rank's positions gathered in the one-process order (decision
+    // 0028); `n` is every rank's particles together.
+    let n = start.particles.len();
+    let slots = std::sync::Arc::new(Slots::of(start.particles.ids()));
+    let owned = world.size() > 1;
+    let (mut ownership, particles, solver) = if owned {
+        let (o, local) = Ownership::start(world.clone(), start.particles, c.run.rebalance);
+        let solver: Box<dyn ForceSolver<R>> =
+            Box::new(OwnedSolver::new(solver, world.clone(), slots.clone()));
+        (Some(o), local, solver)
+    } else {
+        (None, start.particles, solver)
+    };
     let mut sim = if fresh {
-        let mut sim = Simulation::new(start.particles, solver, integrator);
+        let mut sim = Simulation::new(particles, solver, integrator);
         // Initial conditions from a file start at the file's time.
         sim.set_time(start.time);
         sim
     } else {
-        Simulation::restore(start.particles, solver, integrator, start.time, start.step)
+        Simulation::restore(particles, solver, integrator, start.time, start.step)
     };
-    let n = sim.particles.len();
     let limit = {
         let parts = sim.budgeted_parts();
         price_parts::<R>(c, n, &parts)?
@@ -1045,10 +1147,12 @@ fn drive<R: Real>(
         threads: backend.thread_count(),
         ranks: world.size(),
         bytes_received: None,
+        rebalances: None,
+        migrated: None,
         kernel: solver_name.clone(),
         precision: R::PRECISION.to_string(),
         seed: c.initial_conditions.seed,
-        particles: sim.particles.len(),
+        particles: n,
         memory_limit_bytes: limit,
         reserved_bytes: reservation.map(|r| r.bytes),
         machine: MachineInfo::detect(),
@@ -1097,7 +1201,13 @@ fn drive<R: Real>(
     let estimate = |t: f64| ((end - t) / dt).ceil().max(0.0) as u64;
     let total_steps = sim.steps() + estimate(sim.time());
     let mut snapshots = start.snapshots;
-    let first = sim.diagnostics(backend);
+    // The whole state, where every rank holds all of it, or rank 0's gathered copy (`None` on
+    // the other ranks).
+    let whole = |sim: &Simulation<R>| -> Option<ParticleData<R>> {
+        owned.then(|| gather_whole(world.as_ref(), &sim.particles, &slots))?
+    };
+    let mut gathered = whole(&sim);
+    let first = measure(&mut sim, gathered.as_ref(), owned, backend);
     let e0 = start.initial_energy.unwrap_or(first.total);
     let g = units.g;
     let write_row =
@@ -1128,7 +1238,7 @@ fn drive<R: Real>(
             write_row(&mut csv, 0, sim.time(), &first, 0.0)?;
             write_snapshot(
                 &sink,
-                &sim.particles,
+                gathered.as_ref().unwrap_or(&sim.particles),
                 sim.time() / s,
                 &units,
                 &mut snapshots,
@@ -1136,7 +1246,7 @@ fn drive<R: Real>(
         })?;
     }
     let checkpoint_path = dir.join("checkpoint.mote");
-    let save = |sim: &Simulation<R>, snapshots: &[(f64, String)]| {
+    let save = |sim: &Simulation<R>, p: &ParticleData<R>, snapshots: &[(f64, String)]| {
         let header = checkpoint::Header {
             mote_version: env!("CARGO_PKG_VERSION").to_string(),
             step: sim.steps(),
@@ -1146,7 +1256,7 @@ fn drive<R: Real>(
             initial_energy: e0,
             snapshots: snapshots.to_vec(),
         };
-        checkpoint::write(&checkpoint_path, &header, &sim.particles)
+        checkpoint::write(&checkpoint_path, &header, p)
     };
     let mut time = sim.time();
     let mut last = first;
@@ -1154,19 +1264,33 @@ fn drive<R: Real>(
         step_towards(&mut sim, dt, end, || true);
         time = sim.time();
         let k = sim.steps();
+        if let Some(o) = &mut ownership {
+            // Particles that left this rank's range go to their owner; a new cut first if the
+            // ranks' measured work drifted apart (every rank decides alike: a reduction).
+            let costs = sim.solver().costs().to_vec();
+            o.settle(&mut sim.particles, &costs)?;
+        }
         let mut due = outputs.after_step(k, time);
         // A signal or the wall clock may reach one rank and not another.
         due.agree(world.as_ref());
+        gathered = if due.row || due.snapshot || due.checkpoint {
+            whole(&sim)
+        } else {
+            None
+        };
         if due.row {
-            // The same state on every rank, so the same verdict: no agreement needed.
-            check_finite(
-                &sim.particles,
+            // The same state everywhere (or rank 0's gathered state, its verdict shared), so
+            // the same verdict on every rank: no agreement needed.
+            check_state(
+                &sim,
+                gathered.as_ref(),
+                owned,
                 k,
                 time / s,
                 &crate::files::partial_path(&csv_path),
             )
             .map_err(|e| owned_by(e, sim.solver()))?;
-            last = sim.diagnostics(backend);
+            last = measure(&mut sim, gathered.as_ref(), owned, backend);
             on_root(world.as_ref(), || {
                 Ok(write_row(
                     &mut csv,
@@ -1185,11 +1309,23 @@ fn drive<R: Real>(
         }
         if due.snapshot {
             on_root(world.as_ref(), || {
-                write_snapshot(&sink, &sim.particles, time / s, &units, &mut snapshots)
+                write_snapshot(
+                    &sink,
+                    gathered.as_ref().unwrap_or(&sim.particles),
+                    time / s,
+                    &units,
+                    &mut snapshots,
+                )
             })?;
         }
         if due.checkpoint {
-            on_root(world.as_ref(), || Ok(save(&sim, &snapshots)?))?;
+            on_root(world.as_ref(), || {
+                Ok(save(
+                    &sim,
+                    gathered.as_ref().unwrap_or(&sim.particles),
+                    &snapshots,
+                )?)
+            })?;
             outputs.saved();
         }
         if let Some(signal) = due.stop {
@@ -1211,6 +1347,10 @@ fn drive<R: Real>(
     provenance.wall_seconds = Some(wall);
     provenance.steps = Some(sim.steps());
     provenance.bytes_received = (world.size() > 1).then(|| world.bytes_received());
+    if let Some(o) = &ownership {
+        provenance.rebalances = Some(o.rebalances());
+        provenance.migrated = Some(comm::sum_of(world.as_ref(), o.migrated()));
+    }
     provenance.final_relative_energy_error = Some(last.relative_energy_error(e0));
     write_provenance(&provenance)?;
     Ok(RunReport {
@@ -1221,6 +1361,6 @@ fn drive<R: Real>(
         virial_ratio: last.virial_ratio,
         wall_seconds: wall,
         kernel: solver_name.clone(),
-        particles: sim.particles.len(),
+        particles: n,
     })
 }
