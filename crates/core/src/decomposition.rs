@@ -113,6 +113,17 @@ impl Domains {
         d
     }
 
+    /// The cube [`Domains::balanced`] would quantise every rank's particles over now: where it
+    /// differs from [`Domains::cube`], the particles outgrew the cut's cube (and the gravity
+    /// tree's keys no longer follow the cut). Collective.
+    pub fn cube_of<R: Real>(
+        comm: &dyn Comm,
+        dimension: usize,
+        positions: [&[R]; 3],
+    ) -> ([f64; 3], f64) {
+        bounding_cube(comm, dimension, positions)
+    }
+
     /// One past the largest key.
     fn key_end(&self) -> u64 {
         1u64 << (self.bits() * self.dimension as u32)
@@ -201,21 +212,21 @@ fn bounding_cube<R: Real>(
         }
     }
     comm.max_u64(&mut extremes);
-    let mut lo = [0.0; 3];
-    let mut side: f64 = 0.0;
+    let (mut lo, mut hi) = ([0.0; 3], [0.0; 3]);
     for axis in 0..dimension {
         if extremes[2 * axis] == 0 {
             continue; // no finite coordinate anywhere
         }
-        let (hi, low) = (
-            from_ordered(extremes[2 * axis]),
-            -from_ordered(extremes[2 * axis + 1]),
-        );
-        lo[axis] = low;
-        side = side.max(hi - low);
+        hi[axis] = from_ordered(extremes[2 * axis]);
+        lo[axis] = -from_ordered(extremes[2 * axis + 1]);
     }
-    let side = if side > 0.0 { side * (1.0 + 1e-9) } else { 1.0 };
-    (lo, side)
+    // The cube the gravity tree builds on: a rank's range stays a run of the tree's order.
+    let (corner, side) = morton::stable_cube(lo, hi);
+    if side.is_finite() && corner.iter().all(|c| c.is_finite()) {
+        (corner, side)
+    } else {
+        (lo, 1.0)
+    }
 }
 
 /// `x`'s bits mapped so that unsigned order is numeric order (and every finite value maps above

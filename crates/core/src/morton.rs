@@ -58,6 +58,40 @@ pub fn quantise(x: f64, lo: f64, side: f64, bits: u32) -> u64 {
     }
 }
 
+/// The cube the keys of the points in the box `lo..=hi` are quantised over: its lower corner and
+/// side. It changes only in steps while the points move: the side is the smallest power of two
+/// at least the box's largest extent (1 for a single point), the corner lies on a grid of an
+/// eighth of the side (doubled where the box would not fit). The gravity tree and the ranks'
+/// Morton ranges (`decomposition`) share it, so a rank's range of keys stays a contiguous run
+/// of the tree's order from one step to the next. A box with a non-finite extent comes back as
+/// it is.
+pub fn stable_cube(lo: [f64; 3], hi: [f64; 3]) -> ([f64; 3], f64) {
+    let extent = (0..3).map(|a| hi[a] - lo[a]).fold(0.0, f64::max);
+    if !extent.is_finite() {
+        return (lo, extent);
+    }
+    let mut side = if extent > 0.0 {
+        2f64.powi(extent.log2().ceil() as i32)
+    } else {
+        1.0
+    };
+    // `log2` may round either way: the smallest power of two at least `extent`.
+    while side < extent {
+        side *= 2.0;
+    }
+    while extent > 0.0 && side * 0.5 >= extent {
+        side *= 0.5;
+    }
+    loop {
+        let grid = side / 8.0;
+        let corner = lo.map(|l| (l / grid).floor() * grid);
+        if (0..3).all(|a| corner[a] + side >= hi[a]) {
+            return (corner, side);
+        }
+        side *= 2.0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +117,30 @@ mod tests {
             assert_eq!(interleave(q, 21), by_loop(q, 21), "{q:?}");
         }
         assert_eq!(interleave([0x1f_ffff; 3], 21), (1u64 << 63) - 1);
+    }
+
+    #[test]
+    fn the_stable_cube_holds_the_box_and_moves_in_steps() {
+        let (c, s) = stable_cube([0.1, -0.3, 0.0], [0.9, 0.2, 0.5]);
+        assert_eq!(s, 1.0);
+        assert_eq!(c, [0.0, -0.375, 0.0]);
+        // A box that grows or moves a little keeps the cube.
+        assert_eq!(stable_cube([0.11, -0.31, 0.01], [0.91, 0.21, 0.51]), (c, s));
+        for (lo, hi) in [
+            ([-3.7, 2.0, 5.0], [10.2, 2.5, 5.1]),
+            ([1e-3, 1e-3, 1e-3], [1e-3, 1e-3, 1e-3]),
+            ([-1e6, 0.0, 0.0], [1e6, 1.0, 1.0]),
+            ([0.875, 0.0, 0.0], [1.125, 0.0, 0.0]),
+        ] {
+            let (c, s) = stable_cube(lo, hi);
+            assert_eq!(s.log2().fract(), 0.0, "a power of two: {s}");
+            for a in 0..3 {
+                assert!(
+                    c[a] <= lo[a] && hi[a] <= c[a] + s,
+                    "{lo:?} {hi:?} in {c:?} + {s}"
+                );
+            }
+        }
     }
 
     #[test]

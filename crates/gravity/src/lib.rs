@@ -40,5 +40,5 @@ pub use integrators::{Integrator, IntegratorKind};
 pub use simulation::Simulation;
 
 pub use softening::Softening;
-pub use solver::{ForceSolver, NonFiniteWatch, SolverInfo, SolverKind};
+pub use solver::{ForceSolver, NonFiniteWatch, Share, SolverInfo, SolverKind};
 pub use tree::{Multipole, TreeSettings, TreeSolver};

@@ -24,7 +24,7 @@ use mote_core::{
 };
 
 use crate::softening::Softening;
-use crate::solver::{ForceSolver, NonFiniteWatch, SolverInfo};
+use crate::solver::{ForceSolver, NonFiniteWatch, Share, SolverInfo};
 
 /// Where each particle (by id) sits in the one-process arrays: the order every sum runs in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,7 +140,11 @@ impl Ownership {
             vec![1; p.len()]
         };
         let (x, y, z) = p.positions().components();
-        if decomposition::imbalance(self.comm.as_ref(), costs.iter().sum()) > self.threshold {
+        // A new cut where the work drifted apart, or where the particles outgrew the cut's cube
+        // (the tree's keys would no longer follow the ranges: groups shared by two ranks).
+        let outgrown = Domains::cube_of(self.comm.as_ref(), 3, [x, y, z]) != self.domains.cube();
+        let imbalance = decomposition::imbalance(self.comm.as_ref(), costs.iter().sum());
+        if outgrown || imbalance > self.threshold {
             self.domains = Domains::balanced(self.comm.as_ref(), 3, [x, y, z], &costs);
             self.rebalances += 1;
         }
@@ -198,6 +202,10 @@ pub struct OwnedSolver<R: Real> {
     sources: Sources<R>,
     targets: Vec<usize>,
     costs: Vec<u64>,
+    /// Each slot's owning rank, and this rank's particles' local indices by slot (from the
+    /// last gather): where a shared evaluation's results go.
+    owner: Vec<u32>,
+    local_of: Vec<u32>,
     watch: NonFiniteWatch,
 }
 
@@ -233,6 +241,8 @@ impl<R: Real> OwnedSolver<R> {
             ]),
             targets: Vec::new(),
             costs: Vec::new(),
+            owner: Vec::new(),
+            local_of: Vec::new(),
             watch: NonFiniteWatch::default(),
         }
     }
@@ -277,8 +287,21 @@ impl<R: Real> OwnedSolver<R> {
             sz.as_mut_slice(),
             sm.as_mut_slice(),
         );
-        for r in all.chunks_exact(record) {
+        self.owner.resize(n, 0);
+        self.local_of.resize(n, 0);
+        for (k, &slot) in self.targets.iter().enumerate() {
+            self.local_of[slot] = k as u32;
+        }
+        // The records arrive in rank order: rank r's are the r-th run of `counts[r]` bytes.
+        let mut rank = 0;
+        let mut rank_end = counts[0];
+        for (j, r) in all.chunks_exact(record).enumerate() {
+            while j * record >= rank_end {
+                rank += 1;
+                rank_end += counts[rank];
+            }
             let slot = u64::from_le_bytes(r[..8].try_into().expect("8 bytes")) as usize;
+            self.owner[slot] = rank as u32;
             let v =
                 |k: usize| bytemuck::pod_read_unaligned::<R>(&r[8 + k * size..8 + (k + 1) * size]);
             (sx[slot], sy[slot], sz[slot], sm[slot]) = (v(0), v(1), v(2), v(3));
@@ -319,13 +342,25 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
             let [x, y, z, m] = &self.sources.0;
             let sources = Vec3Span::new(x.as_slice(), y.as_slice(), z.as_slice());
             let v = p.view_mut();
-            self.inner.accelerations_of(
-                sources,
-                m.as_slice(),
-                &targets,
-                v.acceleration,
-                &mut costs,
-            );
+            // A solver that balances its own work computes its share, handed to the owners;
+            // the others compute this rank's targets.
+            match self.inner.share(sources, m.as_slice()) {
+                Some(share) => deliver(
+                    self.comm.as_ref(),
+                    &self.owner,
+                    &self.local_of,
+                    share,
+                    v.acceleration,
+                    &mut costs,
+                ),
+                None => self.inner.accelerations_of(
+                    sources,
+                    m.as_slice(),
+                    &targets,
+                    v.acceleration,
+                    &mut costs,
+                ),
+            }
         }
         let evaluation = self.watch.count();
         let mut acc = p.view_mut().acceleration;
@@ -359,4 +394,60 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
         parts.push(&mut self.sources);
         parts
     }
+}
+
+/// Hands a shared evaluation's results to the particles' owners (one personalised exchange;
+/// a rank's own results stay): afterwards every particle of this rank has its acceleration and
+/// cost. Collective.
+fn deliver<R: Real>(
+    comm: &dyn Comm,
+    owner: &[u32],
+    local_of: &[u32],
+    share: Share<R>,
+    acc: Vec3SpanMut<'_, R>,
+    costs: &mut [u64],
+) {
+    let (size, me) = (comm.size(), comm.rank());
+    let bytes = std::mem::size_of::<R>();
+    let record = 16 + 3 * bytes;
+    let mut to: Vec<Vec<usize>> = vec![Vec::new(); size];
+    for (k, &i) in share.index.iter().enumerate() {
+        to[owner[i] as usize].push(k);
+    }
+    let (ax, ay, az) = acc.components_mut();
+    let mut got = 0;
+    let mut put = |slot: usize, a: [R; 3], cost: u64| {
+        let l = local_of[slot] as usize;
+        (ax[l], ay[l], az[l]) = (a[0], a[1], a[2]);
+        costs[l] = cost;
+        got += 1;
+    };
+    let [sx, sy, sz] = &share.acc;
+    for &k in &to[me] {
+        put(share.index[k], [sx[k], sy[k], sz[k]], share.cost[k]);
+    }
+    let mut send = Vec::new();
+    let mut counts = vec![0; size];
+    for (r, ks) in to.iter().enumerate().filter(|&(r, _)| r != me) {
+        for &k in ks {
+            send.extend_from_slice(&(share.index[k] as u64).to_le_bytes());
+            for v in [sx[k], sy[k], sz[k]] {
+                send.extend_from_slice(bytemuck::bytes_of(&v));
+            }
+            send.extend_from_slice(&share.cost[k].to_le_bytes());
+        }
+        counts[r] = ks.len() * record;
+    }
+    let (recv, _) = comm::exchange(comm, &send, &counts);
+    for r in recv.chunks_exact(record) {
+        let word = |at: usize| u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"));
+        let v =
+            |k: usize| bytemuck::pod_read_unaligned::<R>(&r[8 + k * bytes..8 + (k + 1) * bytes]);
+        put(word(0) as usize, [v(0), v(1), v(2)], word(8 + 3 * bytes));
+    }
+    assert_eq!(
+        got,
+        costs.len(),
+        "every particle of this rank got one result"
+    );
 }

@@ -36,6 +36,18 @@ impl NonFiniteWatch {
     }
 }
 
+/// A rank's share of a force evaluation ([`ForceSolver::share`]): the particles it computed
+/// (indices into the sources), their accelerations and their costs (interactions).
+#[derive(Clone, Debug, Default)]
+pub struct Share<R> {
+    /// The particles, as indices into the sources.
+    pub index: Vec<usize>,
+    /// Their accelerations, x, y and z.
+    pub acc: [Vec<R>; 3],
+    /// Their costs.
+    pub cost: Vec<u64>,
+}
+
 /// Which force solver a run uses.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
@@ -116,6 +128,16 @@ pub trait ForceSolver<R: Real>: SolverInfo + Send {
             (ax[k], ay[k], az[k]) = (all[0][t], all[1][t], all[2][t]);
         }
         costs.fill(1);
+    }
+
+    /// For solvers that balance their own work between ranks (the tree: ranges of groups of
+    /// equal measured cost): this rank's share of an evaluation of every particle of
+    /// `positions` (each particle in exactly one rank's share, the same split on every rank),
+    /// with each result's index and cost. The caller hands the results to the particles'
+    /// owners. `None` (the default) for solvers that compute whichever targets a rank asks for
+    /// ([`ForceSolver::accelerations_of`]). Collective.
+    fn share(&mut self, _positions: Vec3Span<'_, R>, _masses: &[R]) -> Option<Share<R>> {
+        None
     }
 
     /// The potential energy of `particles` ([`ForceSolver::potential_energy`] of their

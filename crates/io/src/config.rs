@@ -111,7 +111,7 @@ impl Default for RunSection {
             memory_limit: None,
             backend: "cpu".to_string(),
             device: "wgpu:0".to_string(),
-            rebalance: 1.1,
+            rebalance: 1.05,
         }
     }
 }

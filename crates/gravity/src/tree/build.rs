@@ -354,8 +354,8 @@ impl<R: Real> Budgeted for Tree<R> {
     }
 }
 
-/// The smallest cube holding every particle: its lower corner and side (1 when all particles
-/// sit at one point). Fails on a non-finite position or mass.
+/// The cube holding every particle ([`mote_core::morton::stable_cube`] of their box): its
+/// lower corner and side. Fails on a non-finite position or mass.
 fn bounding_cube<R: Real>(
     pos: Vec3Span<'_, R>,
     mass: &[R],
@@ -401,7 +401,13 @@ fn bounding_cube<R: Real>(
     if !side.is_finite() {
         return Err(TreeError::Span);
     }
-    Ok((lo, if side > 0.0 { side } else { 1.0 }))
+    // A cube that moves in steps (the ranks' Morton ranges use it too, so a rank's particles
+    // stay a contiguous run of the tree's order while they move).
+    let (corner, side) = mote_core::morton::stable_cube(lo, hi);
+    if !(side.is_finite() && corner.iter().all(|c| c.is_finite())) {
+        return Err(TreeError::Span);
+    }
+    Ok((corner, side))
 }
 
 /// The node arrays the builder writes.

@@ -56,7 +56,7 @@ use crate::direct::simd::DirectKernels;
 use crate::direct::{Kernel, KernelChoice};
 use crate::error::GravityError;
 use crate::softening::Softening;
-use crate::solver::{ForceSolver, NonFiniteWatch, SolverInfo};
+use crate::solver::{ForceSolver, NonFiniteWatch, Share, SolverInfo};
 pub use build::{KEY_BITS, Tree};
 pub use cut::GroupCut;
 use walk::{Lists, View};
@@ -435,70 +435,69 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
         self.watch.first()
     }
 
-    /// The tree of every source, as in [`ForceSolver::accelerations`], walked for the groups
-    /// that hold a target: a group's result depends only on the tree, so each target's is the
-    /// one-process result whichever rank owns it (a group with targets of two ranks is walked
-    /// by both). A target's cost is its group's list length.
-    fn accelerations_of(
-        &mut self,
-        positions: Vec3Span<'_, R>,
-        masses: &[R],
-        targets: &[usize],
-        mut acc: Vec3SpanMut<'_, R>,
-        costs: &mut [u64],
-    ) {
-        assert_eq!(acc.len(), targets.len(), "one acceleration per target");
+    /// This rank's range of groups, cut by measured cost as in [`ForceSolver::accelerations`]
+    /// (every rank builds the one-process tree from the gathered sources): each group is walked
+    /// by one rank only, and the range's particles' results go to their owners.
+    fn share(&mut self, positions: Vec3Span<'_, R>, masses: &[R]) -> Option<Share<R>> {
+        let n = positions.len();
+        let (size, rank) = (self.comm.size(), self.comm.rank());
         let clock = Instant::now();
         if self
             .tree
             .build(positions, masses, &self.settings, self.backend)
             .is_err()
         {
-            acc.fill([R::nan(); 3]);
-            costs.fill(1);
-            return;
+            // The same sources everywhere, so every rank fails alike: NaN for an even share.
+            let index: Vec<usize> = comm::even_ranges(n, size)[rank].clone().collect();
+            let nan = vec![R::nan(); index.len()];
+            let cost = vec![1; index.len()];
+            return Some(Share {
+                index,
+                acc: [nan.clone(), nan.clone(), nan],
+                cost,
+            });
         }
         let build_seconds = clock.elapsed().as_secs_f64();
         let clock = Instant::now();
         let Kernel::Fast(level) = self.kernel else {
             unreachable!("the constructor refuses the reference kernel")
         };
-        // Where each target sits in tree order, and its group (groups tile the tree order).
-        let order = self.tree.order();
-        let mut at = vec![0u32; order.len()];
-        for (k, &i) in order.iter().enumerate() {
-            at[i as usize] = k as u32;
-        }
-        let starts: Vec<u32> = self.tree.groups().iter().map(|g| g[0]).collect();
-        let group_of: Vec<usize> = targets
-            .iter()
-            .map(|&t| starts.partition_point(|&s| s <= at[t]) - 1)
-            .collect();
-        let mut wanted = group_of.clone();
-        wanted.sort_unstable();
-        wanted.dedup();
         let eps2 = self.softening.epsilon2::<f64>();
+        let groups = self.cut.group_ranges(&self.tree, size);
+        let mine: Vec<usize> = groups[rank].clone().collect();
         let lengths = match concrete(&mut self.tree) {
-            Concrete::F32(t) => walk_f32(t, &wanted, level, eps2, self.backend),
-            Concrete::F64(t) => walk_f64(t, &wanted, level, eps2, self.backend),
+            Concrete::F32(t) => walk_f32(t, &mine, level, eps2, self.backend),
+            Concrete::F64(t) => walk_f64(t, &mine, level, eps2, self.backend),
         };
-        let [sx, sy, sz] = self.tree.acc.each_ref().map(|b| b.as_slice());
-        let (ax, ay, az) = acc.components_mut();
-        let mut interactions = 0;
-        for (k, &t) in targets.iter().enumerate() {
-            let p = at[t] as usize;
-            (ax[k], ay[k], az[k]) = (sx[p], sy[p], sz[p]);
-            costs[k] = lengths[wanted.partition_point(|&g| g < group_of[k])];
-            interactions += costs[k];
+        // Every group's list length on every rank: the next evaluation's cut.
+        let all = self
+            .cut
+            .gather(self.comm.as_ref(), &self.tree, &groups, &lengths);
+        let own = GroupCut::particle_ranges(&self.tree, &groups)[rank].clone();
+        let order = &self.tree.order()[own.clone()];
+        let index: Vec<usize> = order.iter().map(|&i| i as usize).collect();
+        let acc = self
+            .tree
+            .acc
+            .each_ref()
+            .map(|b| b.as_slice()[own.clone()].to_vec());
+        let mut cost = Vec::with_capacity(own.len());
+        for (&[_, count], &l) in self.tree.groups()[groups[rank].clone()]
+            .iter()
+            .zip(&lengths)
+        {
+            cost.extend(std::iter::repeat_n(l, count as usize));
         }
+        let interactions = group_interactions(self.tree.groups(), &all);
         self.interactions += interactions;
         self.stats = TreeStats {
             build_seconds,
             walk_seconds: clock.elapsed().as_secs_f64(),
             interactions,
             nodes: self.tree.node_count(),
-            groups: wanted.len(),
+            groups: mine.len(),
         };
+        Some(Share { index, acc, cost })
     }
 
     fn budgeted(&mut self) -> Vec<&mut dyn Budgeted> {

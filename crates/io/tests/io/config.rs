@@ -56,6 +56,15 @@ fn wrong_type_and_bad_values_are_explained() {
     assert_eq!(e.key.as_deref(), Some("run.device"));
     let e = parse("physics = \"gravity\"\n[run]\nmemory_limit = \"lots\"\n").unwrap_err();
     assert!(e.message.contains("not a memory size"), "{e}");
+    // A rank cannot do less than the mean's work.
+    let e = parse("physics = \"gravity\"\n[run]\nrebalance = 0.9\n").unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("run.rebalance")));
+    assert!(e.message.contains(">= 1"), "{e}");
+    assert!(parse("physics = \"gravity\"\n[run]\nrebalance = nan\n").is_err());
+    assert_eq!(
+        parse("physics = \"gravity\"\n").unwrap().run.rebalance,
+        1.05
+    );
 }
 
 #[test]
