@@ -88,8 +88,9 @@ pub struct Migrated {
 }
 
 /// Moves every element whose `destinations` entry names another rank to that rank, with all its
-/// arrays: the elements that stay keep their order and come first, then the arrivals in the
-/// order of their sending ranks, each rank's in its order. Collective: every rank calls it.
+/// arrays: the elements that stay come first (each leaver's place taken by the last staying
+/// element, so a step that moves few costs little), then the arrivals in the order of their
+/// sending ranks, each rank's in its order. Collective: every rank calls it.
 ///
 /// The new lengths are checked against every rank's arrays before anything moves: if one rank
 /// cannot hold its arrivals (a frozen reservation), every rank returns that rank's
@@ -169,12 +170,16 @@ pub fn migrate_all(
     let recv_counts: Vec<usize> = recv_elements.iter().map(|&c| c as usize * record).collect();
     let mut recv = vec![0u8; received * record];
     comm.all_to_all_bytes(&send, &send_counts, &mut recv, &recv_counts);
-    // The staying elements first, in order; then room for the arrivals.
-    let mut order: Vec<usize> = (0..n).filter(|&i| destinations[i] as usize == me).collect();
-    let staying = order.len();
-    order.extend((0..n).filter(|&i| destinations[i] as usize != me));
-    permute_all(arrays, &Permutation(order));
-    truncate_all(arrays, staying);
+    // The leavers' places filled from the end (few leave in a step: no pass over every
+    // element); then room for the arrivals.
+    let mut leavers: Vec<usize> = leaving.iter().flatten().copied().collect();
+    leavers.sort_unstable();
+    for &i in leavers.iter().rev() {
+        for a in arrays.iter_mut() {
+            a.swap_remove(i);
+        }
+    }
+    let staying = n - sent;
     resize_all(arrays, new_len).expect("room was checked on every rank");
     let (mut at, mut from) = (staying, 0usize);
     for &count in &recv_elements {

@@ -460,8 +460,8 @@ impl<R: Real> ParticleData<R> {
     }
 
     /// Moves each particle whose `destinations` entry names another rank to that rank, its id
-    /// and every array together ([`columns::migrate_all`]: staying particles first, in order,
-    /// then the arrivals in the order of their sending ranks). Collective. On a
+    /// and every array together ([`columns::migrate_all`]: staying particles first, then the
+    /// arrivals in the order of their sending ranks). Collective. On a
     /// [`CapacityError`] on any rank, no rank's particles change.
     pub fn migrate(
         &mut self,
