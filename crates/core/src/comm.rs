@@ -182,6 +182,32 @@ pub fn broadcast_bytes(comm: &dyn Comm, root: usize, mine: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Checks the arguments of [`Comm::all_to_all_bytes`]: one count per rank each way, and the
+/// counts cover the buffers.
+///
+/// # Panics
+/// Where they do not.
+pub fn check_exchange(
+    size: usize,
+    send: &[u8],
+    send_counts: &[usize],
+    recv: &[u8],
+    recv_counts: &[usize],
+) {
+    assert_eq!(send_counts.len(), size, "one send count per rank");
+    assert_eq!(recv_counts.len(), size, "one receive count per rank");
+    assert_eq!(
+        send.len(),
+        send_counts.iter().sum::<usize>(),
+        "counts cover the sends"
+    );
+    assert_eq!(
+        recv.len(),
+        recv_counts.iter().sum::<usize>(),
+        "counts cover the receives"
+    );
+}
+
 /// The sum of `value` over all ranks.
 pub fn sum_of(comm: &dyn Comm, value: u64) -> u64 {
     let mut v = [value];
@@ -485,16 +511,7 @@ impl Comm for ThreadRank {
         recv_counts: &[usize],
     ) {
         let size = self.shared.size;
-        assert_eq!(
-            send.len(),
-            send_counts.iter().sum::<usize>(),
-            "counts cover the sends"
-        );
-        assert_eq!(
-            recv.len(),
-            recv_counts.iter().sum::<usize>(),
-            "counts cover the receives"
-        );
+        check_exchange(size, send, send_counts, recv, recv_counts);
         // The slot holds the counts ahead of the messages, so each reader finds its part.
         let mut post: Vec<u8> = send_counts
             .iter()

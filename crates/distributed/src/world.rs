@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mote_core::comm::{Comm, install_world};
+use mote_core::comm::{self, Comm, install_world};
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
@@ -55,14 +55,7 @@ impl Comm for World {
             mine.len(),
             "this rank's count is its length"
         );
-        let offsets: Vec<usize> = counts
-            .iter()
-            .scan(0, |at, &c| {
-                let o = *at;
-                *at += c;
-                Some(o)
-            })
-            .collect();
+        let offsets = offsets(counts);
         assert_eq!(
             out.len(),
             counts.iter().sum::<usize>(),
@@ -130,29 +123,8 @@ impl Comm for World {
         recv: &mut [u8],
         recv_counts: &[usize],
     ) {
-        assert_eq!(send_counts.len(), self.size, "one send count per rank");
-        assert_eq!(recv_counts.len(), self.size, "one receive count per rank");
-        let offsets = |counts: &[usize]| -> Vec<usize> {
-            counts
-                .iter()
-                .scan(0, |at, &c| {
-                    let o = *at;
-                    *at += c;
-                    Some(o)
-                })
-                .collect()
-        };
+        comm::check_exchange(self.size, send, send_counts, recv, recv_counts);
         let (send_at, recv_at) = (offsets(send_counts), offsets(recv_counts));
-        assert_eq!(
-            send.len(),
-            send_counts.iter().sum::<usize>(),
-            "counts cover the sends"
-        );
-        assert_eq!(
-            recv.len(),
-            recv_counts.iter().sum::<usize>(),
-            "counts cover the receives"
-        );
         // MPI's counts and displacements are 32-bit: messages go in rounds of at most
         // `limit / size` bytes per pair, through staging buffers. The number of rounds depends
         // on every rank's messages, so it is agreed first (one small reduction).
@@ -210,6 +182,18 @@ impl Comm for World {
         // Not through the lock: a panic may have happened while it was held.
         SimpleCommunicator::world().abort(code)
     }
+}
+
+/// Where each rank's part starts in a buffer of the parts in rank order.
+fn offsets(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |at, &c| {
+            let o = *at;
+            *at += c;
+            Some(o)
+        })
+        .collect()
 }
 
 /// The most bytes one gather call moves over all ranks: 1 GiB (MPI's counts and displacements are

@@ -208,16 +208,10 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
                     own.reborrow(),
                 );
             }
-            // The precision is a type parameter; the SIMD kernels exist per concrete type. The
-            // match runs once per evaluation and the casts are checked no-ops (same type).
             Kernel::Fast(level) => {
-                let run = match R::PRECISION {
-                    Precision::F32 => run_fast::<R, f32>,
-                    Precision::F64 => run_fast::<R, f64>,
-                };
                 let (x, y, z) = positions.components();
                 let targets = [&x[mine.clone()], &y[mine.clone()], &z[mine.clone()]];
-                run(
+                run_fast(
                     self.backend,
                     level,
                     self.softening,
@@ -276,11 +270,7 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
                 let (x, y, z) = positions.components();
                 let pick = |a: &[R]| -> Vec<R> { targets.iter().map(|&t| a[t]).collect() };
                 let (tx, ty, tz) = (pick(x), pick(y), pick(z));
-                let run = match R::PRECISION {
-                    Precision::F32 => run_fast::<R, f32>,
-                    Precision::F64 => run_fast::<R, f64>,
-                };
-                run(
+                run_fast(
                     self.backend,
                     level,
                     self.softening,
@@ -297,8 +287,26 @@ impl<R: Real> ForceSolver<R> for DirectSolver {
 }
 
 /// Runs the fast kernel of `level` for the targets at the positions `targets` (into `acc`,
-/// their accelerations), in `T`, which is `R` itself.
-fn run_fast<R: Real, T: Real + DirectKernels>(
+/// their accelerations). The precision is a type parameter; the SIMD kernels exist per concrete
+/// type: the match runs once per evaluation and the casts are checked no-ops (same type).
+fn run_fast<R: Real>(
+    backend: CpuBackend,
+    level: SimdLevel,
+    softening: Softening,
+    positions: Vec3Span<'_, R>,
+    masses: &[R],
+    targets: [&[R]; 3],
+    acc: Vec3SpanMut<'_, R>,
+) {
+    let run = match R::PRECISION {
+        Precision::F32 => run_fast_as::<R, f32>,
+        Precision::F64 => run_fast_as::<R, f64>,
+    };
+    run(backend, level, softening, positions, masses, targets, acc);
+}
+
+/// [`run_fast`] in `T`, which is `R` itself.
+fn run_fast_as<R: Real, T: Real + DirectKernels>(
     backend: CpuBackend,
     level: SimdLevel,
     softening: Softening,

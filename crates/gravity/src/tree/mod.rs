@@ -294,6 +294,18 @@ impl<R: Real> TreeSolver<R> {
         &self.tree
     }
 
+    /// Counts an evaluation's interactions and keeps its figures (the walk started at `walk`).
+    fn record(&mut self, build_seconds: f64, walk: Instant, interactions: u64, groups: usize) {
+        self.interactions += interactions;
+        self.stats = TreeStats {
+            build_seconds,
+            walk_seconds: walk.elapsed().as_secs_f64(),
+            interactions,
+            nodes: self.tree.node_count(),
+            groups,
+        };
+    }
+
     /// Computes the accelerations, or says why the input has no tree (a non-finite position
     /// or mass, positions spanning more than the largest float); `acc` is untouched then.
     pub fn try_accelerations(
@@ -358,14 +370,7 @@ impl<R: Real> TreeSolver<R> {
                 out[order[k] as usize] = v;
             }
         }
-        self.interactions += interactions;
-        self.stats = TreeStats {
-            build_seconds,
-            walk_seconds: clock.elapsed().as_secs_f64(),
-            interactions,
-            nodes: self.tree.node_count(),
-            groups: self.tree.group_count(),
-        };
+        self.record(build_seconds, clock, interactions, self.tree.group_count());
         Ok(())
     }
 }
@@ -489,14 +494,7 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
             cost.extend(std::iter::repeat_n(l, count as usize));
         }
         let interactions = group_interactions(self.tree.groups(), &all);
-        self.interactions += interactions;
-        self.stats = TreeStats {
-            build_seconds,
-            walk_seconds: clock.elapsed().as_secs_f64(),
-            interactions,
-            nodes: self.tree.node_count(),
-            groups: mine.len(),
-        };
+        self.record(build_seconds, clock, interactions, mine.len());
         Some(Share { index, acc, cost })
     }
 
