@@ -6,8 +6,9 @@
 //! work of the ranks drifts apart by more than a set ratio, the curve is cut again. A force
 //! evaluation ([`OwnedSolver`]) gathers every rank's positions and masses into the one-process
 //! order (each particle's *slot*, its index in the one-process arrays, [`Slots`]) and has the
-//! solver compute the accelerations of this rank's particles only: the same sums as on one
-//! process, so results are bitwise identical on any number of ranks. Output gathers the state
+//! solver compute the accelerations of this rank's particles (direct summation), or its own
+//! cost-balanced share of every particle's, sent to their owners (the tree's groups): the same
+//! sums as on one process, so results are bitwise identical on any number of ranks. Output gathers the state
 //! to rank 0 in slot order ([`gather_whole`]): the one-process files.
 //!
 //! The sources are still every particle on every rank (the direct sum needs them all; the tree
@@ -192,8 +193,10 @@ pub fn gather_whole<R: Real>(
 
 /// A force solver over owned particles: before each evaluation, every rank's positions and
 /// masses are gathered into the one-process order; the inner solver then computes this rank's
-/// particles' accelerations ([`ForceSolver::accelerations_of`]). Only [`ForceSolver::update`]
-/// and [`ForceSolver::potential`], which see the particles' ids, can be used.
+/// particles' accelerations ([`ForceSolver::accelerations_of`]), or, where it balances its own
+/// work (the tree), its share of every particle's, handed to their owners
+/// ([`ForceSolver::share`]). Only [`ForceSolver::update`] and [`ForceSolver::potential`], which
+/// see the particles' ids, can be used.
 pub struct OwnedSolver<R: Real> {
     inner: Box<dyn ForceSolver<R>>,
     comm: Arc<dyn Comm>,
