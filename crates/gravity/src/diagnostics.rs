@@ -6,7 +6,10 @@ use crate::direct::reference::CompensatedSum;
 use crate::solver::ForceSolver;
 
 /// Energies, momenta and the virial ratio of a state.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+///
+/// Plain `f64`s (`Pod`): ranks that own their particles share rank 0's measurement as bytes.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
 pub struct Diagnostics {
     /// Kinetic energy `T = 1/2 sum m v^2`.
     pub kinetic: f64,

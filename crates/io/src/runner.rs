@@ -1001,28 +1001,12 @@ fn measure<R: Real>(
     }
     let potential = sim.potential();
     let d = gathered.map(|p| Diagnostics::with_potential(p, potential, backend));
-    let values: Vec<f64> = d.map_or_else(Vec::new, |d| {
-        [
-            [d.kinetic, d.potential, d.total].as_slice(),
-            &d.momentum,
-            &d.angular_momentum,
-            &[d.virial_ratio, d.mass],
-            &d.centre_of_mass,
-        ]
-        .concat()
-    });
-    let got = comm::broadcast_bytes(comm::world().as_ref(), 0, bytemuck::cast_slice(&values));
-    let v: Vec<f64> = bytemuck::pod_collect_to_vec(&got);
-    Diagnostics {
-        kinetic: v[0],
-        potential: v[1],
-        total: v[2],
-        momentum: [v[3], v[4], v[5]],
-        angular_momentum: [v[6], v[7], v[8]],
-        virial_ratio: v[9],
-        mass: v[10],
-        centre_of_mass: [v[11], v[12], v[13]],
-    }
+    let got = comm::broadcast_bytes(
+        comm::world().as_ref(),
+        0,
+        d.as_ref().map_or(&[][..], bytemuck::bytes_of),
+    );
+    bytemuck::pod_read_unaligned(&got)
 }
 
 /// [`check_finite`] of a run's state: on ranks that own their particles, of the state gathered

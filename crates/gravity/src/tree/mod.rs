@@ -294,6 +294,34 @@ impl<R: Real> TreeSolver<R> {
         &self.tree
     }
 
+    /// Walks this rank's range of the groups of the tree just built (cut by measured cost; every
+    /// group on one process) into the tree's accelerations. Returns the ranges, this rank's
+    /// list lengths and every group's (gathered on several ranks: the next cut's costs).
+    fn walk_cut(&mut self) -> (Vec<Range<usize>>, Vec<u64>, Vec<u64>) {
+        let Kernel::Fast(level) = self.kernel else {
+            unreachable!("the constructor refuses the reference kernel")
+        };
+        let eps2 = self.softening.epsilon2::<f64>();
+        let size = self.comm.size();
+        let groups = if size > 1 {
+            self.cut.group_ranges(&self.tree, size)
+        } else {
+            comm::even_ranges(self.tree.group_count(), 1)
+        };
+        let mine: Vec<usize> = groups[self.comm.rank()].clone().collect();
+        let lengths = match concrete(&mut self.tree) {
+            Concrete::F32(t) => walk_f32(t, &mine, level, eps2, self.backend),
+            Concrete::F64(t) => walk_f64(t, &mine, level, eps2, self.backend),
+        };
+        let all = if size > 1 {
+            self.cut
+                .gather(self.comm.as_ref(), &self.tree, &groups, &lengths)
+        } else {
+            lengths.clone()
+        };
+        (groups, lengths, all)
+    }
+
     /// Counts an evaluation's interactions and keeps its figures (the walk started at `walk`).
     fn record(&mut self, build_seconds: f64, walk: Instant, interactions: u64, groups: usize) {
         self.interactions += interactions;
@@ -325,26 +353,9 @@ impl<R: Real> TreeSolver<R> {
             .build(positions, masses, &self.settings, self.backend)?;
         let build_seconds = clock.elapsed().as_secs_f64();
         let clock = Instant::now();
-        let Kernel::Fast(level) = self.kernel else {
-            unreachable!("the constructor refuses the reference kernel")
-        };
-        let eps2 = self.softening.epsilon2::<f64>();
-        let size = self.comm.size();
-        let groups = if size > 1 {
-            self.cut.group_ranges(&self.tree, size)
-        } else {
-            comm::even_ranges(self.tree.group_count(), 1)
-        };
-        let mine: Vec<usize> = groups[self.comm.rank()].clone().collect();
-        let mut costs = match concrete(&mut self.tree) {
-            Concrete::F32(t) => walk_f32(t, &mine, level, eps2, self.backend),
-            Concrete::F64(t) => walk_f64(t, &mine, level, eps2, self.backend),
-        };
-        if size > 1 {
-            // Every group's list length and every particle's acceleration, on every rank.
-            costs = self
-                .cut
-                .gather(self.comm.as_ref(), &self.tree, &groups, &costs);
+        let (groups, _, costs) = self.walk_cut();
+        if self.comm.size() > 1 {
+            // Every particle's acceleration, on every rank.
             self.shares = GroupCut::particle_ranges(&self.tree, &groups);
             self.watch.count();
             let own = self.shares[self.comm.rank()].clone();
@@ -464,20 +475,7 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
         }
         let build_seconds = clock.elapsed().as_secs_f64();
         let clock = Instant::now();
-        let Kernel::Fast(level) = self.kernel else {
-            unreachable!("the constructor refuses the reference kernel")
-        };
-        let eps2 = self.softening.epsilon2::<f64>();
-        let groups = self.cut.group_ranges(&self.tree, size);
-        let mine: Vec<usize> = groups[rank].clone().collect();
-        let lengths = match concrete(&mut self.tree) {
-            Concrete::F32(t) => walk_f32(t, &mine, level, eps2, self.backend),
-            Concrete::F64(t) => walk_f64(t, &mine, level, eps2, self.backend),
-        };
-        // Every group's list length on every rank: the next evaluation's cut.
-        let all = self
-            .cut
-            .gather(self.comm.as_ref(), &self.tree, &groups, &lengths);
+        let (groups, lengths, all) = self.walk_cut();
         let own = GroupCut::particle_ranges(&self.tree, &groups)[rank].clone();
         let order = &self.tree.order()[own.clone()];
         let index: Vec<usize> = order.iter().map(|&i| i as usize).collect();
@@ -494,7 +492,7 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
             cost.extend(std::iter::repeat_n(l, count as usize));
         }
         let interactions = group_interactions(self.tree.groups(), &all);
-        self.record(build_seconds, clock, interactions, mine.len());
+        self.record(build_seconds, clock, interactions, groups[rank].len());
         Some(Share { index, acc, cost })
     }
 
