@@ -210,6 +210,8 @@ pub struct OwnedSolver<R: Real> {
     owner: Vec<u32>,
     local_of: Vec<u32>,
     watch: NonFiniteWatch,
+    /// The ranks' ranges of the curve (for solvers that exchange only what they need).
+    cut: Option<Domains>,
 }
 
 /// The gathered positions and masses, budgeted with the run (every particle, on every rank).
@@ -247,7 +249,16 @@ impl<R: Real> OwnedSolver<R> {
             owner: Vec::new(),
             local_of: Vec::new(),
             watch: NonFiniteWatch::default(),
+            cut: None,
         }
+    }
+
+    /// The same solver, told the ranks' current cut (after [`Ownership::start`]; the run
+    /// passes each new one with [`ForceSolver::set_cut`]): a solver that builds from each
+    /// rank's own particles (the tree) then moves only the particles that left their range.
+    pub fn with_cut(mut self, cut: &Domains) -> Self {
+        self.cut = Some(cut.clone());
+        self
     }
 
     /// Gathers every rank's positions and masses into slot order; this rank's particles'
@@ -337,11 +348,29 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
     }
 
     fn update(&mut self, p: &mut ParticleData<R>) {
-        self.gather(p);
         self.costs.resize(p.len(), 0);
-        let targets = std::mem::take(&mut self.targets);
+        self.targets.clear();
+        self.targets
+            .extend(p.ids().iter().map(|&id| self.slots.slot(id)));
         let mut costs = std::mem::take(&mut self.costs);
-        {
+        // A solver that needs only this rank's particles and what it exchanges (the tree's
+        // locally essential tree); the others get every rank's sources.
+        let own = {
+            let v = p.view_mut();
+            self.inner.owned_accelerations(
+                v.position.as_span(),
+                v.mass,
+                &self.targets,
+                self.cut.as_ref(),
+                v.acceleration,
+                &mut costs,
+            )
+        };
+        if !own {
+            self.gather(p);
+        }
+        let targets = std::mem::take(&mut self.targets);
+        if !own {
             let [x, y, z, m] = &self.sources.0;
             let sources = Vec3Span::new(x.as_slice(), y.as_slice(), z.as_slice());
             let v = p.view_mut();
@@ -378,6 +407,13 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
     }
 
     fn potential(&mut self, p: &ParticleData<R>) -> f64 {
+        let slots: Vec<usize> = p.ids().iter().map(|&id| self.slots.slot(id)).collect();
+        if let Some(w) =
+            self.inner
+                .owned_potential(p.positions(), p.masses(), &slots, self.cut.as_ref())
+        {
+            return w;
+        }
         self.gather(p);
         let [x, y, z, m] = &self.sources.0;
         let sources = Vec3Span::new(x.as_slice(), y.as_slice(), z.as_slice());
@@ -390,6 +426,10 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
 
     fn costs(&self) -> &[u64] {
         &self.costs
+    }
+
+    fn set_cut(&mut self, cut: &Domains) {
+        self.cut = Some(cut.clone());
     }
 
     fn budgeted(&mut self) -> Vec<&mut dyn Budgeted> {

@@ -1,5 +1,6 @@
 //! The interface integrators call to evaluate gravity.
 
+use mote_core::decomposition::Domains;
 use mote_core::{Budgeted, ParticleData, Real, Vec3Span, Vec3SpanMut};
 
 use crate::softening::Softening;
@@ -139,6 +140,41 @@ pub trait ForceSolver<R: Real>: SolverInfo + Send {
     fn share(&mut self, _positions: Vec3Span<'_, R>, _masses: &[R]) -> Option<Share<R>> {
         None
     }
+
+    /// Over owned particles, for solvers that need each rank's own particles only, plus what
+    /// they exchange (the tree's locally essential tree, decision 0029): the accelerations and
+    /// costs of this rank's particles (`positions`, `masses` and their one-process indices
+    /// `slots`), with `cut` the ranks' current ranges of the Morton curve. Non-finite input
+    /// gives NaN accelerations. `false` (the default), with nothing computed, for solvers that
+    /// need every source gathered. Collective.
+    fn owned_accelerations(
+        &mut self,
+        _positions: Vec3Span<'_, R>,
+        _masses: &[R],
+        _slots: &[usize],
+        _cut: Option<&Domains>,
+        _acc: Vec3SpanMut<'_, R>,
+        _costs: &mut [u64],
+    ) -> bool {
+        false
+    }
+
+    /// The potential energy over owned particles, as [`ForceSolver::owned_accelerations`]
+    /// computes forces (NaN for non-finite input); `None` (the default) for solvers that need
+    /// every source gathered. Collective.
+    fn owned_potential(
+        &mut self,
+        _positions: Vec3Span<'_, R>,
+        _masses: &[R],
+        _slots: &[usize],
+        _cut: Option<&Domains>,
+    ) -> Option<f64> {
+        None
+    }
+
+    /// Over owned particles: the ranks' current ranges of the Morton curve, kept for the next
+    /// evaluations (a no-op for other solvers).
+    fn set_cut(&mut self, _cut: &Domains) {}
 
     /// The potential energy of `particles` ([`ForceSolver::potential_energy`] of their
     /// positions and masses; a solver over owned particles gathers every rank's first).

@@ -136,12 +136,14 @@ fn run_owned<R: Real>(
     let held = local.len();
     assert!(held < p.len() || comm.size() == 1, "a rank holds a share");
     let integrator = IntegratorKind::Yoshida4.build::<R>(CpuBackend::threads(2));
-    let solver = OwnedSolver::new(solver::<R>(tree, comm.clone()), comm.clone(), slots.clone());
+    let solver = OwnedSolver::new(solver::<R>(tree, comm.clone()), comm.clone(), slots.clone())
+        .with_cut(own.domains());
     let mut sim = Simulation::new(local, Box::new(solver), integrator);
     for _ in 0..8 {
         sim.step(1e-3);
         let costs = sim.solver().costs().to_vec();
         own.settle(&mut sim.particles, &costs).unwrap();
+        sim.solver().set_cut(own.domains());
     }
     let w = sim.diagnostics(CpuBackend::threads(2)).potential;
     let whole = gather_whole(comm.as_ref(), &sim.particles, &slots);
@@ -198,4 +200,122 @@ fn direct_forces_on_owned_particles_are_bitwise_those_of_one_process() {
 fn tree_forces_on_owned_particles_are_bitwise_those_of_one_process() {
     check_owned::<f64>(true);
     check_owned::<f32>(true);
+}
+
+/// A heavy clump in one corner and light particles spread through the box, with a few
+/// particles sharing a position: deep trees, nodes across ranks at every level.
+fn clumped(n: usize) -> ParticleData<f64> {
+    let mut p = ParticleData::<f64>::new();
+    let mut rng = mote_core::rng::Rng::new(11);
+    for i in 0..n {
+        let u = [rng.uniform(), rng.uniform(), rng.uniform()];
+        if i % 2 == 0 {
+            p.push(u.map(|c| 0.02 * c), [0.0; 3], 1.0).unwrap();
+        } else if i % 97 == 1 {
+            p.push([0.5; 3], [0.0; 3], 0.5).unwrap();
+        } else {
+            p.push(u, [0.0; 3], 1e-3).unwrap();
+        }
+    }
+    p
+}
+
+/// The tree over ranks that own their particles (`ForceSolver::owned_accelerations`, the
+/// locally essential tree): whatever rank holds a particle (here every `k`-th particle on one
+/// rank, so nearly all of them first travel to the rank owning their key), on 1 to 5 ranks,
+/// the accelerations, the interactions and the potential energy are one process's bit for bit,
+/// for spread and clumped systems and shallow and deep trees; each rank receives fewer entries
+/// than the other ranks' particles.
+#[test]
+fn the_locally_essential_tree_gives_one_process_forces() {
+    let systems = [plummer::<f64>(3_000, 7).unwrap(), clumped(3_000)];
+    let settings = [
+        TreeSettings::default(),
+        TreeSettings::new(0.8, Multipole::Monopole, 4, 8).unwrap(),
+        // Leaves of one particle: more nodes than particles, where one process makes larger
+        // leaves; the ranks decline together (the caller then builds the whole tree).
+        TreeSettings::new(0.7, Multipole::Monopole, 1, 8).unwrap(),
+        TreeSettings::new(0.3, Multipole::Quadrupole, 64, 32).unwrap(),
+        TreeSettings::new(0.5, Multipole::Quadrupole, 40, 16).unwrap(),
+    ];
+    let softening = Softening::new(0.01).unwrap();
+    let make = |s: TreeSettings, comm: Arc<dyn Comm>| {
+        TreeSolver::<f64>::new(softening, s, KernelChoice::Auto, CpuBackend::threads(2))
+            .unwrap()
+            .with_comm(comm)
+    };
+    for (which, p) in systems.iter().enumerate() {
+        let n = p.len();
+        for &s in &settings {
+            let mut one = make(s, Arc::new(SingleProcess));
+            let mut acc = [vec![0.0; n], vec![0.0; n], vec![0.0; n]];
+            {
+                let [x, y, z] = &mut acc;
+                one.accelerations(
+                    p.positions(),
+                    p.masses(),
+                    mote_core::Vec3SpanMut::new(x, y, z),
+                );
+            }
+            let interactions = one.stats().interactions;
+            // One process ran out of nodes (a split adds at most eight).
+            let whole = one.tree().node_count() + 8 > n;
+            let w = one.potential_energy(p.positions(), p.masses());
+            for k in 1..=5 {
+                let ranks = thread_ranks(k);
+                let results = on_thread_ranks(&ranks, |comm| {
+                    let mine: Vec<usize> = (comm.rank()..n).step_by(k).collect();
+                    let pick = |v: &[f64]| -> Vec<f64> { mine.iter().map(|&i| v[i]).collect() };
+                    let (x, y, z) = p.positions().components();
+                    let (x, y, z, m) = (pick(x), pick(y), pick(z), pick(p.masses()));
+                    let mut solver = make(s, comm.clone());
+                    let mut a = [
+                        vec![0.0; mine.len()],
+                        vec![0.0; mine.len()],
+                        vec![0.0; mine.len()],
+                    ];
+                    let mut costs = vec![0u64; mine.len()];
+                    let span = mote_core::Vec3Span::new(&x, &y, &z);
+                    let [ax, ay, az] = &mut a;
+                    let done = solver.owned_accelerations(
+                        span,
+                        &m,
+                        &mine,
+                        None,
+                        mote_core::Vec3SpanMut::new(ax, ay, az),
+                        &mut costs,
+                    );
+                    assert_eq!(done, !whole, "the tree evaluates over owned particles");
+                    let wk = solver.owned_potential(span, &m, &mine, None);
+                    assert_eq!(wk.is_some(), done, "forces and potential alike");
+                    (mine, a, solver.stats().interactions, wk, solver.imported())
+                });
+                let what = format!("system {which}, {s:?}, {k} ranks");
+                if whole {
+                    continue;
+                }
+                let mut total = 0;
+                for (rank, (mine, a, inter, wk, imported)) in results.iter().enumerate() {
+                    for (j, &i) in mine.iter().enumerate() {
+                        for c in 0..3 {
+                            assert_eq!(
+                                a[c][j].to_bits(),
+                                acc[c][i].to_bits(),
+                                "{what}: rank {rank}, particle {i}, axis {c}"
+                            );
+                        }
+                    }
+                    total += inter;
+                    assert_eq!(wk.map(f64::to_bits), Some(w.to_bits()), "{what}: potential");
+                    if k > 1 && s == TreeSettings::default() {
+                        assert!(
+                            imported[0] + imported[1] < n,
+                            "{what}: rank {rank} received {imported:?}"
+                        );
+                    }
+                }
+                assert_eq!(total, interactions, "{what}: interactions");
+            }
+        }
+    }
 }

@@ -1083,7 +1083,7 @@ fn drive<R: Real>(
     let (mut ownership, particles, solver) = if owned {
         let (o, local) = Ownership::start(world.clone(), start.particles, c.run.rebalance);
         let solver: Box<dyn ForceSolver<R>> =
-            Box::new(OwnedSolver::new(solver, world.clone(), slots.clone()));
+            Box::new(OwnedSolver::new(solver, world.clone(), slots.clone()).with_cut(o.domains()));
         (Some(o), local, solver)
     } else {
         (None, start.particles, solver)
@@ -1253,6 +1253,7 @@ fn drive<R: Real>(
             // ranks' measured work drifted apart (every rank decides alike: a reduction).
             let costs = sim.solver().costs().to_vec();
             o.settle(&mut sim.particles, &costs)?;
+            sim.solver().set_cut(o.domains());
         }
         let mut due = outputs.after_step(k, time);
         // A signal or the wall clock may reach one rank and not another.

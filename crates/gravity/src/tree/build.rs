@@ -22,7 +22,7 @@ pub const KEY_BITS: u32 = 21;
 /// The tree over one set of positions, rebuilt at every force evaluation.
 pub struct Tree<R: Real> {
     /// `key << 32 | index`, sorted: the particles in Morton order.
-    keys: Buffer<u128>,
+    pub(crate) keys: Buffer<u128>,
     /// `order[k]`: the original index of the `k`-th particle in tree order.
     pub(crate) order: Buffer<u32>,
     /// Positions and masses in tree order.
@@ -49,13 +49,15 @@ pub struct Tree<R: Real> {
     multipole: Multipole,
 }
 
-/// A node's moments while the tree is built: always `f64`.
-#[derive(Clone, Copy, Default)]
-struct Moments {
-    mass: f64,
-    com: [f64; 3],
+/// A node's moments while the tree is built: always `f64` (ten values, in this order: shared
+/// between ranks as they are).
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub(crate) struct Moments {
+    pub(crate) mass: f64,
+    pub(crate) com: [f64; 3],
     /// xx, xy, xz, yy, yz, zz.
-    quad: [f64; 6],
+    pub(crate) quad: [f64; 6],
 }
 
 impl<R: Real> Tree<R> {
@@ -221,6 +223,7 @@ impl<R: Real> Tree<R> {
             quadrupole: self.multipole == Multipole::Quadrupole,
             capacity: n,
             used: 1,
+            clamped: false,
             out: NodeArrays {
                 geometry: self.geometry.as_mut_slice(),
                 mass: self.node_mass.as_mut_slice(),
@@ -237,7 +240,7 @@ impl<R: Real> Tree<R> {
     /// Appends the groups under node `n`: the node itself if it holds at most `size`
     /// particles or is a leaf; otherwise runs of consecutive children that together hold at
     /// most `size` (so groups are fuller than single nodes), and the groups of larger children.
-    fn make_groups(&mut self, n: usize, size: usize) {
+    pub(crate) fn make_groups(&mut self, n: usize, size: usize) {
         const WHY: &str = "groups are at most one per particle, as reserved";
         let [first, children, start, count] = self.links.as_slice()[n];
         if count as usize <= size || children == 0 {
@@ -268,6 +271,51 @@ impl<R: Real> Tree<R> {
         }
     }
 
+    /// Sizes the arrays of a rank's part of a tree over ranks ([`super::essential`]): its
+    /// particles' sorted `keys` and `nodes` node slots (the shared nodes and its subtrees');
+    /// [`Tree::grow_essential`] adds room for the nodes and particles other ranks send.
+    pub(crate) fn resize_essential(
+        &mut self,
+        keys: &[u128],
+        nodes: usize,
+    ) -> Result<(), TreeError> {
+        let n = keys.len();
+        let zero = R::zero();
+        self.keys.resize(n, 0).map_err(memory)?;
+        self.keys.as_mut_slice().copy_from_slice(keys);
+        self.order.resize(n, 0).map_err(memory)?;
+        for b in self.pos.iter_mut().chain(&mut self.acc) {
+            b.resize(n, zero).map_err(memory)?;
+        }
+        self.mass.resize(n, zero).map_err(memory)?;
+        self.nodes = 0;
+        self.groups.truncate(0);
+        self.grow_essential(n, nodes)
+    }
+
+    /// Room for `particles` particles (this rank's first) and `nodes` nodes in a tree over
+    /// ranks.
+    pub(crate) fn grow_essential(
+        &mut self,
+        particles: usize,
+        nodes: usize,
+    ) -> Result<(), TreeError> {
+        let zero = R::zero();
+        for b in &mut self.pos {
+            b.resize(particles, zero).map_err(memory)?;
+        }
+        self.mass.resize(particles, zero).map_err(memory)?;
+        self.node_mass.resize(nodes, zero).map_err(memory)?;
+        self.geometry.resize(nodes, [zero; 4]).map_err(memory)?;
+        self.links.resize(nodes, [0; 4]).map_err(memory)?;
+        if self.multipole == Multipole::Quadrupole {
+            for b in &mut self.quad {
+                b.resize(nodes, zero).map_err(memory)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Sizes the per-particle and per-node arrays for `n` particles (node capacity: `n`).
     fn resize(&mut self, n: usize) {
         const WHY: &str = "the tree's arrays are priced and reserved with the particles";
@@ -290,6 +338,11 @@ impl<R: Real> Tree<R> {
             }
         }
     }
+}
+
+/// A reservation too small for a tree over ranks' arrays.
+fn memory(e: mote_core::CapacityError) -> TreeError {
+    TreeError::Memory(e.to_string())
 }
 
 fn cast<R: Real, T: Real>(v: &[R]) -> &[T] {
@@ -411,57 +464,113 @@ fn bounding_cube<R: Real>(
 }
 
 /// The node arrays the builder writes.
-struct NodeArrays<'a, R> {
-    geometry: &'a mut [[R; 4]],
-    mass: &'a mut [R],
-    links: &'a mut [[u32; 4]],
-    quad: [&'a mut [R]; 5],
+pub(crate) struct NodeArrays<'a, R> {
+    pub(crate) geometry: &'a mut [[R; 4]],
+    pub(crate) mass: &'a mut [R],
+    pub(crate) links: &'a mut [[u32; 4]],
+    pub(crate) quad: [&'a mut [R]; 5],
 }
 
-struct Builder<'a, R: Real> {
-    keys: &'a [u128],
-    x: &'a [R],
-    y: &'a [R],
-    z: &'a [R],
-    m: &'a [R],
-    settings: &'a TreeSettings,
-    quadrupole: bool,
-    capacity: usize,
-    used: usize,
-    out: NodeArrays<'a, R>,
+impl<R: Real> NodeArrays<'_, R> {
+    /// Writes node `idx`'s centre of mass, squared opening radius, mass and quadrupole from
+    /// its `moments` and its cell (`corner`, `side`); the links are the caller's.
+    pub(crate) fn write(
+        &mut self,
+        idx: usize,
+        moments: &Moments,
+        corner: [f64; 3],
+        side: f64,
+        theta: f64,
+        quadrupole: bool,
+    ) {
+        let centre = corner.map(|c| c + 0.5 * side);
+        let delta = (0..3)
+            .map(|a| (moments.com[a] - centre[a]).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let open = side / theta + delta;
+        self.geometry[idx] = [
+            R::cast(moments.com[0]),
+            R::cast(moments.com[1]),
+            R::cast(moments.com[2]),
+            R::cast(open * open),
+        ];
+        self.mass[idx] = R::cast(moments.mass);
+        if quadrupole {
+            for (k, q) in [0, 1, 2, 3, 4].into_iter().enumerate() {
+                self.quad[k][idx] = R::cast(moments.quad[q]);
+            }
+        }
+    }
+}
+
+pub(crate) struct Builder<'a, R: Real> {
+    pub(crate) keys: &'a [u128],
+    pub(crate) x: &'a [R],
+    pub(crate) y: &'a [R],
+    pub(crate) z: &'a [R],
+    pub(crate) m: &'a [R],
+    pub(crate) settings: &'a TreeSettings,
+    pub(crate) quadrupole: bool,
+    pub(crate) capacity: usize,
+    pub(crate) used: usize,
+    /// Whether a node stayed a leaf for want of node capacity.
+    pub(crate) clamped: bool,
+    pub(crate) out: NodeArrays<'a, R>,
 }
 
 /// The child octant of key `k` below a node at `level` (bit 2: x, bit 1: y, bit 0: z).
 #[inline]
-fn octant(k: u128, level: u32) -> usize {
+pub(crate) fn octant(k: u128, level: u32) -> usize {
     ((k >> (32 + 3 * (KEY_BITS - 1 - level))) & 7) as usize
+}
+
+/// The cell of a node whose particles' keys run from `first` to `last`, starting from the cell
+/// at `corner` with `side` at depth `level`: while they all fall into one octant, that octant's
+/// cell (a node never has a single child).
+pub(crate) fn compress(
+    first: u128,
+    last: u128,
+    mut level: u32,
+    mut corner: [f64; 3],
+    mut side: f64,
+) -> (u32, [f64; 3], f64) {
+    while level < KEY_BITS && octant(first, level) == octant(last, level) {
+        let o = octant(first, level);
+        side *= 0.5;
+        for (a, c) in corner.iter_mut().enumerate() {
+            if o >> (2 - a) & 1 == 1 {
+                *c += side;
+            }
+        }
+        level += 1;
+    }
+    (level, corner, side)
+}
+
+/// The cell of octant `o` of the cell at `corner` with `side`: its corner and side.
+pub(crate) fn child_cell(corner: [f64; 3], side: f64, o: usize) -> ([f64; 3], f64) {
+    let half = side * 0.5;
+    let child = std::array::from_fn(|a| corner[a] + if o >> (2 - a) & 1 == 1 { half } else { 0.0 });
+    (child, half)
 }
 
 impl<R: Real> Builder<'_, R> {
     /// Builds node `idx` over the particles `start..end` in the cell at `corner` with `side` at
     /// depth `level`, and returns its moments.
     #[allow(clippy::too_many_arguments)]
-    fn node(
+    pub(crate) fn node(
         &mut self,
         idx: usize,
         start: usize,
         end: usize,
-        mut level: u32,
-        mut corner: [f64; 3],
-        mut side: f64,
+        level: u32,
+        corner: [f64; 3],
+        side: f64,
     ) -> Moments {
         let (first, last) = (self.keys[start], self.keys[end - 1]);
         // One occupied octant: take its cell instead of making a single child.
-        while level < KEY_BITS && octant(first, level) == octant(last, level) {
-            let o = octant(first, level);
-            side *= 0.5;
-            for (a, c) in corner.iter_mut().enumerate() {
-                if o >> (2 - a) & 1 == 1 {
-                    *c += side;
-                }
-            }
-            level += 1;
-        }
+        let (level, corner, side) = compress(first, last, level, corner, side);
         let count = end - start;
         // Child ranges, in octant order.
         let mut bounds = [start; 9];
@@ -479,6 +588,7 @@ impl<R: Real> Builder<'_, R> {
             }
             if self.used + children > self.capacity {
                 children = 0;
+                self.clamped = true;
             }
         }
         let moments = if children == 0 {
@@ -490,15 +600,11 @@ impl<R: Real> Builder<'_, R> {
             for c in 0..children {
                 let (s, e) = (bounds[c], bounds[c + 1]);
                 // The child's cell: its octant of this cell.
-                let o = octant(self.keys[s], level);
-                let half = side * 0.5;
-                let child_corner = std::array::from_fn(|a| {
-                    corner[a] + if o >> (2 - a) & 1 == 1 { half } else { 0.0 }
-                });
+                let (child_corner, half) = child_cell(corner, side, octant(self.keys[s], level));
                 parts[c] = self.node(first_child + c, s, e, level + 1, child_corner, half);
             }
             self.out.links[idx][0] = first_child as u32;
-            self.combine(&parts[..children], corner, side)
+            combine(&parts[..children], corner, side, self.quadrupole)
         };
         if children == 0 {
             self.out.links[idx][0] = 0;
@@ -506,24 +612,14 @@ impl<R: Real> Builder<'_, R> {
         self.out.links[idx][1] = children as u32;
         self.out.links[idx][2] = start as u32;
         self.out.links[idx][3] = count as u32;
-        let centre = corner.map(|c| c + 0.5 * side);
-        let delta = (0..3)
-            .map(|a| (moments.com[a] - centre[a]).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let open = side / self.settings.theta + delta;
-        self.out.geometry[idx] = [
-            R::cast(moments.com[0]),
-            R::cast(moments.com[1]),
-            R::cast(moments.com[2]),
-            R::cast(open * open),
-        ];
-        self.out.mass[idx] = R::cast(moments.mass);
-        if self.quadrupole {
-            for (k, q) in [0, 1, 2, 3, 4].into_iter().enumerate() {
-                self.out.quad[k][idx] = R::cast(moments.quad[q]);
-            }
-        }
+        self.out.write(
+            idx,
+            &moments,
+            corner,
+            side,
+            self.settings.theta,
+            self.quadrupole,
+        );
         moments
     }
 
@@ -556,28 +652,28 @@ impl<R: Real> Builder<'_, R> {
         }
         Moments { mass, com, quad }
     }
+}
 
-    /// Moments of a node from its children's: masses add, centres of mass average, and each
-    /// child's quadrupole is shifted to the new centre (parallel-axis theorem).
-    fn combine(&self, parts: &[Moments], corner: [f64; 3], side: f64) -> Moments {
-        let mass: f64 = parts.iter().map(|p| p.mass).sum();
-        let com = if mass != 0.0 {
-            std::array::from_fn(|a| parts.iter().map(|p| p.mass * p.com[a]).sum::<f64>() / mass)
-        } else {
-            corner.map(|c| c + 0.5 * side)
-        };
-        let mut quad = [0.0; 6];
-        if self.quadrupole {
-            for p in parts {
-                for (q, pq) in quad.iter_mut().zip(p.quad) {
-                    *q += pq;
-                }
-                let d = std::array::from_fn(|a| p.com[a] - com[a]);
-                add_quadrupole(&mut quad, p.mass, d);
+/// Moments of a node from its children's (in child order): masses add, centres of mass
+/// average, and each child's quadrupole is shifted to the new centre (parallel-axis theorem).
+pub(crate) fn combine(parts: &[Moments], corner: [f64; 3], side: f64, quadrupole: bool) -> Moments {
+    let mass: f64 = parts.iter().map(|p| p.mass).sum();
+    let com = if mass != 0.0 {
+        std::array::from_fn(|a| parts.iter().map(|p| p.mass * p.com[a]).sum::<f64>() / mass)
+    } else {
+        corner.map(|c| c + 0.5 * side)
+    };
+    let mut quad = [0.0; 6];
+    if quadrupole {
+        for p in parts {
+            for (q, pq) in quad.iter_mut().zip(p.quad) {
+                *q += pq;
             }
+            let d = std::array::from_fn(|a| p.com[a] - com[a]);
+            add_quadrupole(&mut quad, p.mass, d);
         }
-        Moments { mass, com, quad }
     }
+    Moments { mass, com, quad }
 }
 
 /// Adds `m (3 d d - |d|^2 I)` to `q` (xx, xy, xz, yy, yz, zz).

@@ -38,6 +38,7 @@
 
 pub mod build;
 mod cut;
+pub(crate) mod essential;
 pub mod formula;
 mod walk;
 
@@ -48,6 +49,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mote_core::comm::{self, Comm};
+use mote_core::decomposition::Domains;
 
 use mote_core::{Budgeted, BudgetedBuffer, CpuBackend, Real, SimdLevel, Vec3Span, Vec3SpanMut};
 use rayon::prelude::*;
@@ -201,6 +203,20 @@ pub enum TreeError {
     /// More particles than the tree's 31-bit indices address.
     #[error("{0} particles: the tree indexes at most 2^31 - 1")]
     TooMany(usize),
+    /// Over ranks that own their particles: the tree needs more nodes than particles, where
+    /// one process caps the nodes at the particle count (larger leaves where it runs out),
+    /// which a tree built in parts cannot reproduce; the evaluation builds the whole tree on
+    /// every rank instead.
+    #[error("the tree needs {nodes} nodes for {particles} particles")]
+    Nodes {
+        /// Nodes the tree needs.
+        nodes: usize,
+        /// Particles.
+        particles: usize,
+    },
+    /// A rank's tree arrays do not fit its memory reservation.
+    #[error("the tree's arrays: {0}")]
+    Memory(String),
 }
 
 /// Timings and counts of the last evaluation.
@@ -233,6 +249,9 @@ pub struct TreeSolver<R: Real> {
     /// The ranks' ranges of particles in tree order in the last evaluation.
     shares: Vec<Range<usize>>,
     watch: NonFiniteWatch,
+    /// Over owned particles: the nodes and particles the last evaluation received from the
+    /// other ranks.
+    imported: [usize; 2],
 }
 
 impl<R: Real> TreeSolver<R> {
@@ -265,6 +284,7 @@ impl<R: Real> TreeSolver<R> {
             cut: GroupCut::new(),
             shares: Vec::new(),
             watch: NonFiniteWatch::default(),
+            imported: [0, 0],
         })
     }
 
@@ -292,6 +312,12 @@ impl<R: Real> TreeSolver<R> {
     /// The tree of the last evaluation.
     pub fn tree(&self) -> &Tree<R> {
         &self.tree
+    }
+
+    /// Over owned particles: the nodes and particles the last evaluation received from the
+    /// other ranks (its locally essential tree's remote part).
+    pub fn imported(&self) -> [usize; 2] {
+        self.imported
     }
 
     /// Walks this rank's range of the groups of the tree just built (cut by measured cost; every
@@ -383,6 +409,94 @@ impl<R: Real> TreeSolver<R> {
         }
         self.record(build_seconds, clock, interactions, self.tree.group_count());
         Ok(())
+    }
+}
+
+impl<R: Real> TreeSolver<R> {
+    /// An evaluation over ranks that own their particles ([`essential`]): accelerations and
+    /// costs into `out`, or without it each of this rank's groups' potential sum.
+    fn owned(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        slots: &[usize],
+        cut: Option<&Domains>,
+        out: Option<(Vec3SpanMut<'_, R>, &mut [u64])>,
+    ) -> Result<essential::Evaluated, TreeError> {
+        let Kernel::Fast(level) = self.kernel else {
+            unreachable!("the constructor refuses the reference kernel")
+        };
+        let eps2 = self.softening.epsilon2::<f64>();
+        let (x, y, z) = positions.components();
+        let comm = self.comm.clone();
+        #[allow(clippy::too_many_arguments)]
+        fn go<T: Real + DirectKernels, R: Real>(
+            comm: &dyn Comm,
+            tree: &mut Tree<T>,
+            settings: &TreeSettings,
+            pos: [&[R]; 3],
+            m: &[R],
+            slots: &[usize],
+            cut: Option<&Domains>,
+            level: SimdLevel,
+            eps2: f64,
+            out: Option<(Vec3SpanMut<'_, R>, &mut [u64])>,
+            backend: CpuBackend,
+        ) -> Result<essential::Evaluated, TreeError> {
+            fn c<R: Real, T: Real>(v: &[R]) -> &[T] {
+                bytemuck::cast_slice(v)
+            }
+            fn cm<R: Real, T: Real>(v: &mut [R]) -> &mut [T] {
+                bytemuck::cast_slice_mut(v)
+            }
+            let out = out.map(|(acc, costs)| {
+                let (ax, ay, az) = acc.components_mut();
+                ([cm(ax), cm(ay), cm(az)], costs)
+            });
+            essential::evaluate(
+                comm,
+                tree,
+                settings,
+                pos.map(c::<R, T>),
+                c(m),
+                slots,
+                cut,
+                level,
+                eps2,
+                out,
+                backend,
+            )
+        }
+        let pos = [x, y, z];
+        let settings = self.settings;
+        match concrete(&mut self.tree) {
+            Concrete::F32(t) => go(
+                comm.as_ref(),
+                t,
+                &settings,
+                pos,
+                masses,
+                slots,
+                cut,
+                level,
+                eps2,
+                out,
+                self.backend,
+            ),
+            Concrete::F64(t) => go(
+                comm.as_ref(),
+                t,
+                &settings,
+                pos,
+                masses,
+                slots,
+                cut,
+                level,
+                eps2,
+                out,
+                self.backend,
+            ),
+        }
     }
 }
 
@@ -494,6 +608,56 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
         let interactions = group_interactions(self.tree.groups(), &all);
         self.record(build_seconds, clock, interactions, groups[rank].len());
         Some(Share { index, acc, cost })
+    }
+
+    /// The one-process tree built over the ranks, each walking its own groups with its
+    /// locally essential tree ([`essential`]).
+    fn owned_accelerations(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        slots: &[usize],
+        cut: Option<&Domains>,
+        mut acc: Vec3SpanMut<'_, R>,
+        costs: &mut [u64],
+    ) -> bool {
+        let clock = Instant::now();
+        match self.owned(positions, masses, slots, cut, Some((acc.reborrow(), costs))) {
+            Ok(done) => {
+                self.record(0.0, clock, done.interactions, done.groups);
+                self.imported = done.imported;
+            }
+            // A tree one process builds with larger leaves for want of nodes: built whole on
+            // every rank instead (every rank sees the same totals, so all fall back alike).
+            Err(TreeError::Nodes { .. }) => return false,
+            Err(_) => {
+                acc.fill([R::nan(); 3]);
+                costs.fill(1);
+            }
+        }
+        true
+    }
+
+    fn owned_potential(
+        &mut self,
+        positions: Vec3Span<'_, R>,
+        masses: &[R],
+        slots: &[usize],
+        cut: Option<&Domains>,
+    ) -> Option<f64> {
+        let done = match self.owned(positions, masses, slots, cut, None) {
+            Ok(done) => done,
+            Err(TreeError::Nodes { .. }) => return None,
+            Err(_) => return Some(f64::NAN),
+        };
+        // Every group's sum in the one-process order (the ranks' groups follow the curve),
+        // added as one process adds them.
+        let (all, _) = essential::gather_varied(self.comm.as_ref(), &done.potential);
+        let mut w = crate::direct::reference::CompensatedSum::default();
+        for p in all {
+            w.add(p);
+        }
+        Some(-0.5 * w.value())
     }
 
     fn budgeted(&mut self) -> Vec<&mut dyn Budgeted> {
