@@ -153,6 +153,18 @@ pub fn gather_parts<T: bytemuck::Pod>(
     all_gather(comm, scratch, &counts, out);
 }
 
+/// Every rank's `mine`, concatenated in rank order, with each rank's count (the counts
+/// gathered first). Collective.
+pub fn all_gather_varied<T: bytemuck::Pod>(comm: &dyn Comm, mine: &[T]) -> (Vec<T>, Vec<usize>) {
+    let size = comm.size();
+    let mut counts = vec![0u64; size];
+    all_gather(comm, &[mine.len() as u64], &vec![1; size], &mut counts);
+    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
+    let mut all = vec![T::zeroed(); counts.iter().sum()];
+    all_gather(comm, mine, &counts, &mut all);
+    (all, counts)
+}
+
 /// The maximum of `value` over all ranks.
 pub fn max_of(comm: &dyn Comm, value: u64) -> u64 {
     let mut v = [value];

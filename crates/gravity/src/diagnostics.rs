@@ -1,5 +1,6 @@
 //! Conserved quantities and structure measures of an N-body state, accumulated in `f64`.
 
+use mote_core::comm::{self, Comm};
 use mote_core::{CpuBackend, ParticleData, Real};
 
 use crate::direct::reference::CompensatedSum;
@@ -29,9 +30,82 @@ pub struct Diagnostics {
     pub centre_of_mass: [f64; 3],
 }
 
+/// Particles per block of the sums (the blocks' sums are combined in order).
+const BLOCK: usize = 1024;
+
 /// Compensated sums of the per-particle quantities, in a thread-count independent order.
 #[derive(Clone, Copy, Default)]
 struct Sums([CompensatedSum; 11]);
+
+/// One particle's terms: kinetic energy, momentum, angular momentum about the origin, mass and
+/// mass-weighted position.
+#[inline]
+fn terms(mi: f64, pos: [f64; 3], v: [f64; 3]) -> [f64; 11] {
+    [
+        0.5 * mi * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]),
+        mi * v[0],
+        mi * v[1],
+        mi * v[2],
+        mi * (pos[1] * v[2] - pos[2] * v[1]),
+        mi * (pos[2] * v[0] - pos[0] * v[2]),
+        mi * (pos[0] * v[1] - pos[1] * v[0]),
+        mi,
+        mi * pos[0],
+        mi * pos[1],
+        mi * pos[2],
+    ]
+}
+
+impl Sums {
+    fn add(&mut self, terms: [f64; 11]) {
+        for (acc, v) in self.0.iter_mut().zip(terms) {
+            acc.add(v);
+        }
+    }
+
+    /// `b`'s totals added to `a`'s sums (the blocks combined left to right).
+    fn combine(mut a: Sums, b: Sums) -> Sums {
+        for (x, y) in a.0.iter_mut().zip(b.0) {
+            x.add(y.value());
+        }
+        a
+    }
+
+    /// Each sum and its compensation, for sending.
+    fn to_words(self) -> [f64; 22] {
+        std::array::from_fn(|k| self.0[k / 2].parts()[k % 2])
+    }
+
+    fn from_words(w: [f64; 22]) -> Self {
+        Sums(std::array::from_fn(|k| {
+            CompensatedSum::from_parts(w[2 * k], w[2 * k + 1])
+        }))
+    }
+
+    fn diagnostics(self, potential: f64) -> Diagnostics {
+        let v: Vec<f64> = self.0.iter().map(|c| c.value()).collect();
+        let mass = v[7];
+        let com = if mass > 0.0 {
+            [v[8] / mass, v[9] / mass, v[10] / mass]
+        } else {
+            [0.0; 3]
+        };
+        Diagnostics {
+            kinetic: v[0],
+            potential,
+            total: v[0] + potential,
+            momentum: [v[1], v[2], v[3]],
+            angular_momentum: [v[4], v[5], v[6]],
+            virial_ratio: if potential != 0.0 {
+                2.0 * v[0] / potential.abs()
+            } else {
+                f64::INFINITY
+            },
+            mass,
+            centre_of_mass: com,
+        }
+    }
+}
 
 impl Diagnostics {
     /// Measures `p`; the potential energy comes from `solver`, the other sums run on `backend`.
@@ -57,57 +131,84 @@ impl Diagnostics {
         let map = |r: std::ops::Range<usize>| {
             let mut s = Sums::default();
             for i in r {
-                let (mi, pos) = (m[i].as_f64(), [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()]);
-                let v = [vx[i].as_f64(), vy[i].as_f64(), vz[i].as_f64()];
-                let vals = [
-                    0.5 * mi * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]),
-                    mi * v[0],
-                    mi * v[1],
-                    mi * v[2],
-                    mi * (pos[1] * v[2] - pos[2] * v[1]),
-                    mi * (pos[2] * v[0] - pos[0] * v[2]),
-                    mi * (pos[0] * v[1] - pos[1] * v[0]),
-                    mi,
-                    mi * pos[0],
-                    mi * pos[1],
-                    mi * pos[2],
-                ];
-                for (acc, v) in s.0.iter_mut().zip(vals) {
-                    acc.add(v);
-                }
+                s.add(terms(
+                    m[i].as_f64(),
+                    [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()],
+                    [vx[i].as_f64(), vy[i].as_f64(), vz[i].as_f64()],
+                ));
             }
             s
         };
-        let combine = |mut a: Sums, b: Sums| {
-            for (x, y) in a.0.iter_mut().zip(b.0) {
-                x.add(y.value());
-            }
-            a
-        };
         let s = backend
-            .map_reduce(p.len(), 1024, map, combine)
+            .map_reduce(p.len(), BLOCK, map, Sums::combine)
             .unwrap_or_default();
-        let v: Vec<f64> = s.0.iter().map(|c| c.value()).collect();
-        let mass = v[7];
-        let com = if mass > 0.0 {
-            [v[8] / mass, v[9] / mass, v[10] / mass]
-        } else {
-            [0.0; 3]
-        };
-        Diagnostics {
-            kinetic: v[0],
-            potential,
-            total: v[0] + potential,
-            momentum: [v[1], v[2], v[3]],
-            angular_momentum: [v[4], v[5], v[6]],
-            virial_ratio: if potential != 0.0 {
-                2.0 * v[0] / potential.abs()
-            } else {
-                f64::INFINITY
-            },
-            mass,
-            centre_of_mass: com,
+        s.diagnostics(potential)
+    }
+
+    /// Measures the particles of ranks that own them (`p`, this rank's; `slots`, their
+    /// indices in the one-process arrays) with a potential energy computed elsewhere: each
+    /// one-process block of [`Diagnostics::with_potential`]'s sums is summed on one rank, its
+    /// particles sent there, and the blocks' sums are combined in order on every rank, so the
+    /// numbers are one process's bit for bit while no rank holds more than its share.
+    /// Collective.
+    pub fn owned<R: Real>(
+        comm: &dyn Comm,
+        p: &ParticleData<R>,
+        slots: &[usize],
+        potential: f64,
+    ) -> Self {
+        let (size, me) = (comm.size(), comm.rank());
+        let n = comm::sum_of(comm, p.len() as u64) as usize;
+        let ranges = comm::even_ranges(n.div_ceil(BLOCK), size);
+        let owner = |slot: usize| ranges.partition_point(|r| r.end <= slot / BLOCK);
+        let (x, y, z) = p.positions().components();
+        let (vx, vy, vz) = p.velocities().components();
+        let m = p.masses();
+        // slot, mass, position, velocity: eight words per particle.
+        let mut to: Vec<Vec<f64>> = vec![Vec::new(); size];
+        for (i, &slot) in slots.iter().enumerate() {
+            to[owner(slot)].extend([
+                f64::from_bits(slot as u64),
+                m[i].as_f64(),
+                x[i].as_f64(),
+                y[i].as_f64(),
+                z[i].as_f64(),
+                vx[i].as_f64(),
+                vy[i].as_f64(),
+                vz[i].as_f64(),
+            ]);
         }
+        let counts: Vec<usize> = to.iter().map(|v| v.len() * 8).collect();
+        let send: Vec<f64> = to.concat();
+        let (recv, _) = comm::exchange(comm, bytemuck::cast_slice(&send), &counts);
+        let mut got: Vec<[f64; 8]> = recv
+            .chunks_exact(64)
+            .map(|b| {
+                std::array::from_fn(|k| {
+                    f64::from_le_bytes(b[8 * k..8 * k + 8].try_into().expect("8 bytes"))
+                })
+            })
+            .collect();
+        got.sort_unstable_by_key(|r| r[0].to_bits());
+        let mut mine: Vec<[f64; 22]> = Vec::with_capacity(ranges[me].len());
+        let mut at = 0;
+        for b in ranges[me].clone() {
+            let end = ((b + 1) * BLOCK).min(n);
+            let mut s = Sums::default();
+            while at < got.len() && (got[at][0].to_bits() as usize) < end {
+                let r = got[at];
+                s.add(terms(r[1], [r[2], r[3], r[4]], [r[5], r[6], r[7]]));
+                at += 1;
+            }
+            mine.push(s.to_words());
+        }
+        assert_eq!(at, got.len(), "every particle summed in its block");
+        let (all, _) = comm::all_gather_varied(comm, &mine);
+        all.into_iter()
+            .map(Sums::from_words)
+            .reduce(Sums::combine)
+            .unwrap_or_default()
+            .diagnostics(potential)
     }
 
     /// `|E - E0| / |E0|`, the relative energy error against an initial energy `e0`.

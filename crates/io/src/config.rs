@@ -97,7 +97,9 @@ pub struct RunSection {
     pub device: String,
     /// On several MPI ranks: the largest rank's measured work over the mean above which the
     /// particles are cut into new ranges of the Morton curve after a step (decision 0028); at
-    /// least 1. Results do not depend on it, only the balance of the work.
+    /// least 1 (default 1.01: each rank walks its own particles' groups, so the cut is the
+    /// walk's balance, and a new cut costs far less than a step). Results do not depend on it,
+    /// only the balance of the work.
     pub rebalance: f64,
 }
 
@@ -111,7 +113,7 @@ impl Default for RunSection {
             memory_limit: None,
             backend: "cpu".to_string(),
             device: "wgpu:0".to_string(),
-            rebalance: 1.05,
+            rebalance: 1.01,
         }
     }
 }

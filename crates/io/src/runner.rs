@@ -987,66 +987,73 @@ fn open_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, Ru
 }
 
 /// The diagnostics of a run's state: of its particles on one process; on ranks that own their
-/// particles, the potential energy from every rank together and the other sums from the state
-/// gathered on rank 0 (`gathered`) in the one-process order, shared with every rank: the
-/// one-process numbers, bit for bit. Collective.
+/// particles, the potential energy from every rank together and the other sums in the
+/// one-process blocks, each summed on one rank (`Diagnostics::owned`; `slots` places the
+/// particles): the one-process numbers, bit for bit, on every rank. Collective.
 fn measure<R: Real>(
     sim: &mut Simulation<R>,
-    gathered: Option<&ParticleData<R>>,
-    owned: bool,
+    slots: Option<&Slots>,
     backend: CpuBackend,
 ) -> Diagnostics {
-    if !owned {
+    let Some(slots) = slots else {
         return sim.diagnostics(backend);
-    }
+    };
     let potential = sim.potential();
-    let d = gathered.map(|p| Diagnostics::with_potential(p, potential, backend));
-    let got = comm::broadcast_bytes(
-        comm::world().as_ref(),
-        0,
-        d.as_ref().map_or(&[][..], bytemuck::bytes_of),
-    );
-    bytemuck::pod_read_unaligned(&got)
+    let own: Vec<usize> = sim
+        .particles
+        .ids()
+        .iter()
+        .map(|&id| slots.slot(id))
+        .collect();
+    Diagnostics::owned(comm::world().as_ref(), &sim.particles, &own, potential)
 }
 
-/// [`check_finite`] of a run's state: on ranks that own their particles, of the state gathered
-/// on rank 0 (`gathered`), the verdict shared with every rank (the one-process message).
-/// Collective.
+/// [`check_finite`] of a run's state: on ranks that own their particles (`slots` places them),
+/// the one-process finding (the first non-finite position in the one-process order, else the
+/// first velocity), found by every rank among its own and agreed. Collective.
 fn check_state<R: Real>(
     sim: &Simulation<R>,
-    gathered: Option<&ParticleData<R>>,
-    owned: bool,
+    slots: Option<&Slots>,
     step: u64,
     time: f64,
     csv: &Path,
 ) -> Result<(), RunError> {
-    if !owned {
+    let Some(slots) = slots else {
         return check_finite(&sim.particles, step, time, csv);
-    }
-    // Rank 0's finding as bytes: the index and id, then the text.
-    let found = gathered
-        .and_then(|p| first_non_finite(p).map(|(i, what)| (i, p.ids()[i], what)))
-        .map_or_else(Vec::new, |(i, id, what)| {
-            [
-                &(i as u64).to_le_bytes()[..],
-                &id.to_le_bytes(),
-                what.as_bytes(),
-            ]
-            .concat()
+    };
+    let world = comm::world();
+    let p = &sim.particles;
+    let own: Vec<usize> = p.ids().iter().map(|&id| slots.slot(id)).collect();
+    for (name, span) in [("position", p.positions()), ("velocity", p.velocities())] {
+        let (x, y, z) = span.components();
+        let bad = (0..p.len())
+            .filter(|&i| !(x[i].is_finite() && y[i].is_finite() && z[i].is_finite()))
+            .min_by_key(|&i| own[i]);
+        // The lowest slot over the ranks, then the rank holding it tells the others.
+        let mut lowest = [bad.map_or(0, |i| !(own[i] as u64))];
+        world.max_u64(&mut lowest);
+        if lowest[0] == 0 {
+            continue;
+        }
+        let slot = !lowest[0] as usize;
+        let mine = bad.filter(|&i| own[i] == slot);
+        let root = comm::max_of(world.as_ref(), mine.map_or(0, |_| world.rank() as u64 + 1)) - 1;
+        let text = mine.map_or_else(String::new, |i| {
+            format!("{name} {:?}|{}", span.get(i), p.ids()[i])
         });
-    let got = comm::broadcast_bytes(comm::world().as_ref(), 0, &found);
-    if got.is_empty() {
-        return Ok(());
+        let got = comm::broadcast_bytes(world.as_ref(), root as usize, text.as_bytes());
+        let got = String::from_utf8_lossy(&got).into_owned();
+        let (what, id) = got.rsplit_once('|').expect("the finder's message");
+        return Err(RunError::NonFinite {
+            step,
+            time,
+            id: id.parse().expect("an id"),
+            index: slot,
+            what: what.to_string(),
+            csv: csv.display().to_string(),
+        });
     }
-    let word = |k: usize| u64::from_le_bytes(got[8 * k..8 * k + 8].try_into().expect("8 bytes"));
-    Err(RunError::NonFinite {
-        step,
-        time,
-        id: word(1),
-        index: word(0) as usize,
-        what: String::from_utf8_lossy(&got[16..]).into_owned(),
-        csv: csv.display().to_string(),
-    })
+    Ok(())
 }
 
 /// Runs from `start` to the end time, writing everything into `dir` (which exists).
@@ -1191,7 +1198,8 @@ fn drive<R: Real>(
         owned.then(|| gather_whole(world.as_ref(), &sim.particles, &slots))?
     };
     let mut gathered = whole(&sim);
-    let first = measure(&mut sim, gathered.as_ref(), owned, backend);
+    let placed = owned.then_some(slots.as_ref());
+    let first = measure(&mut sim, placed, backend);
     let e0 = start.initial_energy.unwrap_or(first.total);
     let g = units.g;
     let write_row =
@@ -1258,24 +1266,23 @@ fn drive<R: Real>(
         let mut due = outputs.after_step(k, time);
         // A signal or the wall clock may reach one rank and not another.
         due.agree(world.as_ref());
-        gathered = if due.row || due.snapshot || due.checkpoint {
+        // The files hold the whole state in the one-process order: rank 0 gathers it.
+        gathered = if due.snapshot || due.checkpoint {
             whole(&sim)
         } else {
             None
         };
         if due.row {
-            // The same state everywhere (or rank 0's gathered state, its verdict shared), so
-            // the same verdict on every rank: no agreement needed.
+            // The same verdict on every rank (on owned particles, agreed by reductions).
             check_state(
                 &sim,
-                gathered.as_ref(),
-                owned,
+                placed,
                 k,
                 time / s,
                 &crate::files::partial_path(&csv_path),
             )
             .map_err(|e| owned_by(e, sim.solver()))?;
-            last = measure(&mut sim, gathered.as_ref(), owned, backend);
+            last = measure(&mut sim, placed, backend);
             on_root(world.as_ref(), || {
                 Ok(write_row(
                     &mut csv,

@@ -520,7 +520,7 @@ pub(crate) fn evaluate<T: Real + DirectKernels>(
         mine.extend_from_slice(bytemuck::cast_slice::<Moments, f64>(&[moments[i]]));
         mine.extend_from_slice(&cells[i]);
     }
-    let (all, _) = gather_varied(comm, &mine);
+    let (all, _) = comm::all_gather_varied(comm, &mine);
     let mut records = all.chunks_exact(14);
     for rank in 0..comm.size() {
         for i in (0..shared.len()).filter(|&i| shared[i].owner() == Some(rank)) {
@@ -667,6 +667,58 @@ fn deliver<T: Real>(
     );
 }
 
+/// Boxes around runs of consecutive `groups` (of the `n` particles of `view`) for the other
+/// ranks' exports: a run grows while its box stays within twice the longest side of its
+/// largest group's box and holds at most `n / BOXES` particles. Consecutive groups along the
+/// curve are usually neighbours, but the curve jumps, and a box across a jump (or around a
+/// sparse region's groups) would make the other ranks send everything it opens; such groups
+/// get boxes of their own.
+fn boxes<T: Real>(view: &super::walk::View<'_, T>, groups: &[[u32; 2]], n: usize) -> Vec<[T; 6]> {
+    let cap = n.div_ceil(BOXES).max(1);
+    let side = |b: &[T; 6]| {
+        (0..3)
+            .map(|a| (b[3 + a] - b[a]).as_f64())
+            .fold(0.0, f64::max)
+    };
+    let mut out: Vec<[T; 6]> = Vec::new();
+    let mut run: Option<([T; 6], f64, usize)> = None;
+    for &[start, count] in groups {
+        let r = start as usize..(start + count) as usize;
+        let mut g = [T::infinity(); 6];
+        for a in 0..3 {
+            g[3 + a] = T::neg_infinity();
+        }
+        for (a, c) in [view.x, view.y, view.z].into_iter().enumerate() {
+            for &v in &c[r.clone()] {
+                g[a] = g[a].min(v);
+                g[3 + a] = g[3 + a].max(v);
+            }
+        }
+        let own = side(&g);
+        run = match run {
+            Some((b, largest, k)) => {
+                let merged: [T; 6] = std::array::from_fn(|a| {
+                    if a < 3 {
+                        b[a].min(g[a])
+                    } else {
+                        b[a].max(g[a])
+                    }
+                });
+                let largest = largest.max(own);
+                if k + r.len() <= cap && side(&merged) <= 2.0 * largest {
+                    Some((merged, largest, k + r.len()))
+                } else {
+                    out.push(b);
+                    Some((g, own, r.len()))
+                }
+            }
+            None => Some((g, own, r.len())),
+        };
+    }
+    out.extend(run.map(|(b, _, _)| b));
+    out
+}
+
 /// `result` where it succeeded on every rank, else an error on every rank (this rank's own, or
 /// one naming another rank's). Collective.
 fn agreed(comm: &dyn Comm, result: Result<(), TreeError>) -> Result<(), TreeError> {
@@ -678,17 +730,6 @@ fn agreed(comm: &dyn Comm, result: Result<(), TreeError>) -> Result<(), TreeErro
         )),
         Ok(()) => Ok(()),
     }
-}
-
-/// Every rank's `mine`, concatenated in rank order, with each rank's count. Collective.
-pub(crate) fn gather_varied<P: bytemuck::Pod>(comm: &dyn Comm, mine: &[P]) -> (Vec<P>, Vec<usize>) {
-    let size = comm.size();
-    let mut counts = vec![0u64; size];
-    comm::all_gather(comm, &[mine.len() as u64], &vec![1; size], &mut counts);
-    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
-    let mut all = vec![P::zeroed(); counts.iter().sum()];
-    comm::all_gather(comm, mine, &counts, &mut all);
-    (all, counts)
 }
 
 /// Sends every other rank the nodes and particles of this rank's subtrees its walks need and
@@ -707,32 +748,8 @@ fn essential<T: Real>(
     }
     // Boxes around runs of this rank's groups, gathered.
     let view = super::view(tree);
-    let groups = tree.groups.as_slice();
-    let mut mine: Vec<[T; 6]> = Vec::new();
-    for r in comm::even_ranges(groups.len(), BOXES.min(groups.len())) {
-        if r.is_empty() {
-            continue;
-        }
-        let first = groups[r.start][0] as usize;
-        let last = groups[r.end - 1];
-        let p = first..(last[0] + last[1]) as usize;
-        let mut b = [
-            T::infinity(),
-            T::infinity(),
-            T::infinity(),
-            T::neg_infinity(),
-            T::neg_infinity(),
-            T::neg_infinity(),
-        ];
-        for (a, c) in [view.x, view.y, view.z].into_iter().enumerate() {
-            for &v in &c[p.clone()] {
-                b[a] = b[a].min(v);
-                b[3 + a] = b[3 + a].max(v);
-            }
-        }
-        mine.push(b);
-    }
-    let (boxes, counts) = gather_varied(comm, &mine);
+    let mine = boxes(&view, tree.groups.as_slice(), n);
+    let (boxes, counts) = comm::all_gather_varied(comm, &mine);
     let quadrupole = !view.quad[0].is_empty();
     let record = 20 + (if quadrupole { 10 } else { 5 }) * std::mem::size_of::<T>();
     let pbytes = 4 * std::mem::size_of::<T>();

@@ -652,7 +652,7 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
         };
         // Every group's sum in the one-process order (the ranks' groups follow the curve),
         // added as one process adds them.
-        let (all, _) = essential::gather_varied(self.comm.as_ref(), &done.potential);
+        let (all, _) = comm::all_gather_varied(self.comm.as_ref(), &done.potential);
         let mut w = crate::direct::reference::CompensatedSum::default();
         for p in all {
             w.add(p);
