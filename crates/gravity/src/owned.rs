@@ -11,9 +11,10 @@
 //! sums as on one process, so results are bitwise identical on any number of ranks. Output gathers the state
 //! to rank 0 in slot order ([`gather_whole`]): the one-process files.
 //!
-//! The sources are still every particle on every rank (the direct sum needs them all; the tree
-//! is built from them): the locally essential tree, which sends each rank only the part of the
-//! other ranks' trees its walks open, is the next stage.
+//! The CPU tree needs no gathered sources ([`ForceSolver::owned_accelerations`], decision 0029):
+//! each rank builds its part of the one-process tree and receives the part of the other ranks'
+//! trees its walks open (its locally essential tree). Direct summation gathers every source
+//! (every target needs them all), and so do the device solvers.
 
 use std::sync::Arc;
 
@@ -212,6 +213,8 @@ pub struct OwnedSolver<R: Real> {
     watch: NonFiniteWatch,
     /// The ranks' ranges of the curve (for solvers that exchange only what they need).
     cut: Option<Domains>,
+    /// Whether the last evaluation needed only this rank's particles (no gathered sources).
+    own_path: bool,
 }
 
 /// The gathered positions and masses, budgeted with the run (every particle, on every rank).
@@ -250,6 +253,7 @@ impl<R: Real> OwnedSolver<R> {
             local_of: Vec::new(),
             watch: NonFiniteWatch::default(),
             cut: None,
+            own_path: false,
         }
     }
 
@@ -366,6 +370,7 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
                 &mut costs,
             )
         };
+        self.own_path = own;
         if !own {
             self.gather(p);
         }
@@ -432,10 +437,19 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
         self.cut = Some(cut.clone());
     }
 
+    /// The inner solver's arrays, and the gathered sources where the last evaluation used them
+    /// (a tree evaluated over owned particles needs none: not priced or reserved, and should
+    /// an evaluation fall back to them, they grow outside the reservation).
     fn budgeted(&mut self) -> Vec<&mut dyn Budgeted> {
         let mut parts = self.inner.budgeted();
-        parts.push(&mut self.sources);
+        if !self.own_path {
+            parts.push(&mut self.sources);
+        }
         parts
+    }
+
+    fn holds_every_particle(&self) -> bool {
+        !self.own_path
     }
 }
 

@@ -176,6 +176,13 @@ pub trait ForceSolver<R: Real>: SolverInfo + Send {
     /// evaluations (a no-op for other solvers).
     fn set_cut(&mut self, _cut: &Domains) {}
 
+    /// Whether the solver's arrays grow with every rank's particles together (true, the
+    /// default) or only with this rank's share (a solver over owned particles whose inner
+    /// solver needs no gathered sources): what a rank's memory is priced for.
+    fn holds_every_particle(&self) -> bool {
+        true
+    }
+
     /// The potential energy of `particles` ([`ForceSolver::potential_energy`] of their
     /// positions and masses; a solver over owned particles gathers every rank's first).
     fn potential(&mut self, particles: &ParticleData<R>) -> f64 {

@@ -227,7 +227,12 @@ fn clumped(n: usize) -> ParticleData<f64> {
 /// for spread and clumped systems and shallow and deep trees.
 #[test]
 fn the_locally_essential_tree_gives_one_process_forces() {
-    let systems = [plummer::<f64>(3_000, 7).unwrap(), clumped(3_000)];
+    // And a handful of particles: ranks with none, a root holding everything.
+    let systems = [
+        plummer::<f64>(3_000, 7).unwrap(),
+        clumped(3_000),
+        plummer::<f64>(9, 4).unwrap(),
+    ];
     let settings = [
         TreeSettings::default(),
         TreeSettings::new(0.8, Multipole::Monopole, 4, 8).unwrap(),
@@ -257,8 +262,9 @@ fn the_locally_essential_tree_gives_one_process_forces() {
                 );
             }
             let interactions = one.stats().interactions;
-            // One process ran out of nodes (a split adds at most eight).
-            let whole = one.tree().node_count() + 8 > n;
+            // One process ran out of nodes (larger leaves), which ranks decline to reproduce.
+            let whole = one.tree().capped();
+            assert_eq!(whole, s.leaf_size == 1, "{s:?}: capped");
             let w = one.potential_energy(p.positions(), p.masses());
             for k in 1..=5 {
                 let ranks = thread_ranks(k);

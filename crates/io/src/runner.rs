@@ -11,10 +11,11 @@
 //! checkpoint is also written every `output.checkpoint_wall_interval` of wall-clock time and when
 //! a stop is requested (SIGINT, SIGTERM: [`crate::interrupt`]).
 //!
-//! Under MPI ([`mote_core::comm`], decisions 0027 and 0028) every rank runs this same loop on
+//! Under MPI ([`mote_core::comm`], decisions 0027 to 0029) every rank runs this same loop on
 //! the particles it owns (a range of the Morton curve, [`mote_gravity::owned`]): it advances
-//! them, computes their forces from every rank's gathered positions, and hands them to their
-//! new owner after each step; at every output the state is gathered on rank 0 in the
+//! them, computes their forces (the tree from its locally essential tree, direct summation from
+//! every rank's gathered positions), and hands them to their new owner after each step; the
+//! diagnostics are summed across the ranks, snapshots and checkpoints gathered on rank 0 in the
 //! one-process order, and rank 0 alone writes the run directory. Whatever
 //! could happen on one rank and not the others (a file that cannot be read or written, memory
 //! that cannot be reserved, a signal, the wall clock) is agreed by all ranks before it is acted
@@ -1103,9 +1104,18 @@ fn drive<R: Real>(
     } else {
         Simulation::restore(particles, solver, integrator, start.time, start.step)
     };
+    // Each rank is priced for what it holds: every particle, or on owned particles with a
+    // solver that needs no gathered sources (the tree) twice its even share (the cut by cost
+    // and the locally essential tree's imports: 30 to 50 % of a rank's own particles on the
+    // Plummer sphere at 2 ranks, docs/performance.md).
+    let priced = if owned && !sim.solver().holds_every_particle() {
+        n.min(2 * n.div_ceil(world.size()))
+    } else {
+        n
+    };
     let limit = {
         let parts = sim.budgeted_parts();
-        price_parts::<R>(c, n, &parts)?
+        price_parts::<R>(c, priced, &parts)?
     };
     // Each rank reserves its own memory (the limit is per rank): agreed, since one rank's
     // machine may refuse what the others' grant.

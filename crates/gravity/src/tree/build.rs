@@ -46,6 +46,8 @@ pub struct Tree<R: Real> {
     pub(crate) groups: Buffer<[u32; 2]>,
     /// Nodes in use.
     pub(crate) nodes: usize,
+    /// Whether the last build ran out of node capacity (a node left a larger leaf).
+    capped: bool,
     multipole: Multipole,
 }
 
@@ -84,6 +86,7 @@ impl<R: Real> Tree<R> {
             ],
             groups: p("tree groups"),
             nodes: 0,
+            capped: false,
             multipole,
         }
     }
@@ -91,6 +94,12 @@ impl<R: Real> Tree<R> {
     /// Nodes of the last build.
     pub fn node_count(&self) -> usize {
         self.nodes
+    }
+
+    /// Whether the last build ran out of nodes (one per particle) and left some node a leaf
+    /// above `leaf_size` (tightly clustered particles with small leaves).
+    pub fn capped(&self) -> bool {
+        self.capped
     }
 
     /// Groups of the last build.
@@ -233,6 +242,7 @@ impl<R: Real> Tree<R> {
         };
         b.node(0, 0, n, 0, lo, side);
         self.nodes = b.used;
+        self.capped = b.clamped;
         self.make_groups(0, settings.group_size);
         Ok(())
     }

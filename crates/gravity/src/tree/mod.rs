@@ -15,7 +15,9 @@
 //! walks its own contiguous range of groups (groups follow the Morton curve), cut by the
 //! measured cost of the previous evaluation (each particle's list length; particle counts at the
 //! first): a group's result does not depend on the other groups, so the gathered accelerations
-//! are bitwise identical on any rank count.
+//! are bitwise identical on any rank count. Ranks that own their particles build the tree in
+//! parts instead, each walking its own groups with its locally essential tree (`essential`,
+//! decision 0029), with the same results.
 //!
 //! ```
 //! use mote_core::{CpuBackend, ParticleData};
@@ -413,7 +415,7 @@ impl<R: Real> TreeSolver<R> {
 }
 
 impl<R: Real> TreeSolver<R> {
-    /// An evaluation over ranks that own their particles ([`essential`]): accelerations and
+    /// An evaluation over ranks that own their particles (`essential`): accelerations and
     /// costs into `out`, or without it each of this rank's groups' potential sum.
     fn owned(
         &mut self,
@@ -611,7 +613,7 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
     }
 
     /// The one-process tree built over the ranks, each walking its own groups with its
-    /// locally essential tree ([`essential`]).
+    /// locally essential tree (`essential`).
     fn owned_accelerations(
         &mut self,
         positions: Vec3Span<'_, R>,
