@@ -469,35 +469,28 @@ impl<R: Real> TreeSolver<R> {
                 backend,
             )
         }
-        let pos = [x, y, z];
-        let settings = self.settings;
+        let (pos, settings, backend) = ([x, y, z], self.settings, self.backend);
+        // One call for either precision of the tree.
+        macro_rules! go {
+            ($t:expr) => {
+                go(
+                    comm.as_ref(),
+                    $t,
+                    &settings,
+                    pos,
+                    masses,
+                    slots,
+                    cut,
+                    level,
+                    eps2,
+                    out,
+                    backend,
+                )
+            };
+        }
         match concrete(&mut self.tree) {
-            Concrete::F32(t) => go(
-                comm.as_ref(),
-                t,
-                &settings,
-                pos,
-                masses,
-                slots,
-                cut,
-                level,
-                eps2,
-                out,
-                self.backend,
-            ),
-            Concrete::F64(t) => go(
-                comm.as_ref(),
-                t,
-                &settings,
-                pos,
-                masses,
-                slots,
-                cut,
-                level,
-                eps2,
-                out,
-                self.backend,
-            ),
+            Concrete::F32(t) => go!(t),
+            Concrete::F64(t) => go!(t),
         }
     }
 }

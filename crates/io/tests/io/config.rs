@@ -63,7 +63,7 @@ fn wrong_type_and_bad_values_are_explained() {
     assert!(parse("physics = \"gravity\"\n[run]\nrebalance = nan\n").is_err());
     assert_eq!(
         parse("physics = \"gravity\"\n").unwrap().run.rebalance,
-        1.05
+        1.01
     );
 }
 
