@@ -41,9 +41,10 @@ use crate::direct::simd::DirectKernels;
 /// A link no walk may follow (a remote node's children or particles this rank never received).
 const NONE: u32 = u32::MAX;
 
-/// Boxes each rank's groups are merged into for the other ranks' exports: fewer boxes send
-/// more nodes (a box around several groups opens more than each of them), more boxes cost
-/// more walks on the exporting ranks.
+/// The fewest boxes a rank's groups are merged into for the other ranks' exports (a box holds
+/// at most `1 / BOXES` of the rank's particles; boxes also end where the curve jumps): fewer
+/// boxes send more nodes (a box around several groups opens more than each of them), more
+/// boxes cost more walks on the exporting ranks.
 const BOXES: usize = 64;
 
 /// One particle of a rank's evaluation set.
