@@ -145,6 +145,9 @@ fn run_owned<R: Real>(
         own.settle(&mut sim.particles, &costs).unwrap();
         sim.solver().set_cut(own.domains());
     }
+    // The tree needs only this rank's particles (priced for its share); direct summation
+    // gathers every source.
+    assert_eq!(sim.solver().holds_every_particle(), !tree);
     let w = sim.diagnostics(CpuBackend::threads(2)).potential;
     let whole = gather_whole(comm.as_ref(), &sim.particles, &slots);
     (whole, w, own.rebalances(), own.migrated())
