@@ -265,17 +265,20 @@ impl<R: Real> OwnedSolver<R> {
         self
     }
 
-    /// Gathers every rank's positions and masses into slot order; this rank's particles'
-    /// slots into `targets`.
+    /// This rank's particles' slots, into `targets`.
+    fn place(&mut self, p: &ParticleData<R>) {
+        self.targets.clear();
+        self.targets
+            .extend(p.ids().iter().map(|&id| self.slots.slot(id)));
+    }
+
+    /// Gathers every rank's positions and masses into slot order (`targets` placed first).
     fn gather(&mut self, p: &ParticleData<R>) {
         let size = std::mem::size_of::<R>();
         let record = 8 + 4 * size;
         let n = self.slots.len();
         let (x, y, z) = p.positions().components();
         let m = p.masses();
-        self.targets.clear();
-        self.targets
-            .extend(p.ids().iter().map(|&id| self.slots.slot(id)));
         let mut mine = Vec::with_capacity(p.len() * record);
         for i in 0..p.len() {
             mine.extend_from_slice(&(self.targets[i] as u64).to_le_bytes());
@@ -353,9 +356,7 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
 
     fn update(&mut self, p: &mut ParticleData<R>) {
         self.costs.resize(p.len(), 0);
-        self.targets.clear();
-        self.targets
-            .extend(p.ids().iter().map(|&id| self.slots.slot(id)));
+        self.place(p);
         let mut costs = std::mem::take(&mut self.costs);
         // A solver that needs only this rank's particles and what it exchanges (the tree's
         // locally essential tree); the others get every rank's sources.
@@ -412,10 +413,10 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
     }
 
     fn potential(&mut self, p: &ParticleData<R>) -> f64 {
-        let slots: Vec<usize> = p.ids().iter().map(|&id| self.slots.slot(id)).collect();
+        self.place(p);
         if let Some(w) =
             self.inner
-                .owned_potential(p.positions(), p.masses(), &slots, self.cut.as_ref())
+                .owned_potential(p.positions(), p.masses(), &self.targets, self.cut.as_ref())
         {
             return w;
         }
@@ -464,47 +465,60 @@ fn deliver<R: Real>(
     acc: Vec3SpanMut<'_, R>,
     costs: &mut [u64],
 ) {
-    let (size, me) = (comm.size(), comm.rank());
-    let bytes = std::mem::size_of::<R>();
-    let record = 16 + 3 * bytes;
-    let mut to: Vec<Vec<usize>> = vec![Vec::new(); size];
-    for (k, &i) in share.index.iter().enumerate() {
-        to[owner[i] as usize].push(k);
-    }
     let (ax, ay, az) = acc.components_mut();
+    let n = costs.len();
+    let got = hand_back(
+        comm,
+        share.index.iter().map(|&i| (owner[i] as usize, i as u64)),
+        share.acc.each_ref().map(|v| &v[..]),
+        &share.cost,
+        |slot, a, cost| {
+            let l = local_of[slot as usize] as usize;
+            (ax[l], ay[l], az[l]) = (a[0], a[1], a[2]);
+            costs[l] = cost;
+        },
+    );
+    assert_eq!(got, n, "every particle of this rank got one result");
+}
+
+/// Sends each result (acceleration `acc[.][k]` and cost `cost[k]`) to the rank `to` names for
+/// it with its key (`to` yields `(rank, key)` per result, in order), in one personalised
+/// exchange; `put(key, acceleration, cost)` stores every result this rank keeps or receives.
+/// Returns how many it stored. Collective.
+pub(crate) fn hand_back<T: Real>(
+    comm: &dyn Comm,
+    to: impl Iterator<Item = (usize, u64)>,
+    acc: [&[T]; 3],
+    cost: &[u64],
+    mut put: impl FnMut(u64, [T; 3], u64),
+) -> usize {
+    let (size, me) = (comm.size(), comm.rank());
+    let bytes = std::mem::size_of::<T>();
+    let record = 16 + 3 * bytes;
+    let mut out: Vec<Vec<u8>> = vec![Vec::new(); size];
     let mut got = 0;
-    let mut put = |slot: usize, a: [R; 3], cost: u64| {
-        let l = local_of[slot] as usize;
-        (ax[l], ay[l], az[l]) = (a[0], a[1], a[2]);
-        costs[l] = cost;
-        got += 1;
-    };
-    let [sx, sy, sz] = &share.acc;
-    for &k in &to[me] {
-        put(share.index[k], [sx[k], sy[k], sz[k]], share.cost[k]);
-    }
-    let mut send = Vec::new();
-    let mut counts = vec![0; size];
-    for (r, ks) in to.iter().enumerate().filter(|&(r, _)| r != me) {
-        for &k in ks {
-            send.extend_from_slice(&(share.index[k] as u64).to_le_bytes());
-            for v in [sx[k], sy[k], sz[k]] {
-                send.extend_from_slice(bytemuck::bytes_of(&v));
-            }
-            send.extend_from_slice(&share.cost[k].to_le_bytes());
+    for (k, (rank, key)) in to.enumerate() {
+        let a = [acc[0][k], acc[1][k], acc[2][k]];
+        if rank == me {
+            put(key, a, cost[k]);
+            got += 1;
+            continue;
         }
-        counts[r] = ks.len() * record;
+        let b = &mut out[rank];
+        b.extend_from_slice(&key.to_le_bytes());
+        for v in a {
+            b.extend_from_slice(bytemuck::bytes_of(&v));
+        }
+        b.extend_from_slice(&cost[k].to_le_bytes());
     }
-    let (recv, _) = comm::exchange(comm, &send, &counts);
+    let counts: Vec<usize> = out.iter().map(Vec::len).collect();
+    let (recv, _) = comm::exchange(comm, &out.concat(), &counts);
     for r in recv.chunks_exact(record) {
         let word = |at: usize| u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"));
         let v =
-            |k: usize| bytemuck::pod_read_unaligned::<R>(&r[8 + k * bytes..8 + (k + 1) * bytes]);
-        put(word(0) as usize, [v(0), v(1), v(2)], word(8 + 3 * bytes));
+            |k: usize| bytemuck::pod_read_unaligned::<T>(&r[8 + k * bytes..8 + (k + 1) * bytes]);
+        put(word(0), [v(0), v(1), v(2)], word(8 + 3 * bytes));
+        got += 1;
     }
-    assert_eq!(
-        got,
-        costs.len(),
-        "every particle of this rank got one result"
-    );
+    got
 }

@@ -522,13 +522,15 @@ pub(crate) fn evaluate<T: Real + DirectKernels>(
         mine.extend_from_slice(&cells[i]);
     }
     let (all, _) = comm::all_gather_varied(comm, &mine);
-    let mut records = all.chunks_exact(14);
-    for rank in 0..comm.size() {
-        for i in (0..shared.len()).filter(|&i| shared[i].owner() == Some(rank)) {
-            let r = records.next().expect("one record per root");
-            moments[i] = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&r[..10]));
-            cells[i] = [r[10], r[11], r[12], r[13]];
-        }
+    // The roots in the order their records arrive: by owner, each owner's by index.
+    let mut roots: Vec<(usize, usize)> = (0..shared.len())
+        .filter_map(|i| shared[i].owner().map(|o| (o, i)))
+        .collect();
+    roots.sort_unstable();
+    assert_eq!(roots.len() * 14, all.len(), "one record per root");
+    for (&(_, i), r) in roots.iter().zip(all.chunks_exact(14)) {
+        moments[i] = bytemuck::pod_read_unaligned(bytemuck::cast_slice(&r[..10]));
+        cells[i] = [r[10], r[11], r[12], r[13]];
     }
     let nodes_here = shared.len() + descendants;
     {
@@ -630,42 +632,19 @@ fn deliver<T: Real>(
     cost: &[u64],
     out: Out<'_, T>,
 ) {
-    let (size, me) = (comm.size(), comm.rank());
-    let tsize = std::mem::size_of::<T>();
-    let record = 12 + 3 * tsize;
     let ([ox, oy, oz], costs) = out;
-    let mut to: Vec<Vec<u8>> = vec![Vec::new(); size];
-    let mut got = 0;
-    for (k, q) in set.iter().enumerate() {
-        if q.holder as usize == me {
-            let i = q.index as usize;
-            (ox[i], oy[i], oz[i], costs[i]) = (acc[0][k], acc[1][k], acc[2][k], cost[k]);
-            got += 1;
-            continue;
-        }
-        let b = &mut to[q.holder as usize];
-        b.extend_from_slice(&q.index.to_le_bytes());
-        for a in acc {
-            b.extend_from_slice(bytemuck::bytes_of(&a[k]));
-        }
-        b.extend_from_slice(&cost[k].to_le_bytes());
-    }
-    let counts: Vec<usize> = to.iter().map(Vec::len).collect();
-    let (recv, _) = comm::exchange(comm, &to.concat(), &counts);
-    for r in recv.chunks_exact(record) {
-        let i = u32::from_le_bytes(r[..4].try_into().expect("4 bytes")) as usize;
-        let v = |a: usize| -> T {
-            bytemuck::pod_read_unaligned(&r[4 + a * tsize..4 + (a + 1) * tsize])
-        };
-        (ox[i], oy[i], oz[i]) = (v(0), v(1), v(2));
-        costs[i] = u64::from_le_bytes(r[4 + 3 * tsize..].try_into().expect("8 bytes"));
-        got += 1;
-    }
-    assert_eq!(
-        got,
-        costs.len(),
-        "every particle of this rank got one result"
+    let n = costs.len();
+    let got = crate::owned::hand_back(
+        comm,
+        set.iter().map(|q| (q.holder as usize, q.index as u64)),
+        acc,
+        cost,
+        |i, a, c| {
+            let i = i as usize;
+            (ox[i], oy[i], oz[i], costs[i]) = (a[0], a[1], a[2], c);
+        },
     );
+    assert_eq!(got, n, "every particle of this rank got one result");
 }
 
 /// Boxes around runs of consecutive `groups` (of the `n` particles of `view`) for the other
@@ -758,7 +737,11 @@ fn essential<T: Real>(
     // Exports: for each rank, the nodes of this rank's subtrees a walk from each of its boxes
     // visits (marked 1; 2: its particles are needed too).
     let nodes = tree.nodes;
+    // Per destination only the nodes its boxes visit are touched, then cleared: the work is
+    // the visits, not the rank's nodes times the ranks.
     let mut mark = vec![0u8; nodes];
+    let mut place = vec![NONE; nodes];
+    let mut touched: Vec<usize> = Vec::new();
     let mut stack = Vec::new();
     let mut send: Vec<u8> = Vec::new();
     let mut send_counts = vec![0usize; size];
@@ -769,7 +752,6 @@ fn essential<T: Real>(
         if q == me {
             continue;
         }
-        mark.fill(0);
         for b in theirs {
             stack.push(0u32);
             while let Some(k) = stack.pop() {
@@ -782,6 +764,9 @@ fn essential<T: Real>(
                 let [cs, cc, _, bodies] = view.links[k];
                 let ok = accepted(b[0], b[1], b[2], b[3], b[4], b[5], cx, cy, cz, open2);
                 if !shared_top {
+                    if mark[k] == 0 {
+                        touched.push(k);
+                    }
                     mark[k] |= 1;
                     if (ok && bodies == 1) || (!ok && cc == 0) {
                         mark[k] |= 2;
@@ -795,18 +780,15 @@ fn essential<T: Real>(
         let start = send.len();
         // Serialised in index order: roots, then descendants; a child block is exported whole
         // or not at all, so it stays consecutive.
-        let mut place = vec![NONE; nodes];
-        let mut count = 0u32;
-        for k in 0..nodes {
-            if mark[k] != 0 {
-                place[k] = count;
-                count += 1;
-            }
+        touched.sort_unstable();
+        for (j, &k) in touched.iter().enumerate() {
+            place[k] = j as u32;
         }
+        let count = touched.len() as u32;
         let mut particles = 0u32;
         let mut body: Vec<u8> = Vec::new();
         let mut parts: Vec<u8> = Vec::new();
-        for k in (0..nodes).filter(|&k| mark[k] != 0) {
+        for &k in &touched {
             let [cs, cc, ps, pc] = view.links[k];
             let child = if cc != 0 && mark[cs as usize] != 0 {
                 place[cs as usize]
@@ -842,6 +824,9 @@ fn essential<T: Real>(
         send.extend_from_slice(&body);
         send.extend_from_slice(&parts);
         send_counts[q] = send.len() - start;
+        for k in touched.drain(..) {
+            (mark[k], place[k]) = (0, NONE);
+        }
     }
     let (recv, recv_counts) = comm::exchange(comm, &send, &send_counts);
 
