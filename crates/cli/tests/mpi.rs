@@ -543,26 +543,69 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
             vec![format!("\"ranks\": {k}"), "\"bytes_received\"".to_string()]
         });
     }
-    // A meshless checkpoint written on 3 ranks resumes on 2 as on one process.
-    let sets = ["problem.resolution=300", "run.end_time=0.05"];
-    let (one, three) = (tmp.path().join("sod-one"), tmp.path().join("sod-three"));
-    ok(&example("sod.toml", None, &one, &sets, &[]));
-    ok(&example("sod.toml", Some(3), &three, &sets, &[]));
-    for (ranks, dir) in [(None, &one), (Some(2), &three)] {
-        let ckpt = dir.join("checkpoint.mote");
-        ok(&launch(
-            ranks,
-            &[
-                "resume",
-                ckpt.to_str().unwrap(),
-                "--quiet",
-                "--set",
-                "run.end_time=0.1",
-            ],
-            &[],
-        ));
+    // Periodic clouds are split between the ranks (each holds its own particles and a halo):
+    // Kelvin-Helmholtz with MOOD (u1, epd1) and the limiter, then at order 3 in the
+    // conservative formulation with u2 and epd2.
+    let split: [&[&str]; 2] = [
+        &[
+            "problem.resolution=24",
+            "run.end_time=0.1",
+            "scheme.mood=\"u1\"",
+        ],
+        &[
+            "problem.resolution=24",
+            "run.end_time=0.05",
+            "scheme.order=3",
+            "scheme.formulation=\"conservative\"",
+            "scheme.limiter=\"none\"",
+            "scheme.mood=\"u2\"",
+            "scheme.mood_strategy=\"epd2\"",
+        ],
+    ];
+    for (case, sets) in split.into_iter().enumerate() {
+        let tag = format!("split-{case}");
+        same_on_ranks(
+            tmp.path(),
+            &tag,
+            "kelvin_helmholtz.toml",
+            sets,
+            &[2, 3, 4],
+            |k| vec![format!("\"ranks\": {k}"), "\"halo_particles\"".to_string()],
+        );
     }
-    assert_same(&one, &three);
+    // A meshless checkpoint written on 3 ranks resumes on 2 as on one process: a replicated
+    // run (Sod's tube) and a split one (Kelvin-Helmholtz).
+    let resumed = [
+        (
+            "sod",
+            ["problem.resolution=300", "run.end_time=0.05"],
+            "0.1",
+        ),
+        (
+            "kelvin_helmholtz",
+            ["problem.resolution=24", "run.end_time=0.05"],
+            "0.1",
+        ),
+    ];
+    for (name, sets, end) in resumed {
+        let (one, three) = (
+            tmp.path().join(format!("{name}-one")),
+            tmp.path().join(format!("{name}-three")),
+        );
+        let file = format!("{name}.toml");
+        ok(&example(&file, None, &one, &sets, &[]));
+        ok(&example(&file, Some(3), &three, &sets, &[]));
+        for (ranks, dir) in [(None, &one), (Some(2), &three)] {
+            let ckpt = dir.join("checkpoint.mote");
+            let end = format!("run.end_time={end}");
+            ok(&launch(
+                ranks,
+                &["resume", ckpt.to_str().unwrap(), "--quiet", "--set", &end],
+                &[],
+            ));
+        }
+        assert_same(&one, &three);
+    }
 }
 
 #[test]

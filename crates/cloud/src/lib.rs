@@ -32,6 +32,7 @@ pub mod error;
 pub mod exact;
 pub mod flux;
 pub mod formula;
+pub mod halo;
 pub mod mls;
 pub mod mood;
 pub mod motion;

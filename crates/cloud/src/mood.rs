@@ -382,7 +382,7 @@ impl<R: Real> Mood<R> {
         // process's flags and orders.
         {
             let active = self.active.as_slice();
-            crate::scheme::on_own_blocks(self.fail.as_mut_slice(), 1, |start, own| {
+            crate::scheme::on_own_blocks(list.halo(), self.fail.as_mut_slice(), 1, |start, own| {
                 backend.for_each_block(own, 1024, |first, out| {
                     let first = start + first;
                     let mut c = [R::zero(); MAX_VARIABLES];
@@ -410,7 +410,22 @@ impl<R: Real> Mood<R> {
                 })
             });
         }
-        let failures = self.fail.as_slice().iter().filter(|&&f| f != PASS).count();
+        // The counts are over every particle: a split cloud's ranks count their own and add.
+        let halo = list.halo();
+        let counted = halo.map_or(0..self.fail.as_slice().len(), |h| h.own());
+        let total = |mut c: [u64; 2]| {
+            if let Some(h) = halo {
+                h.sum(&mut c);
+            }
+            c
+        };
+        let [failures, _] = total([
+            self.fail.as_slice()[counted.clone()]
+                .iter()
+                .filter(|&&f| f != PASS)
+                .count() as u64,
+            0,
+        ]);
         if failures == 0 {
             return Ok(false);
         }
@@ -421,7 +436,7 @@ impl<R: Real> Mood<R> {
             let curvature = self.curvature.as_slice();
             let h = mls.spacing();
             let h2 = R::cast(h * h);
-            crate::scheme::on_own_blocks(self.fail.as_mut_slice(), 1, |start, own| {
+            crate::scheme::on_own_blocks(list.halo(), self.fail.as_mut_slice(), 1, |start, own| {
                 backend.for_each_block(own, 1024, |first, out| {
                     let first = start + first;
                     for k in 0..SplitOutputs::len(&out) {
@@ -436,8 +451,13 @@ impl<R: Real> Mood<R> {
             });
         }
         let fail = self.fail.as_slice();
-        let failures = fail.iter().filter(|&&f| f != PASS).count() as u64;
-        let inadmissible = fail.iter().filter(|&&f| f == INADMISSIBLE).count() as u64;
+        let [failures, inadmissible] = total([
+            fail[counted.clone()].iter().filter(|&&f| f != PASS).count() as u64,
+            fail[counted.clone()]
+                .iter()
+                .filter(|&&f| f == INADMISSIBLE)
+                .count() as u64,
+        ]);
         if !self.rounds.detected(failures, inadmissible) {
             return Ok(false);
         }
@@ -445,7 +465,7 @@ impl<R: Real> Mood<R> {
         let strategy = self.settings.strategy.code();
         let orders = self.orders.as_slice();
         if strategy == passes::EPD2 {
-            crate::scheme::on_own_blocks(self.cap.as_mut_slice(), 1, |start, own| {
+            crate::scheme::on_own_blocks(list.halo(), self.cap.as_mut_slice(), 1, |start, own| {
                 backend.for_each_block(own, 1024, |first, out| {
                     let first = start + first;
                     for k in 0..SplitOutputs::len(&out) {
@@ -455,7 +475,7 @@ impl<R: Real> Mood<R> {
             });
         }
         let cap = self.cap.as_slice();
-        crate::scheme::on_own_blocks(self.next.as_mut_slice(), 1, |start, own| {
+        crate::scheme::on_own_blocks(list.halo(), self.next.as_mut_slice(), 1, |start, own| {
             backend.for_each_block(own, 1024, |first, out| {
                 let first = start + first;
                 for k in 0..SplitOutputs::len(&out) {
@@ -464,15 +484,18 @@ impl<R: Real> Mood<R> {
             })
         });
         let next = self.next.as_slice();
-        let reductions: u64 = orders
-            .iter()
-            .zip(next)
-            .map(|(&a, &b)| u64::from(a - b.min(a)))
-            .sum();
+        let [reductions, _] = total([
+            orders[counted.clone()]
+                .iter()
+                .zip(&next[counted.clone()])
+                .map(|(&a, &b)| u64::from(a - b.min(a)))
+                .sum(),
+            0,
+        ]);
         if !self.rounds.reduced(failures, reductions) {
             return Ok(false);
         }
-        crate::scheme::on_own_blocks(self.active.as_mut_slice(), 1, |start, own| {
+        crate::scheme::on_own_blocks(list.halo(), self.active.as_mut_slice(), 1, |start, own| {
             backend.for_each_block(own, 1024, |first, out| {
                 let first = start + first;
                 for k in 0..SplitOutputs::len(&out) {
@@ -505,19 +528,25 @@ impl<R: Real> Mood<R> {
         let view = Neighbours::of(list);
         let coeffs: Vec<&[R]> = terms.iter().map(|&a| mls.coefficients(a)).collect();
         // Split between ranks as the other per-particle passes are.
-        crate::scheme::on_own_blocks(self.curvature.as_mut_slice(), m * D, |start, own| {
-            backend.for_each_block(mote_core::Chunks::new(own, m * D), 256, |first, mut out| {
-                for k in 0..SplitOutputs::len(&out) {
-                    let i = start + first + k;
-                    let rec = out.chunk_mut(k);
-                    for v in 0..m {
-                        for d in 0..D {
-                            rec[v * D + d] = passes::curvature(input, coeffs[d], 0, &view, i, v);
+        crate::scheme::on_own_blocks(
+            list.halo(),
+            self.curvature.as_mut_slice(),
+            m * D,
+            |start, own| {
+                backend.for_each_block(mote_core::Chunks::new(own, m * D), 256, |first, mut out| {
+                    for k in 0..SplitOutputs::len(&out) {
+                        let i = start + first + k;
+                        let rec = out.chunk_mut(k);
+                        for v in 0..m {
+                            for d in 0..D {
+                                rec[v * D + d] =
+                                    passes::curvature(input, coeffs[d], 0, &view, i, v);
+                            }
                         }
                     }
-                }
-            })
-        });
+                })
+            },
+        );
         self.curvature_ready = true;
         Ok(true)
     }

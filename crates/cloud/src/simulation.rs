@@ -104,6 +104,84 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         })
     }
 
+    /// This rank's part of the simulation [`new`](Self::new) builds from the one-process
+    /// `cloud`, split between the ranks of `comm` ([`crate::halo`]): the rank holds its own
+    /// particles (a contiguous run of the one-process order) and the two rings of neighbours
+    /// around them, computes its own particles in every pass and refreshes the halo from the
+    /// other ranks after it. Every rank passes the same cloud; each ends with its own particles'
+    /// one-process states, bit for bit. Collective (construction and every step).
+    ///
+    /// For fixed periodic clouds with an explicit Runge-Kutta stepper, either formulation,
+    /// limiters and MOOD; boundary particles, WENO reconstructions, motion and source terms are
+    /// refused with a message (the replicated passes of [`new`](Self::new) serve them on ranks).
+    pub fn split(
+        cloud: Cloud<R, D>,
+        radius: f64,
+        scheme: Muscl<R, D, E>,
+        tableau: Tableau,
+        backend: CpuBackend,
+        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
+    ) -> Result<Self, CloudError> {
+        let refuse = |what: &str, allowed: &str| {
+            Err(CloudError::invalid(
+                "cloud split between ranks",
+                what,
+                allowed,
+            ))
+        };
+        if cloud.tags().iter().any(|&t| t != INTERIOR) {
+            return refuse(
+                "with boundary particles",
+                "a periodic cloud (boundary conditions on split clouds are not available yet)",
+            );
+        }
+        if scheme.has_weno() {
+            return refuse(
+                "with a WENO reconstruction",
+                "MUSCL without WENO (WENO on split clouds is not available yet)",
+            );
+        }
+        // The one-process lists give the halo; the rank's part is searched on the one-process
+        // bins, so its lists are the one-process lists.
+        let mut search = NeighbourSearch::new(radius)?;
+        let mut whole = NeighbourList::<L>::default();
+        search.build(&cloud, backend, &mut whole)?;
+        let (min, max) = NeighbourSearch::extent(&cloud);
+        let (part, halo) = crate::halo::split(&cloud, &whole, comm)?;
+        drop((cloud, whole));
+        let mut search = NeighbourSearch::new(radius)?.with_bounds(&min, &max);
+        let mut list = NeighbourList::<L>::default();
+        search.build(&part, backend, &mut list)?;
+        list.set_halo(std::sync::Arc::new(halo));
+        let mut scheme = scheme;
+        scheme.prepare(&part, &list, backend)?;
+        let stepper = Stepper::Explicit(RungeKutta::new(tableau, part.variables()));
+        Ok(Self {
+            cloud: part,
+            list,
+            scheme,
+            search,
+            moving: None,
+            stepper,
+            boundaries: Boundaries::new(),
+            mood: None,
+            backend,
+            time: 0.0,
+            steps: 0,
+        })
+    }
+
+    /// The split between ranks this simulation is one rank's part of ([`split`](Self::split)).
+    pub fn halo(&self) -> Option<&crate::halo::Halo> {
+        self.list.halo()
+    }
+
+    /// The particles whose states this rank computes: all of them, or the own particles of a
+    /// split simulation (local indices).
+    pub fn own(&self) -> std::ops::Range<usize> {
+        self.halo().map_or(0..self.cloud.len(), |h| h.own())
+    }
+
     /// Moves the particles with `motion`: each Runge-Kutta stage moves them with its own
     /// velocities, searches neighbours and fits the MLS moments again at the new positions, and
     /// exchanges ALE fluxes, so that the state is the one following the particles. The cloud is
@@ -129,6 +207,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         reorder_distance: f64,
     ) -> Result<Self, CloudError> {
         let refuse = |what: &str| Err(CloudError::invalid("moving cloud", motion.name(), what));
+        if self.halo().is_some() {
+            return refuse("one process (moving clouds are not split between ranks yet)");
+        }
         if reorder_distance.is_nan() || reorder_distance <= 0.0 {
             return refuse("a positive reordering distance");
         }
@@ -261,6 +342,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     ) -> Result<Self, CloudError> {
         if self.mood.is_some() {
             return Err(imex_without_mood(&tableau));
+        }
+        if self.halo().is_some() {
+            return Err(CloudError::invalid(
+                "source term",
+                source.name(),
+                "one process (IMEX steps of split clouds are not available yet)",
+            ));
         }
         if let Some(m) = &self.moving {
             return Err(imex_on_moving_cloud(&tableau, m.motion.name()));
@@ -591,20 +679,45 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     }
 
     /// The first non-finite state value, as an error.
+    /// A split simulation's ranks check their own particles and agree on the first value one
+    /// process finds (variable first, then particle).
     fn check_finite(&self, when: &'static str) -> Result<(), CloudError> {
-        for v in 0..self.cloud.variables() {
-            if let Some(i) = self.cloud.state(v).iter().position(|x| !x.is_finite()) {
-                return Err(CloudError::NonFinite {
-                    variable: v,
-                    id: self.cloud.ids()[i],
-                    position: format!("{:?}", self.cloud.position_of(i)),
-                    when,
-                    step: self.steps,
-                    time: self.time,
-                });
+        let own = self.own();
+        let mine = (0..self.cloud.variables()).find_map(|v| {
+            let i = own.start
+                + self.cloud.state(v)[own.clone()]
+                    .iter()
+                    .position(|x| !x.is_finite())?;
+            let x = self.cloud.position_of(i);
+            let mut record = [v as u64, self.cloud.ids()[i], 0, 0, 0];
+            for a in 0..D {
+                record[2 + a] = x[a].to_bits();
             }
+            Some(record)
+        });
+        let first = match self.halo() {
+            Some(h) => {
+                // Lowest variable over the ranks, then the lowest rank with it.
+                let v = mine.map_or(u64::MAX, |r| r[0]);
+                let lowest = u64::MAX - h.max_of(u64::MAX - v);
+                h.first_failure(mine.filter(|r| r[0] == lowest))
+            }
+            None => mine,
+        };
+        match first {
+            Some(r) => Err(CloudError::NonFinite {
+                variable: r[0] as usize,
+                id: r[1],
+                position: format!(
+                    "{:?}",
+                    std::array::from_fn::<f64, D, _>(|a| f64::from_bits(r[2 + a]))
+                ),
+                when,
+                step: self.steps,
+                time: self.time,
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Advances to `end` with steps of `cfl` times the stable step, the last one shortened to

@@ -164,6 +164,38 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         Ok(Self { inner })
     }
 
+    /// This rank's part of the simulation of the fixed `cloud` split between the ranks of
+    /// `comm` on the CPU (`mote_cloud::halo`: each rank computes its own particles and
+    /// refreshes a halo of neighbours from the other ranks; the states are one process's, bit
+    /// for bit). Every rank passes the same cloud. [`sync`](Self::sync) gathers the whole
+    /// state into [`cloud`](Self::cloud) on every rank (collective, as are the steps, the
+    /// stable step, [`orders`](Self::orders), [`neighbours_mean`](Self::neighbours_mean) and
+    /// [`floor_events`](Self::floor_events)). Refused (an error) for a cloud with boundary
+    /// particles and a WENO reconstruction; a split simulation does not move.
+    pub fn split<E>(
+        cloud: Cloud<R, D>,
+        equation: E,
+        radius: f64,
+        scheme: &Scheme,
+        cpu: CpuBackend,
+        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
+    ) -> Result<Self, GpuError>
+    where
+        E: Equation<R, D> + 'static,
+    {
+        if scheme.weno.is_some() {
+            return Err(CloudError::invalid(
+                "cloud split between ranks",
+                "with a WENO reconstruction",
+                "MUSCL without WENO (WENO on split clouds is not available yet)",
+            )
+            .into());
+        }
+        Ok(Self {
+            inner: Box::new(OnCpu::split(cloud, equation, radius, scheme, cpu, comm)?),
+        })
+    }
+
     /// The conservation law `equation` solved through its kinetic (Jin-Xin) relaxation system
     /// ([`KineticRelaxation`], kinetic speed `speed`, relaxation time `epsilon`): the cloud's
     /// state `u` becomes the Maxwellian `2 D M` kinetic variables, which `scheme` transports
@@ -262,7 +294,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
             .with_source(tableau, relax.clone())?;
         Ok(Self {
             inner: Box::new(Relaxed {
-                kinetic: OnCpu { sim },
+                kinetic: OnCpu { sim, whole: None },
                 relax,
                 cloud,
                 current: true,
@@ -320,9 +352,14 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     pub fn equation_name(&self) -> &'static str {
         self.inner.equation_name()
     }
-    /// Mean neighbours per particle.
+    /// Mean neighbours per particle (over the whole cloud; collective on a split one).
     pub fn neighbours_mean(&self) -> f64 {
         self.inner.neighbours_mean()
+    }
+    /// Halo particles this rank holds besides its own, on a cloud split between ranks
+    /// ([`split`](Self::split)); `None` otherwise.
+    pub fn halo_particles(&self) -> Option<usize> {
+        self.inner.halo_particles()
     }
     /// Steps taken.
     pub fn steps(&self) -> u64 {
@@ -413,6 +450,9 @@ trait Stepper<R: GpuFloat, const D: usize>: Send {
     }
     fn wave_speed(&self, u: &[R], n: [R; D]) -> R;
     fn neighbours_mean(&self) -> f64;
+    fn halo_particles(&self) -> Option<usize> {
+        None
+    }
     fn steps(&self) -> u64;
     fn time(&self) -> f64;
     fn restore_clock(&mut self, time: f64, steps: u64);
@@ -463,6 +503,10 @@ trait Stepper<R: GpuFloat, const D: usize>: Send {
 /// The CPU backend: a [`MeshlessSimulation`] in the row-major layout.
 struct OnCpu<R: GpuFloat, const D: usize, E> {
     sim: MeshlessSimulation<R, D, E, RowMajor>,
+    /// A split simulation's whole cloud, as of the last [`Stepper::sync`]: the own particles'
+    /// states of every rank gathered in the one-process order (diagnostics and output read it,
+    /// as they read a device run's host copy).
+    whole: Option<Cloud<R, D>>,
 }
 
 impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
@@ -487,8 +531,51 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
         }
         Ok(Self {
             sim: sim.with_mood(s.mood)?,
+            whole: None,
         })
     }
+
+    /// This rank's part of the simulation of `cloud` split between the ranks of `comm`
+    /// ([`MeshlessSimulation::split`]), keeping `cloud` as the whole cloud's copy.
+    fn split(
+        cloud: Cloud<R, D>,
+        equation: E,
+        radius: f64,
+        s: &Scheme,
+        cpu: CpuBackend,
+        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
+    ) -> Result<Self, GpuError> {
+        let scheme = Muscl::new(equation, s.order, s.formulation, Weight::default())?
+            .with_flux(s.flux)?
+            .with_limiter(s.limiter)?;
+        let sim =
+            MeshlessSimulation::split(cloud.clone(), radius, scheme, s.tableau.clone(), cpu, comm)?;
+        Ok(Self {
+            sim: sim.with_mood(s.mood)?,
+            whole: Some(cloud),
+        })
+    }
+}
+
+/// Every rank's own values of `part` (the local values of a split simulation, `width` per
+/// particle) into `whole` in the one-process order. Collective.
+fn gather_own<T: bytemuck::Pod>(
+    halo: &mote_cloud::halo::Halo,
+    part: &[T],
+    width: usize,
+    whole: &mut [T],
+) {
+    let comm = halo.comm();
+    let ranges =
+        mote_core::comm::block_ranges(halo.total(), comm.size(), mote_cloud::halo::OWN_BLOCK);
+    let counts: Vec<usize> = ranges.iter().map(|r| r.len() * width).collect();
+    let own = halo.own();
+    mote_core::comm::all_gather(
+        comm,
+        &part[own.start * width..own.end * width],
+        &counts,
+        whole,
+    );
 }
 
 impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for OnCpu<R, D, E> {
@@ -505,13 +592,33 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         self.sim.scheme.equation().to_conservative(w, u);
     }
     fn cloud_mut(&mut self) -> Result<&mut Cloud<R, D>, GpuError> {
+        if self.whole.is_some() {
+            return Err(CloudError::invalid(
+                "writing the state",
+                "a cloud split between ranks",
+                "one process",
+            )
+            .into());
+        }
         Ok(&mut self.sim.cloud)
     }
     fn wave_speed(&self, u: &[R], n: [R; D]) -> R {
         self.sim.scheme.equation().max_wave_speed(u, n)
     }
+    fn halo_particles(&self) -> Option<usize> {
+        self.sim.halo().map(|h| h.halo_len())
+    }
     fn neighbours_mean(&self) -> f64 {
-        self.sim.list.mean()
+        match self.sim.halo() {
+            // The one-process mean: the own particles' neighbours summed over the ranks.
+            Some(halo) => {
+                let counts = &self.sim.list.counts()[halo.own()];
+                let mut total = [counts.iter().map(|&c| u64::from(c)).sum::<u64>()];
+                halo.sum(&mut total);
+                total[0] as f64 / halo.total().max(1) as f64
+            }
+            None => self.sim.list.mean(),
+        }
     }
     fn steps(&self) -> u64 {
         self.sim.steps()
@@ -529,27 +636,45 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         Ok(self.sim.step(dt)?)
     }
     fn sync(&mut self) -> Result<(), GpuError> {
+        let (Some(whole), Some(halo)) = (self.whole.as_mut(), self.sim.list.halo()) else {
+            return Ok(());
+        };
+        for v in 0..whole.variables() {
+            gather_own(halo, self.sim.cloud.state(v), 1, whole.state_var_mut(v));
+        }
         Ok(())
     }
     fn cloud(&self) -> &Cloud<R, D> {
-        &self.sim.cloud
+        self.whole.as_ref().unwrap_or(&self.sim.cloud)
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         // MOOD's orders exist from its first step on; before it (the initial snapshot) every
         // particle has the cloud's order.
         let n = self.sim.cloud.len();
-        Ok(self
+        let part = self
             .sim
             .mood_orders()
             .filter(|o| o.len() == n)
-            .unwrap_or(self.sim.cloud.orders())
-            .to_vec())
+            .unwrap_or(self.sim.cloud.orders());
+        match (&self.whole, self.sim.halo()) {
+            (Some(whole), Some(halo)) => {
+                let mut all = vec![0u8; whole.len()];
+                gather_own(halo, part, 1, &mut all);
+                Ok(all)
+            }
+            _ => Ok(part.to_vec()),
+        }
     }
     fn take_mood_stats(&mut self) -> MoodStats {
         self.sim.take_mood_stats()
     }
     fn floor_events(&self) -> Option<u64> {
-        Some(self.sim.scheme.equation().floor_events())
+        let mut events = [self.sim.scheme.equation().floor_events()];
+        // A split simulation's ranks count the floors of their own particles' passes.
+        if let Some(halo) = self.sim.halo() {
+            halo.sum(&mut events);
+        }
+        Some(events[0])
     }
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
         let Some(limit) = limit else {
@@ -573,7 +698,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         reorder_distance: f64,
     ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
         let sim = self.sim.with_boxed_motion(motion, reorder_distance)?;
-        Ok(Box::new(OnCpu { sim }))
+        Ok(Box::new(OnCpu { sim, whole: None }))
     }
     fn with_adaptivity(
         self: Box<Self>,
@@ -581,7 +706,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         every: u64,
     ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
         let sim = self.sim.with_adaptivity(adapt, every)?;
-        Ok(Box::new(OnCpu { sim }))
+        Ok(Box::new(OnCpu { sim, whole: None }))
     }
     fn adapt_stats(&self) -> AdaptStats {
         self.sim.adapt_stats()

@@ -171,15 +171,26 @@ impl<R: Real, const D: usize> Mls<R, D> {
         let tags = cloud.tags();
         let stencil = self.stencil;
         self.valid.resize(n, 1)?;
-        if stencil.is_none()
-            && let Some(i) =
-                (0..n).find(|&i| underdetermined(i) && tags[i] == crate::cloud::INTERIOR)
-        {
-            return Err(CloudError::invalid(
-                "neighbour count",
-                format!("{} at particle id {}", list.counts()[i], cloud.ids()[i]),
-                format!("at least the basis size {m} (raise the search radius)"),
-            ));
+        // A split cloud's ranks check their own particles (the halo's outer ring has partial
+        // neighbourhoods) and agree on the first failure in the one-process order.
+        let halo = list.halo();
+        let checked = halo.map_or(0..n, |h| h.own());
+        if stencil.is_none() {
+            let mine = checked
+                .clone()
+                .find(|&i| underdetermined(i) && tags[i] == crate::cloud::INTERIOR)
+                .map(|i| [u64::from(list.counts()[i]), cloud.ids()[i]]);
+            let first = match halo {
+                Some(h) => h.first_failure(mine),
+                None => mine,
+            };
+            if let Some([count, id]) = first {
+                return Err(CloudError::invalid(
+                    "neighbour count",
+                    format!("{count} at particle id {id}"),
+                    format!("at least the basis size {m} (raise the search radius)"),
+                ));
+            }
         }
         let slots = list.layout().slot_count();
         for b in &self.coefficients {
@@ -289,7 +300,7 @@ impl<R: Real, const D: usize> Mls<R, D> {
                 if !cholesky(&mut mat, m) {
                     zero(&mut out);
                     valid[k] = 0;
-                    if stencil.is_none() {
+                    if stencil.is_none() && checked.contains(&i) {
                         failed.fetch_min(i, std::sync::atomic::Ordering::Relaxed);
                     }
                     continue;
@@ -308,10 +319,15 @@ impl<R: Real, const D: usize> Mls<R, D> {
             }
         });
         let failed = failed.into_inner();
-        if failed != usize::MAX {
+        let mine = (failed != usize::MAX).then(|| [cloud.ids()[failed]]);
+        let first = match halo {
+            Some(h) => h.first_failure(mine),
+            None => mine,
+        };
+        if let Some([id]) = first {
             return Err(CloudError::invalid(
                 "MLS moment matrix",
-                format!("singular at particle id {}", cloud.ids()[failed]),
+                format!("singular at particle id {id}"),
                 "a neighbourhood that spans every direction (raise the search radius or lower the degree)",
             ));
         }

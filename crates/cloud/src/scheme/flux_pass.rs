@@ -295,10 +295,15 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         // of the crates that instantiate the solver run past 26 minutes.
         // On several ranks ([`mote_core::comm`]) each evaluates its range of whole blocks and
         // the ranges are gathered: the same blocks, so the same bits, as on one process.
+        // On one rank's part of a split cloud the own particles are evaluated and the halo's
+        // rates refreshed from their owners (`crate::halo`).
         let world = mote_core::comm::world();
         let n = du.first().map_or(0, |d| d.len());
         let ranges = mote_core::comm::block_ranges(n, world.size(), PASS_BLOCK);
-        let mine = ranges[world.rank()].clone();
+        let mine = match list.halo() {
+            Some(halo) => halo.own(),
+            None => ranges[world.rank()].clone(),
+        };
         let mut du = du;
         let own: Vec<&mut [R]> = du.iter_mut().map(|d| &mut d[mine.clone()]).collect();
         backend.for_each_block(own, PASS_BLOCK, |first, mut out| {
@@ -311,7 +316,11 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
                 |out| self.block::<L, M, true>(list, first, out),
             )
         });
-        if world.size() > 1 {
+        if let Some(halo) = list.halo() {
+            for d in du {
+                halo.exchange(d, 1);
+            }
+        } else if world.size() > 1 {
             let scratch = &mut Vec::new();
             for d in du {
                 mote_core::comm::gather_parts(world.as_ref(), d, &ranges, scratch);
@@ -779,7 +788,7 @@ impl<'a, R: Real> DerivativePass<'a, R> {
     ) {
         assert!(level.is_available(), "SIMD level {level} not available");
         let width = self.u.len() * self.coeffs.len();
-        super::on_own_blocks(out, width, |start, own| {
+        super::on_own_blocks(list.halo(), out, width, |start, own| {
             backend.for_each_block(Chunks::new(own, width), PASS_BLOCK, |first, mut out| {
                 level.run_gathers(
                     #[inline(always)]

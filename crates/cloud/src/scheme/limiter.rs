@@ -170,7 +170,7 @@ impl<R: Real, const D: usize> LimiterPass<'_, R, D> {
         }
         // Each particle's limited record reads only its own record and its neighbours' states:
         // on several ranks each limits its range of blocks, gathered as the derivative pass is.
-        super::on_own_blocks(derivs, width, |start, own| {
+        super::on_own_blocks(list.halo(), derivs, width, |start, own| {
             if matches!(
                 self.limiter.kind,
                 LimiterKind::BarthJespersen | LimiterKind::Venkatakrishnan

@@ -29,11 +29,22 @@ const RANK_BLOCK: usize = 256;
 /// particle, `own` its records), then gathers every rank's range ([`mote_core::comm`]), so that
 /// every rank holds every record. For passes whose records each depend on their own
 /// particle only (its neighbours' inputs included): the records are one process's, bit for bit.
+///
+/// On one rank's part of a split cloud (`halo`, from the neighbour lists), `pass` runs on the
+/// own particles and the halo's records are refreshed from their owners instead
+/// ([`crate::halo`]).
 pub(crate) fn on_own_blocks<T: bytemuck::Pod>(
+    halo: Option<&crate::halo::Halo>,
     out: &mut [T],
     width: usize,
     pass: impl FnOnce(usize, &mut [T]),
 ) {
+    if let Some(halo) = halo {
+        let own = halo.own();
+        pass(own.start, &mut out[own.start * width..own.end * width]);
+        halo.exchange(out, width);
+        return;
+    }
     let world = mote_core::comm::world();
     let n = out.len().checked_div(width).unwrap_or(0);
     let ranges = mote_core::comm::block_ranges(n, world.size(), RANK_BLOCK);
@@ -187,6 +198,11 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         limiter.validate::<D>()?;
         self.limiter = limiter;
         Ok(self)
+    }
+
+    /// Whether the reconstruction is WENO-type ([`with_weno`](Self::with_weno)).
+    pub fn has_weno(&self) -> bool {
+        self.weno.is_some()
     }
 
     /// A WENO-type MLS reconstruction (see the `weno` module): the derivatives are a
@@ -532,12 +548,16 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let m = self.equation.variables();
         let grad: [&[R]; D] = std::array::from_fn(|d| self.mls.coefficients(d));
         let tags = cloud.tags();
-        // On several ranks each takes its range and the largest rate is reduced: a maximum is
-        // exact in any order, so the step is one process's, bit for bit.
+        // On several ranks each takes its range (its own particles of a split cloud) and the
+        // largest rate is reduced: a maximum is exact in any order, so the step is one
+        // process's, bit for bit.
         let world = mote_core::comm::world();
-        let mine = mote_core::comm::block_ranges(cloud.len(), world.size(), RANK_BLOCK)
-            [world.rank()]
-        .clone();
+        let mine = match list.halo() {
+            Some(halo) => halo.own(),
+            None => mote_core::comm::block_ranges(cloud.len(), world.size(), RANK_BLOCK)
+                [world.rank()]
+            .clone(),
+        };
         let rate = backend
             .map_reduce(
                 mine.len(),
@@ -568,7 +588,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
             .unwrap_or(0.0);
         // Rates are >= 0 and never NaN (`max` keeps the other operand): their bit patterns
         // order as the numbers do.
-        let rate = f64::from_bits(mote_core::comm::max_of(world.as_ref(), rate.to_bits()));
+        let rate = f64::from_bits(match list.halo() {
+            Some(halo) => halo.max_of(rate.to_bits()),
+            None => mote_core::comm::max_of(world.as_ref(), rate.to_bits()),
+        });
         if rate > 0.0 {
             cfl / rate
         } else {

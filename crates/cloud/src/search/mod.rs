@@ -27,6 +27,7 @@ use mote_core::{
 use crate::cloud::Cloud;
 use crate::domain::Domain;
 use crate::error::CloudError;
+use crate::halo::Halo;
 
 /// The per-slot positions of one particle's neighbours: `start, start + stride, ...`, `len`
 /// of them. Index every per-slot array (neighbour index, weight, ...) with these.
@@ -315,6 +316,9 @@ pub struct NeighbourList<L: SlotLayout> {
     radius: f64,
     total: usize,
     max: usize,
+    /// The split between ranks the lists belong to ([`crate::halo`]); `None` on one process
+    /// and for replicated clouds.
+    halo: Option<std::sync::Arc<Halo>>,
 }
 
 impl<L: SlotLayout> Default for NeighbourList<L> {
@@ -324,6 +328,7 @@ impl<L: SlotLayout> Default for NeighbourList<L> {
             radius: 0.0,
             total: 0,
             max: 0,
+            halo: None,
         }
     }
 }
@@ -391,6 +396,17 @@ impl<L: SlotLayout> NeighbourList<L> {
         self.radius
     }
 
+    /// The split between ranks these lists' cloud belongs to, if it is one rank's part of a
+    /// split cloud: the passes then compute the own particles and refresh the halo.
+    pub fn halo(&self) -> Option<&Halo> {
+        self.halo.as_deref()
+    }
+
+    /// Marks the lists as those of one rank's part of a split cloud (see [`crate::halo`]).
+    pub fn set_halo(&mut self, halo: std::sync::Arc<Halo>) {
+        self.halo = Some(halo);
+    }
+
     /// The same lists in another layout.
     pub fn to_layout<M: SlotLayout>(
         &self,
@@ -406,6 +422,7 @@ impl<L: SlotLayout> NeighbourList<L> {
         out.radius = self.radius;
         out.total = self.total;
         out.max = self.max;
+        out.halo = self.halo.clone();
         Ok(out)
     }
 }
@@ -424,6 +441,9 @@ impl<L: SlotLayout> Budgeted for NeighbourList<L> {
 #[derive(Clone, Debug)]
 pub struct NeighbourSearch {
     radius: f64,
+    /// Fixed extremes of the particles on each axis (the bins of another cloud's search),
+    /// instead of this cloud's bounding box.
+    bounds: Option<(Vec<f64>, Vec<f64>)>,
     bin_of: Buffer<u32>,
     sorted: Buffer<u32>,
     bin_start: Buffer<u32>,
@@ -570,6 +590,7 @@ impl NeighbourSearch {
         }
         Ok(Self {
             radius,
+            bounds: None,
             bin_of: Buffer::new("bin_of", Scaling::PerParticle(1)),
             sorted: Buffer::new("bin_sorted", Scaling::PerParticle(1)),
             bin_start: Buffer::new("bin_start", Scaling::Fixed),
@@ -582,12 +603,16 @@ impl NeighbourSearch {
         self.radius
     }
 
-    /// The bins of a search of `cloud` (the bounding box of its particles on non-periodic
-    /// axes).
-    pub fn grid<R: Real, const D: usize>(
-        &self,
-        cloud: &Cloud<R, D>,
-    ) -> Result<SearchGrid<D>, CloudError> {
+    /// The same search on the bins of a cloud whose particles span `min..=max` on each axis
+    /// (used on the non-periodic axes): a rank's part of a split cloud searched on the whole
+    /// cloud's bins, so that its lists are the whole cloud's ([`crate::halo`]).
+    pub fn with_bounds(mut self, min: &[f64], max: &[f64]) -> Self {
+        self.bounds = Some((min.to_vec(), max.to_vec()));
+        self
+    }
+
+    /// The extremes of `cloud`'s particles on each axis.
+    pub fn extent<R: Real, const D: usize>(cloud: &Cloud<R, D>) -> ([f64; D], [f64; D]) {
         let pos = cloud.positions();
         let mut min = [0.0; D];
         let mut max = [0.0; D];
@@ -598,6 +623,21 @@ impl NeighbourSearch {
                     (mn.min(x.as_f64()), mx.max(x.as_f64()))
                 });
         }
+        (min, max)
+    }
+
+    /// The bins of a search of `cloud` (the bounding box of its particles on non-periodic
+    /// axes, or the bounds given by [`with_bounds`](Self::with_bounds)).
+    pub fn grid<R: Real, const D: usize>(
+        &self,
+        cloud: &Cloud<R, D>,
+    ) -> Result<SearchGrid<D>, CloudError> {
+        if let Some((lo, hi)) = &self.bounds {
+            let min: [f64; D] = std::array::from_fn(|a| lo[a]);
+            let max: [f64; D] = std::array::from_fn(|a| hi[a]);
+            return SearchGrid::new(self.radius, cloud.domain(), min, max);
+        }
+        let (min, max) = Self::extent(cloud);
         SearchGrid::new(self.radius, cloud.domain(), min, max)
     }
 

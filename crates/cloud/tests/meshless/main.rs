@@ -11,6 +11,7 @@ mod euler;
 mod kernels;
 mod mls;
 mod moving;
+mod ranks;
 mod relaxation;
 mod riemann2d;
 mod search;

@@ -891,8 +891,16 @@ where
     let (cloud, equation, boundaries, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
     let motion = motion_of(&c.motion, &equation, &cloud)?;
-    let mut sim = Simulation::new(cloud, equation, boundaries, radius, &scheme, backend)
-        .map_err(run_error)?;
+    // On several ranks a fixed periodic cloud is split between them (each holds its own
+    // particles and a halo); the rest runs with the state on every rank (decision 0030).
+    let world = mote_core::comm::world();
+    let mut sim = match backend {
+        Backend::Cpu(cpu) if world.size() > 1 && splits(&cloud, &scheme, motion.is_some()) => {
+            Simulation::split(cloud, equation, radius, &scheme, cpu, world)
+        }
+        _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend),
+    }
+    .map_err(run_error)?;
     if let Some(motion) = motion {
         sim = sim
             .with_motion(motion, c.motion.reorder_distance)
@@ -907,6 +915,12 @@ where
         }
     }
     Ok((sim, rest))
+}
+
+/// Whether a run on several ranks splits `cloud` between them (`Simulation::split`): a fixed
+/// cloud without boundary particles and without a WENO reconstruction.
+fn splits<R: Real, const D: usize>(cloud: &Cloud<R, D>, scheme: &Scheme, moving: bool) -> bool {
+    !moving && scheme.weno.is_none() && cloud.tags().iter().all(|&t| t == INTERIOR)
 }
 
 /// The configured simulation of `problem` through its kinetic relaxation system (a
@@ -983,6 +997,9 @@ struct Provenance<'a> {
     /// Bytes rank 0 received from the other ranks (on several ranks).
     #[serde(skip_serializing_if = "Option::is_none")]
     bytes_received: Option<u64>,
+    /// Halo particles rank 0 holds besides its own, where the cloud is split between ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    halo_particles: Option<usize>,
     precision: String,
     particles: usize,
     interior_particles: usize,
@@ -1162,6 +1179,7 @@ impl MeshlessRun<'_> {
             threads: backend.thread_count(),
             ranks: world.size(),
             bytes_received: None,
+            halo_particles: sim.halo_particles(),
             precision: R::PRECISION.to_string(),
             particles: n,
             interior_particles: interior,
@@ -1303,7 +1321,18 @@ impl MeshlessRun<'_> {
         } else {
             "This run writes no checkpoint (a moving cloud or a relaxation run)".to_string()
         };
+        // What a checkpoint reads, brought to the host by every rank (a split cloud's state is
+        // gathered) before rank 0 writes it: the floor events so far.
+        let checkpoint_state = |sim: &mut Simulation<R, D>| -> Result<Option<u64>, RunError> {
+            if !resumable {
+                return Ok(None);
+            }
+            sim.sync()?;
+            Ok(sim.floor_events().map(|f| f + floors_before.unwrap_or(0)))
+        };
+        #[allow(clippy::too_many_arguments)]
         let save = |sim: &mut Simulation<R, D>,
+                    floor_events: Option<u64>,
                     time: f64,
                     totals: &Totals,
                     snapshots: &[(f64, String)],
@@ -1313,8 +1342,6 @@ impl MeshlessRun<'_> {
             if !resumable {
                 return Ok(());
             }
-            sim.sync()?;
-            let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
             let cloud = sim.cloud();
             let header = MeshlessHeader {
                 mote_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -1344,8 +1371,10 @@ impl MeshlessRun<'_> {
             Some(r) => r.header.time,
             None => {
                 row(&mut sim, 0.0, 0.0, &mut totals, &outflow, &mut csv)?;
+                // Every rank takes part in gathering a split cloud; rank 0 writes.
+                let orders = snapshot_state(&mut sim)?;
                 on_root(world.as_ref(), || {
-                    write_snapshot(&sink, &mut sim, &rest, 0.0, &mut snapshots)
+                    write_snapshot(&sink, &mut sim, orders, &rest, 0.0, &mut snapshots)
                 })?;
                 0.0
             }
@@ -1369,8 +1398,11 @@ impl MeshlessRun<'_> {
                 Ok(a) => a,
                 Err(StepFailure::Gpu(e)) => return Err(e.into()),
                 Err(StepFailure::Collapsed { stable, reference }) => {
+                    let floors = checkpoint_state(&mut sim)?;
                     on_root(world.as_ref(), || {
-                        save(&mut sim, time, &totals, &snapshots, reference, &outflow)
+                        save(
+                            &mut sim, floors, time, &totals, &snapshots, reference, &outflow,
+                        )
                     })?;
                     let reason = collapse_reason(
                         &sim,
@@ -1411,13 +1443,17 @@ impl MeshlessRun<'_> {
                 });
             }
             if due.snapshot {
+                let orders = snapshot_state(&mut sim)?;
                 on_root(world.as_ref(), || {
-                    write_snapshot(&sink, &mut sim, &rest, time, &mut snapshots)
+                    write_snapshot(&sink, &mut sim, orders, &rest, time, &mut snapshots)
                 })?;
             }
             if due.checkpoint {
+                let floors = checkpoint_state(&mut sim)?;
                 on_root(world.as_ref(), || {
-                    save(&mut sim, time, &totals, &snapshots, reference, &outflow)
+                    save(
+                        &mut sim, floors, time, &totals, &snapshots, reference, &outflow,
+                    )
                 })?;
                 outputs.saved();
             }
@@ -1730,15 +1766,26 @@ fn range<R: Real>(u: &[R], tags: &[u32]) -> (f64, f64) {
 /// A snapshot of every particle at `time` in the configured formats: `snapshots/snap_NNNNN.vtu`
 /// (with the `.pvd` listing all so far) and/or `snapshots/snap_NNNNN.hdf5` (with
 /// `snapshots.json`; the run's precision, the Gadget names for a gas).
+/// What a snapshot reads of the simulation, brought to the host (a collective step on ranks:
+/// every rank calls it before rank 0 writes): the state, and the reconstruction orders
+/// returned.
+fn snapshot_state<R: GpuFloat, const D: usize>(
+    sim: &mut Simulation<R, D>,
+) -> Result<Vec<u8>, RunError> {
+    let orders = sim.orders()?;
+    sim.sync()?;
+    Ok(orders)
+}
+
+/// Writes a snapshot of the state [`snapshot_state`] brought to the host, with its `orders`.
 fn write_snapshot<R: GpuFloat, const D: usize>(
     sink: &SnapshotSink<'_>,
     sim: &mut Simulation<R, D>,
+    orders: Vec<u8>,
     rest: &ProblemRest<D>,
     time: f64,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
-    let orders = sim.orders()?;
-    sim.sync()?;
     let number = snapshot::next_number(sink.dir, list)?;
     let cloud = sim.cloud();
     let (n, m) = (cloud.len(), cloud.variables());

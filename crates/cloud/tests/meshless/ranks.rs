@@ -1,0 +1,282 @@
+//! A cloud split between ranks (`mote_cloud::halo`, threads standing in for MPI processes:
+//! `mote_core::comm::thread_ranks`): each rank holds its own particles and a two-ring halo,
+//! and the own particles' states after a run with shocks, limiters and MOOD are the one-process
+//! states bit for bit, on 1 to 4 ranks, with the same time steps and MOOD counts; the halo is a
+//! small part of the cloud; failures are agreed by every rank.
+
+use mote_cloud::equations::Euler;
+use mote_cloud::mls::default_radius_factor;
+use mote_cloud::mood::{Criterion, HaloStrategy, MoodSettings, MoodStats};
+use mote_cloud::scheme::{Formulation, Limiter, LimiterKind, LimiterMode, Muscl};
+use mote_cloud::time::Tableau;
+use mote_cloud::{Cloud, CloudError, Domain, LatticeOptions, MeshlessSimulation, RowMajor, Weight};
+use mote_core::CpuBackend;
+use mote_core::comm::{on_thread_ranks, thread_ranks};
+
+const SIDE: usize = 40;
+
+/// A jittered lattice (Morton order) with a blast: a hot dense disc in still gas. Periodic, or
+/// (`walls`) closed in y without boundary particles, where the search's bins are those of the
+/// particles' extent.
+fn blast(walls: bool) -> Cloud<f64, 2> {
+    let options = LatticeOptions {
+        spacing: 1.0 / SIDE as f64,
+        jitter: 0.3,
+        seed: 7,
+        boundary_layers: 0,
+    };
+    let domain = Domain::new_box([0.0, 0.0], [1.0, 1.0], [true, !walls]).unwrap();
+    let mut cloud = Cloud::<f64, 2>::lattice(domain, options, 4).unwrap();
+    cloud.reorder_morton();
+    let n = cloud.len();
+    for i in 0..n {
+        let x = cloud.position_of(i);
+        let r2 = (x[0] - 0.4).powi(2) + (x[1] - 0.55).powi(2);
+        let (rho, p) = if r2 < 0.04 { (1.0, 10.0) } else { (0.125, 0.1) };
+        let u = [rho, 0.1 * rho, 0.0, p / 0.4 + 0.5 * rho * 0.01];
+        for (v, value) in u.into_iter().enumerate() {
+            cloud.state_var_mut(v)[i] = value;
+        }
+    }
+    for o in cloud.orders_mut() {
+        *o = 3;
+    }
+    cloud
+}
+
+/// A setting of the scheme: order, formulation, limiter, MOOD, and the cloud.
+#[derive(Clone, Copy)]
+struct Setting {
+    walls: bool,
+    order: usize,
+    formulation: Formulation,
+    limiter: Option<LimiterKind>,
+    mood: Option<(Criterion, HaloStrategy)>,
+}
+
+const SETTINGS: [Setting; 4] = [
+    Setting {
+        walls: false,
+        order: 2,
+        formulation: Formulation::MlsDivergence,
+        limiter: Some(LimiterKind::BarthJespersen),
+        mood: Some((Criterion::U1, HaloStrategy::Epd1)),
+    },
+    Setting {
+        walls: false,
+        order: 3,
+        formulation: Formulation::Conservative,
+        limiter: None,
+        mood: Some((Criterion::U2, HaloStrategy::Epd2)),
+    },
+    Setting {
+        walls: false,
+        order: 3,
+        formulation: Formulation::MlsDivergence,
+        limiter: Some(LimiterKind::Venkatakrishnan),
+        mood: None,
+    },
+    Setting {
+        walls: true,
+        order: 2,
+        formulation: Formulation::MlsDivergence,
+        limiter: Some(LimiterKind::BarthJespersen),
+        mood: Some((Criterion::U1, HaloStrategy::Strict)),
+    },
+];
+
+type Sim = MeshlessSimulation<f64, 2, Euler<2>, RowMajor>;
+
+fn scheme(s: Setting) -> Muscl<f64, 2, Euler<2>> {
+    let eq = Euler::<2>::new(1.4).unwrap();
+    let mut scheme = Muscl::new(eq, s.order, s.formulation, Weight::default()).unwrap();
+    if let Some(kind) = s.limiter {
+        scheme = scheme
+            .with_limiter(Limiter::new(kind, LimiterMode::Soft))
+            .unwrap();
+    }
+    scheme
+}
+
+fn radius(order: usize) -> f64 {
+    default_radius_factor::<2>(order) / SIDE as f64
+}
+
+fn with_mood(sim: Sim, s: Setting) -> Sim {
+    match s.mood {
+        Some((c, h)) => sim.with_mood(MoodSettings::new(c, h)).unwrap(),
+        None => sim,
+    }
+}
+
+/// What a run leaves: the states of the particles the rank computes (one-process order), the
+/// time steps' bits and MOOD's counts.
+struct Outcome {
+    first: usize,
+    states: Vec<Vec<u64>>,
+    steps: Vec<u64>,
+    mood: MoodStats,
+}
+
+fn advance(mut sim: Sim, steps: usize) -> Outcome {
+    let mut dts = Vec::new();
+    for _ in 0..steps {
+        let dt = sim.stable_dt(0.4);
+        dts.push(dt.to_bits());
+        sim.step(dt).unwrap();
+    }
+    let own = sim.own();
+    let states = (0..4)
+        .map(|v| {
+            sim.cloud.state(v)[own.clone()]
+                .iter()
+                .map(|x| x.to_bits())
+                .collect()
+        })
+        .collect();
+    Outcome {
+        first: sim.halo().map_or(0, |h| h.first()),
+        states,
+        steps: dts,
+        mood: sim.take_mood_stats(),
+    }
+}
+
+#[test]
+fn a_split_cloud_ends_bitwise_as_one_process() {
+    let backend = CpuBackend::threads(1);
+    for s in SETTINGS {
+        let cloud = blast(s.walls);
+        let n = cloud.len();
+        let one = Sim::new(
+            cloud.clone(),
+            radius(s.order),
+            scheme(s),
+            Tableau::ssp_rk3(),
+            backend,
+        )
+        .unwrap();
+        let one = advance(with_mood(one, s), 6);
+        assert!(
+            s.mood.is_none() || one.mood.failures > 0,
+            "the blast makes MOOD act"
+        );
+        for k in 1..=4 {
+            let parts = on_thread_ranks(&thread_ranks(k), |comm| {
+                let sim = Sim::split(
+                    cloud.clone(),
+                    radius(s.order),
+                    scheme(s),
+                    Tableau::ssp_rk3(),
+                    backend,
+                    comm,
+                )
+                .unwrap();
+                let halo = sim.halo().unwrap();
+                let held = (sim.cloud.len(), halo.halo_len());
+                (advance(with_mood(sim, s), 6), held)
+            });
+            let mut next = 0;
+            for (r, (part, (held, halo))) in parts.into_iter().enumerate() {
+                assert_eq!(part.first, next, "rank {r} of {k} owns the next run");
+                let own = part.states[0].len();
+                assert_eq!(held, own + halo);
+                if k > 1 {
+                    // Two rings of about 20 neighbours around a quarter of 1 600 particles.
+                    assert!(halo > 0 && held < n, "rank {r} of {k} holds {held} of {n}");
+                }
+                for v in 0..4 {
+                    assert!(
+                        part.states[v] == one.states[v][next..next + own],
+                        "order {} {:?}: variable {v} on rank {r} of {k} differs from one process",
+                        s.order,
+                        s.formulation
+                    );
+                }
+                assert_eq!(part.steps, one.steps, "time steps on rank {r} of {k}");
+                assert_eq!(part.mood, one.mood, "MOOD counts on rank {r} of {k}");
+                next += own;
+            }
+            assert_eq!(next, n, "the ranks own every particle once");
+        }
+    }
+}
+
+/// Every rank reports the error one process reports: a non-finite state (found on one rank
+/// only) and a search radius too small for the fit.
+#[test]
+fn a_split_cloud_agrees_on_failures() {
+    let mut cloud = blast(false);
+    let s = SETTINGS[0];
+    let backend = CpuBackend::threads(1);
+    let bad = cloud.len() - 5;
+    cloud.state_var_mut(2)[bad] = f64::NAN;
+    let one = Sim::new(
+        cloud.clone(),
+        radius(s.order),
+        scheme(s),
+        Tableau::ssp_rk3(),
+        backend,
+    )
+    .unwrap()
+    .step(1e-4)
+    .unwrap_err();
+    assert!(matches!(one, CloudError::NonFinite { variable: 2, .. }));
+    let small = 0.8 / SIDE as f64;
+    let too_few = Sim::new(cloud.clone(), small, scheme(s), Tableau::ssp_rk3(), backend)
+        .err()
+        .expect("too few neighbours");
+    for k in 2..=3 {
+        let errors = on_thread_ranks(&thread_ranks(k), |comm| {
+            let mut sim = Sim::split(
+                cloud.clone(),
+                radius(s.order),
+                scheme(s),
+                Tableau::ssp_rk3(),
+                backend,
+                comm.clone(),
+            )
+            .unwrap();
+            let step = sim.step(1e-4).unwrap_err();
+            let setup = Sim::split(
+                cloud.clone(),
+                small,
+                scheme(s),
+                Tableau::ssp_rk3(),
+                backend,
+                comm,
+            )
+            .err()
+            .expect("too few neighbours");
+            (step, setup)
+        });
+        for (step, setup) in errors {
+            assert_eq!(step, one, "{k} ranks");
+            assert_eq!(setup, too_few, "{k} ranks");
+        }
+    }
+}
+
+/// What a split cloud cannot do yet is refused, not run wrongly.
+#[test]
+fn a_split_cloud_refuses_boundaries() {
+    let domain = Domain::new_box([0.0, 0.0], [1.0, 1.0], [false, true]).unwrap();
+    let options = LatticeOptions {
+        spacing: 0.1,
+        boundary_layers: 2,
+        ..LatticeOptions::default()
+    };
+    let cloud = Cloud::<f64, 2>::lattice(domain, options, 4).unwrap();
+    let comm = thread_ranks(1).remove(0);
+    let err = Sim::split(
+        cloud,
+        radius(2),
+        scheme(SETTINGS[0]),
+        Tableau::ssp_rk3(),
+        CpuBackend::threads(1),
+        comm,
+    )
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("boundary"), "{err}");
+}
