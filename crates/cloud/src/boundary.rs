@@ -287,6 +287,8 @@ pub struct Boundaries<R: Real, const D: usize> {
     /// Initial states, `m` per boundary particle.
     initial: Vec<R>,
     variables: usize,
+    /// Whether a split cloud's rank holds its part of these ([`Boundaries::localise`]).
+    localised: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -305,6 +307,7 @@ impl<R: Real, const D: usize> Default for Boundaries<R, D> {
             particles: Vec::new(),
             initial: Vec::new(),
             variables: 0,
+            localised: false,
         }
     }
 }
@@ -443,6 +446,42 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
             self.initial.extend((0..m).map(|v| cloud.state(v)[i]));
         }
         Ok(())
+    }
+
+    /// Keeps the boundary particles a rank of a split cloud owns, renumbered to its local
+    /// indices (`halo`), after [`prepare`](Self::prepare) ran on the whole cloud: each keeps
+    /// its one-process nearest interior particle, which is within two neighbour hops and so in
+    /// the rank's halo. The halo's boundary particles take their owners' states by exchange.
+    pub fn localise(&mut self, halo: &crate::halo::Halo) {
+        let m = self.variables;
+        let own = halo.first()..halo.first() + halo.own().len();
+        let mut initial = Vec::new();
+        let mut kept = Vec::new();
+        for (k, p) in self.particles.iter().enumerate() {
+            if !own.contains(&p.index) {
+                continue;
+            }
+            let local = |g: usize| {
+                halo.local_of(g)
+                    .expect("a boundary particle's interior neighbour is in its rank's halo")
+            };
+            kept.push(BoundaryParticle {
+                index: local(p.index),
+                interior: local(p.interior),
+                ..*p
+            });
+            initial.extend_from_slice(&self.initial[k * m..(k + 1) * m]);
+        }
+        self.localised = !self.particles.is_empty();
+        self.particles = kept;
+        self.initial = initial;
+    }
+
+    /// Whether these are a rank's part of a split cloud's boundary particles
+    /// ([`localise`](Self::localise)), the whole cloud having some (true on every rank alike):
+    /// the halo's boundary states are then exchanged after the conditions are imposed.
+    pub fn localised(&self) -> bool {
+        self.localised
     }
 
     /// Sets every boundary particle's state at time `t` (interior particles are read, never

@@ -44,6 +44,8 @@ pub struct Halo {
     first: usize,
     /// The one-process particle count.
     total: usize,
+    /// The one-process index of every local particle (ascending).
+    global: Vec<usize>,
     /// Local indices of the own particles other ranks read, grouped by reading rank.
     send: Vec<u32>,
     /// Particles sent to each rank.
@@ -75,6 +77,16 @@ impl Halo {
     /// The one-process particle count.
     pub fn total(&self) -> usize {
         self.total
+    }
+
+    /// The one-process index of every local particle, ascending.
+    pub fn global(&self) -> &[usize] {
+        &self.global
+    }
+
+    /// The local index of one-process particle `g`, if this rank holds it.
+    pub fn local_of(&self, g: usize) -> Option<usize> {
+        self.global.binary_search(&g).ok()
     }
 
     /// Halo particles (the local particles this rank does not own).
@@ -237,6 +249,7 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
             own,
             first: mine.start,
             total: n,
+            global: held,
             send,
             send_counts,
             recv,

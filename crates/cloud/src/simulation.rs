@@ -111,15 +111,21 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// other ranks after it. Every rank passes the same cloud; each ends with its own particles'
     /// one-process states, bit for bit. Collective (construction and every step).
     ///
-    /// For fixed periodic clouds with an explicit Runge-Kutta stepper, either formulation,
-    /// limiters and MOOD; boundary particles, WENO reconstructions, motion and source terms are
-    /// refused with a message (the replicated passes of [`new`](Self::new) serve them on ranks).
+    /// `boundaries` are [`with_boundaries`](Self::with_boundaries)'s (empty for a periodic
+    /// cloud), prepared on the whole cloud: each rank imposes them on its own boundary
+    /// particles and the halo's take their owners' states.
+    ///
+    /// For fixed clouds with an explicit Runge-Kutta stepper, either formulation, limiters and
+    /// MOOD; WENO reconstructions, motion and source terms are refused with a message (the
+    /// replicated passes of [`new`](Self::new) serve them on ranks).
+    #[allow(clippy::too_many_arguments)]
     pub fn split(
-        cloud: Cloud<R, D>,
+        mut cloud: Cloud<R, D>,
         radius: f64,
         scheme: Muscl<R, D, E>,
         tableau: Tableau,
         backend: CpuBackend,
+        mut boundaries: Boundaries<R, D>,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
         let refuse = |what: &str, allowed: &str| {
@@ -129,12 +135,6 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
                 allowed,
             ))
         };
-        if cloud.tags().iter().any(|&t| t != INTERIOR) {
-            return refuse(
-                "with boundary particles",
-                "a periodic cloud (boundary conditions on split clouds are not available yet)",
-            );
-        }
         if scheme.has_weno() {
             return refuse(
                 "with a WENO reconstruction",
@@ -146,9 +146,17 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let mut search = NeighbourSearch::new(radius)?;
         let mut whole = NeighbourList::<L>::default();
         search.build(&cloud, backend, &mut whole)?;
+        // The boundary particles' conditions, interior neighbours and initial states are
+        // found on the whole cloud, as one process finds them (the same errors on every rank).
+        if boundaries.has_conditions() || cloud.tags().iter().any(|&t| t != INTERIOR) {
+            boundaries.prepare(&cloud, &whole)?;
+            let (mut state, _) = cloud.state_and_geometry();
+            boundaries.apply(0.0, &mut state);
+        }
         let (min, max) = NeighbourSearch::extent(&cloud);
         let (part, halo) = crate::halo::split(&cloud, &whole, comm)?;
         drop((cloud, whole));
+        boundaries.localise(&halo);
         let mut search = NeighbourSearch::new(radius)?.with_bounds(&min, &max);
         let mut list = NeighbourList::<L>::default();
         search.build(&part, backend, &mut list)?;
@@ -163,7 +171,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             search,
             moving: None,
             stepper,
-            boundaries: Boundaries::new(),
+            boundaries,
             mood: None,
             backend,
             time: 0.0,
@@ -306,6 +314,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// Attaches boundary conditions (one for every boundary tag of the cloud) and imposes them
     /// on the current state.
     pub fn with_boundaries(mut self, mut boundaries: Boundaries<R, D>) -> Result<Self, CloudError> {
+        if self.halo().is_some() {
+            return Err(CloudError::invalid(
+                "boundary conditions",
+                "attached to a cloud split between ranks",
+                "the boundaries passed to `split` (they are prepared on the whole cloud)",
+            ));
+        }
         boundaries.prepare(&self.cloud, &self.list)?;
         let (mut state, _) = self.cloud.state_and_geometry();
         boundaries.apply(self.time, &mut state);
@@ -963,6 +978,16 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
 
     fn constrain(&mut self, t: f64, u: &mut [&mut [R]]) {
         self.boundaries.apply(t, u);
+        // A split cloud's ranks impose their own boundary particles' states; the halo's come
+        // from their owners (`split` keeps the boundaries of a cloud that has any on every
+        // rank, so every rank exchanges).
+        if let Some(halo) = self.list.halo()
+            && self.boundaries.localised()
+        {
+            for v in u.iter_mut() {
+                halo.exchange(v, 1);
+            }
+        }
     }
 
     fn revises(&self) -> bool {

@@ -167,14 +167,15 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// This rank's part of the simulation of the fixed `cloud` split between the ranks of
     /// `comm` on the CPU (`mote_cloud::halo`: each rank computes its own particles and
     /// refreshes a halo of neighbours from the other ranks; the states are one process's, bit
-    /// for bit). Every rank passes the same cloud. [`sync`](Self::sync) gathers the whole
-    /// state into [`cloud`](Self::cloud) on every rank (collective, as are the steps, the
-    /// stable step, [`orders`](Self::orders), [`neighbours_mean`](Self::neighbours_mean) and
-    /// [`floor_events`](Self::floor_events)). Refused (an error) for a cloud with boundary
-    /// particles and a WENO reconstruction; a split simulation does not move.
+    /// for bit). Every rank passes the same cloud and boundaries. [`sync`](Self::sync) gathers
+    /// the whole state into [`cloud`](Self::cloud) on every rank (collective, as are the steps,
+    /// the stable step, [`orders`](Self::orders), [`neighbours_mean`](Self::neighbours_mean),
+    /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux)).
+    /// Refused (an error) with a WENO reconstruction; a split simulation does not move.
     pub fn split<E>(
         cloud: Cloud<R, D>,
         equation: E,
+        boundaries: Boundaries<R, D>,
         radius: f64,
         scheme: &Scheme,
         cpu: CpuBackend,
@@ -192,7 +193,9 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
             .into());
         }
         Ok(Self {
-            inner: Box::new(OnCpu::split(cloud, equation, radius, scheme, cpu, comm)?),
+            inner: Box::new(OnCpu::split(
+                cloud, equation, boundaries, radius, scheme, cpu, comm,
+            )?),
         })
     }
 
@@ -540,6 +543,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
     fn split(
         cloud: Cloud<R, D>,
         equation: E,
+        boundaries: Boundaries<R, D>,
         radius: f64,
         s: &Scheme,
         cpu: CpuBackend,
@@ -548,8 +552,15 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
         let scheme = Muscl::new(equation, s.order, s.formulation, Weight::default())?
             .with_flux(s.flux)?
             .with_limiter(s.limiter)?;
-        let sim =
-            MeshlessSimulation::split(cloud.clone(), radius, scheme, s.tableau.clone(), cpu, comm)?;
+        let sim = MeshlessSimulation::split(
+            cloud.clone(),
+            radius,
+            scheme,
+            s.tableau.clone(),
+            cpu,
+            boundaries,
+            comm,
+        )?;
         Ok(Self {
             sim: sim.with_mood(s.mood)?,
             whole: Some(cloud),
@@ -716,10 +727,15 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         let cloud = &self.sim.cloud;
         let tags = cloud.tags();
         let m = cloud.variables();
-        // Boundary particles per face tag (`1 + 2 axis + high`).
-        let mut count = [0usize; 1 + 2 * 3];
+        // Boundary particles per face tag (`1 + 2 axis + high`); a split cloud's ranks count
+        // their own and add.
+        let mut count = [0u64; 1 + 2 * 3];
         for p in boundaries.particles() {
             count[tags[p.index] as usize] += 1;
+        }
+        let halo = self.sim.halo();
+        if let Some(h) = halo {
+            h.sum(&mut count);
         }
         if count.iter().all(|&c| c == 0) {
             return false;
@@ -734,7 +750,9 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         let equation = self.sim.scheme.equation();
         let (mut u, mut w) = (vec![R::zero(); m], vec![R::zero(); m]);
         let (mut fu, mut fw) = (vec![R::zero(); m], vec![R::zero(); m]);
-        rate[..m].fill(0.0);
+        // Each boundary particle's terms, in the one-process order (a split cloud's ranks hold
+        // consecutive runs of it), then summed in that order.
+        let mut terms = Vec::with_capacity(boundaries.len() * m);
         for p in boundaries.particles() {
             let tag = tags[p.index] as usize;
             let share = area((tag - 1) / 2) / count[tag] as f64;
@@ -745,8 +763,15 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
             let n = p.normal.map(R::cast);
             equation.flux(&u, n, &mut fu);
             equation.flux(&w, n, &mut fw);
+            terms.extend((0..m).map(|v| share * 0.5 * (fu[v].as_f64() + fw[v].as_f64())));
+        }
+        if let Some(h) = halo {
+            terms = mote_core::comm::all_gather_varied(h.comm(), &terms).0;
+        }
+        rate[..m].fill(0.0);
+        for t in terms.chunks_exact(m) {
             for v in 0..m {
-                rate[v] += share * 0.5 * (fu[v].as_f64() + fw[v].as_f64());
+                rate[v] += t[v];
             }
         }
         true

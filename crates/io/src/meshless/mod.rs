@@ -895,8 +895,8 @@ where
     // particles and a halo); the rest runs with the state on every rank (decision 0030).
     let world = mote_core::comm::world();
     let mut sim = match backend {
-        Backend::Cpu(cpu) if world.size() > 1 && splits(&cloud, &scheme, motion.is_some()) => {
-            Simulation::split(cloud, equation, radius, &scheme, cpu, world)
+        Backend::Cpu(cpu) if world.size() > 1 && splits(&scheme, motion.is_some()) => {
+            Simulation::split(cloud, equation, boundaries, radius, &scheme, cpu, world)
         }
         _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend),
     }
@@ -917,10 +917,10 @@ where
     Ok((sim, rest))
 }
 
-/// Whether a run on several ranks splits `cloud` between them (`Simulation::split`): a fixed
-/// cloud without boundary particles and without a WENO reconstruction.
-fn splits<R: Real, const D: usize>(cloud: &Cloud<R, D>, scheme: &Scheme, moving: bool) -> bool {
-    !moving && scheme.weno.is_none() && cloud.tags().iter().all(|&t| t == INTERIOR)
+/// Whether a run on several ranks splits its cloud between them (`Simulation::split`): a
+/// fixed cloud without a WENO reconstruction.
+fn splits(scheme: &Scheme, moving: bool) -> bool {
+    !moving && scheme.weno.is_none()
 }
 
 /// The configured simulation of `problem` through its kinetic relaxation system (a
