@@ -115,9 +115,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// cloud), prepared on the whole cloud: each rank imposes them on its own boundary
     /// particles and the halo's take their owners' states.
     ///
-    /// For fixed clouds with an explicit Runge-Kutta stepper, either formulation, limiters and
-    /// MOOD; WENO reconstructions, motion and source terms are refused with a message (the
-    /// replicated passes of [`new`](Self::new) serve them on ranks).
+    /// For fixed clouds with an explicit Runge-Kutta stepper (either formulation, limiters, WENO,
+    /// MOOD); motion and source terms are refused with a message (the replicated passes of
+    /// [`new`](Self::new) serve them on ranks). WENO's one-sided fits are passes like the
+    /// central one (own particles, then the halo's records) and its mix is element-wise.
     #[allow(clippy::too_many_arguments)]
     pub fn split(
         mut cloud: Cloud<R, D>,
@@ -128,19 +129,6 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         mut boundaries: Boundaries<R, D>,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
-        let refuse = |what: &str, allowed: &str| {
-            Err(CloudError::invalid(
-                "cloud split between ranks",
-                what,
-                allowed,
-            ))
-        };
-        if scheme.has_weno() {
-            return refuse(
-                "with a WENO reconstruction",
-                "MUSCL without WENO (WENO on split clouds is not available yet)",
-            );
-        }
         // The one-process lists give the halo; the rank's part is searched on the one-process
         // bins, so its lists are the one-process lists.
         let mut search = NeighbourSearch::new(radius)?;

@@ -171,7 +171,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// the whole state into [`cloud`](Self::cloud) on every rank (collective, as are the steps,
     /// the stable step, [`orders`](Self::orders), [`neighbours_mean`](Self::neighbours_mean),
     /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux)).
-    /// Refused (an error) with a WENO reconstruction; a split simulation does not move.
+    /// A split simulation does not move.
     pub fn split<E>(
         cloud: Cloud<R, D>,
         equation: E,
@@ -184,14 +184,6 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     where
         E: Equation<R, D> + 'static,
     {
-        if scheme.weno.is_some() {
-            return Err(CloudError::invalid(
-                "cloud split between ranks",
-                "with a WENO reconstruction",
-                "MUSCL without WENO (WENO on split clouds is not available yet)",
-            )
-            .into());
-        }
         Ok(Self {
             inner: Box::new(OnCpu::split(
                 cloud, equation, boundaries, radius, scheme, cpu, comm,
@@ -280,18 +272,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
                 kinetic.state_var_mut(k)[i] = x;
             }
         }
-        let transport = Muscl::new(
-            relax.transport(),
-            scheme.order,
-            scheme.formulation,
-            Weight::default(),
-        )?
-        .with_flux(scheme.flux)?
-        .with_limiter(scheme.limiter)?;
-        let transport = match scheme.weno {
-            Some(weight) => transport.with_weno(weight)?,
-            None => transport,
-        };
+        let transport = muscl(relax.transport(), scheme)?;
         let sim = MeshlessSimulation::new(kinetic, radius, transport, scheme.tableau.clone(), cpu)?
             .with_mood(scheme.mood)?
             .with_source(tableau, relax.clone())?;
@@ -521,13 +502,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
         s: &Scheme,
         cpu: CpuBackend,
     ) -> Result<Self, GpuError> {
-        let scheme = Muscl::new(equation, s.order, s.formulation, Weight::default())?
-            .with_flux(s.flux)?
-            .with_limiter(s.limiter)?;
-        let scheme = match s.weno {
-            Some(weight) => scheme.with_weno(weight)?,
-            None => scheme,
-        };
+        let scheme = muscl(equation, s)?;
         let mut sim = MeshlessSimulation::new(cloud, radius, scheme, s.tableau.clone(), cpu)?;
         if boundaries.has_conditions() {
             sim = sim.with_boundaries(boundaries)?;
@@ -549,9 +524,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
         cpu: CpuBackend,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, GpuError> {
-        let scheme = Muscl::new(equation, s.order, s.formulation, Weight::default())?
-            .with_flux(s.flux)?
-            .with_limiter(s.limiter)?;
+        let scheme = muscl(equation, s)?;
         let sim = MeshlessSimulation::split(
             cloud.clone(),
             radius,
@@ -566,6 +539,20 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
             whole: Some(cloud),
         })
     }
+}
+
+/// The CPU scheme `s` describes, for `equation`.
+fn muscl<R: mote_core::Real, const D: usize, E: Equation<R, D>>(
+    equation: E,
+    s: &Scheme,
+) -> Result<Muscl<R, D, E>, GpuError> {
+    let scheme = Muscl::new(equation, s.order, s.formulation, Weight::default())?
+        .with_flux(s.flux)?
+        .with_limiter(s.limiter)?;
+    Ok(match s.weno {
+        Some(weight) => scheme.with_weno(weight)?,
+        None => scheme,
+    })
 }
 
 /// Every rank's own values of `part` (the local values of a split simulation, `width` per

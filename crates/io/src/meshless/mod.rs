@@ -891,11 +891,11 @@ where
     let (cloud, equation, boundaries, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
     let motion = motion_of(&c.motion, &equation, &cloud)?;
-    // On several ranks a fixed periodic cloud is split between them (each holds its own
-    // particles and a halo); the rest runs with the state on every rank (decision 0030).
+    // On several ranks a fixed cloud is split between them (each holds its own particles and a
+    // halo); a moving one runs with the state on every rank (decision 0030).
     let world = mote_core::comm::world();
     let mut sim = match backend {
-        Backend::Cpu(cpu) if world.size() > 1 && splits(&scheme, motion.is_some()) => {
+        Backend::Cpu(cpu) if world.size() > 1 && motion.is_none() => {
             Simulation::split(cloud, equation, boundaries, radius, &scheme, cpu, world)
         }
         _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend),
@@ -915,12 +915,6 @@ where
         }
     }
     Ok((sim, rest))
-}
-
-/// Whether a run on several ranks splits its cloud between them (`Simulation::split`): a
-/// fixed cloud without a WENO reconstruction.
-fn splits(scheme: &Scheme, moving: bool) -> bool {
-    !moving && scheme.weno.is_none()
 }
 
 /// The configured simulation of `problem` through its kinetic relaxation system (a
