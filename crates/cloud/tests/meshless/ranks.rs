@@ -13,7 +13,8 @@ use mote_cloud::scheme::{Formulation, Limiter, LimiterKind, LimiterMode, Muscl};
 use mote_cloud::time::Tableau;
 use mote_cloud::{Cloud, CloudError, Domain, LatticeOptions, MeshlessSimulation, RowMajor, Weight};
 use mote_core::CpuBackend;
-use mote_core::comm::{on_thread_ranks, thread_ranks};
+use mote_core::comm::{Comm, on_thread_ranks, thread_ranks};
+use std::sync::Arc;
 
 const SIDE: usize = 40;
 
@@ -116,6 +117,27 @@ fn scheme(s: Setting) -> Muscl<f64, 2, Euler<2>> {
     scheme
 }
 
+/// This rank's part of the simulation of `cloud` (setting `s`, neighbours within `radius`,
+/// `boundaries`), SSP-RK3 on one thread.
+fn split(
+    cloud: Cloud<f64, 2>,
+    s: Setting,
+    radius: f64,
+    boundaries: Boundaries<f64, 2>,
+    comm: Arc<dyn Comm>,
+) -> Result<Sim, CloudError> {
+    let backend = CpuBackend::threads(1);
+    Sim::split(
+        cloud,
+        radius,
+        scheme(s),
+        Tableau::ssp_rk3(),
+        backend,
+        boundaries,
+        comm,
+    )
+}
+
 fn radius(order: usize) -> f64 {
     default_radius_factor::<2>(order) / SIDE as f64
 }
@@ -181,16 +203,8 @@ fn a_split_cloud_ends_bitwise_as_one_process() {
         );
         for k in 1..=4 {
             let parts = on_thread_ranks(&thread_ranks(k), |comm| {
-                let sim = Sim::split(
-                    cloud.clone(),
-                    radius(s.order),
-                    scheme(s),
-                    Tableau::ssp_rk3(),
-                    backend,
-                    Boundaries::new(),
-                    comm,
-                )
-                .unwrap();
+                let sim =
+                    split(cloud.clone(), s, radius(s.order), Boundaries::new(), comm).unwrap();
                 let halo = sim.halo().unwrap();
                 let held = (sim.cloud.len(), halo.halo_len());
                 (advance(with_mood(sim, s), 6), held)
@@ -247,28 +261,18 @@ fn a_split_cloud_agrees_on_failures() {
         .expect("too few neighbours");
     for k in 2..=3 {
         let errors = on_thread_ranks(&thread_ranks(k), |comm| {
-            let mut sim = Sim::split(
+            let mut sim = split(
                 cloud.clone(),
+                s,
                 radius(s.order),
-                scheme(s),
-                Tableau::ssp_rk3(),
-                backend,
                 Boundaries::new(),
                 comm.clone(),
             )
             .unwrap();
             let step = sim.step(1e-4).unwrap_err();
-            let setup = Sim::split(
-                cloud.clone(),
-                small,
-                scheme(s),
-                Tableau::ssp_rk3(),
-                backend,
-                Boundaries::new(),
-                comm,
-            )
-            .err()
-            .expect("too few neighbours");
+            let setup = split(cloud.clone(), s, small, Boundaries::new(), comm)
+                .err()
+                .expect("too few neighbours");
             (step, setup)
         });
         for (step, setup) in errors {
@@ -317,16 +321,7 @@ fn a_split_cloud_with_boundaries_ends_bitwise_as_one_process() {
         for k in [2, 3] {
             let parts = on_thread_ranks(&thread_ranks(k), |comm| {
                 let p = problem();
-                let sim = Sim::split(
-                    p.cloud,
-                    radius,
-                    scheme(s),
-                    Tableau::ssp_rk3(),
-                    backend,
-                    p.boundaries,
-                    comm,
-                )
-                .unwrap();
+                let sim = split(p.cloud, s, radius, p.boundaries, comm).unwrap();
                 advance(with_mood(sim, s), 8)
             });
             let mut next = 0;
@@ -351,12 +346,10 @@ fn a_split_cloud_with_boundaries_ends_bitwise_as_one_process() {
 #[test]
 fn a_split_cloud_refuses_motion() {
     let comm = thread_ranks(1).remove(0);
-    let sim = Sim::split(
+    let sim = split(
         blast(false),
+        SETTINGS[0],
         radius(2),
-        scheme(SETTINGS[0]),
-        Tableau::ssp_rk3(),
-        CpuBackend::threads(1),
         Boundaries::new(),
         comm,
     )
