@@ -135,8 +135,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let mut whole = NeighbourList::<L>::default();
         search.build(&cloud, backend, &mut whole)?;
         // The boundary particles' conditions, interior neighbours and initial states are
-        // found on the whole cloud, as one process finds them (the same errors on every rank).
-        if boundaries.has_conditions() || cloud.tags().iter().any(|&t| t != INTERIOR) {
+        // found on the whole cloud, as one process finds them (the same errors on every rank),
+        // where conditions are given (as the program attaches them to one process's run).
+        if boundaries.has_conditions() {
             boundaries.prepare(&cloud, &whole)?;
             let (mut state, _) = cloud.state_and_geometry();
             boundaries.apply(0.0, &mut state);
@@ -681,9 +682,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         Ok(())
     }
 
-    /// The first non-finite state value, as an error.
-    /// A split simulation's ranks check their own particles and agree on the first value one
-    /// process finds (variable first, then particle).
+    /// The first non-finite state value, as an error. A split simulation's ranks check their
+    /// own particles and agree on the first value one process finds (variable first, then
+    /// particle).
     fn check_finite(&self, when: &'static str) -> Result<(), CloudError> {
         let own = self.own();
         let mine = (0..self.cloud.variables()).find_map(|v| {

@@ -358,3 +358,75 @@ fn a_split_cloud_refuses_motion() {
     let err = sim.with_motion(motion, 1.0).err().expect("refused");
     assert!(err.to_string().contains("not split between ranks"), "{err}");
 }
+
+/// In three dimensions (the halo's rings and the search's bins are dimension-free): the
+/// advection wave (24^3 particles) at order 2 with the Barth-Jespersen limiter, f32, on 4 ranks,
+/// bitwise as one process.
+#[test]
+fn a_split_three_dimensional_cloud_ends_bitwise_as_one_process() {
+    let options = ProblemOptions {
+        resolution: 24,
+        jitter: 0.3,
+        seed: 5,
+        boundary_layers: 0,
+    };
+    let radius = default_radius_factor::<3>(2) / 24.0;
+    let scheme = |p: &Problem<f32, 3, mote_cloud::equations::LinearAdvection<3>>| {
+        Muscl::new(
+            p.equation.clone(),
+            2,
+            Formulation::MlsDivergence,
+            Weight::default(),
+        )
+        .unwrap()
+        .with_limiter(Limiter::new(LimiterKind::BarthJespersen, LimiterMode::Soft))
+        .unwrap()
+    };
+    let run = |mut sim: MeshlessSimulation<f32, 3, _, RowMajor>| {
+        for _ in 0..5 {
+            let dt = sim.stable_dt(0.4);
+            sim.step(dt).unwrap();
+        }
+        let own = sim.own();
+        sim.cloud.state(0)[own]
+            .iter()
+            .map(|x| x.to_bits())
+            .collect::<Vec<u32>>()
+    };
+    let backend = CpuBackend::threads(1);
+    let mut p = problems::advection_wave::<f32, 3>(&options).unwrap();
+    for o in p.cloud.orders_mut() {
+        *o = 2;
+    }
+    let one = MeshlessSimulation::<f32, 3, _, RowMajor>::new(
+        p.cloud.clone(),
+        radius,
+        scheme(&p),
+        Tableau::ssp_rk3(),
+        backend,
+    )
+    .unwrap();
+    let one = run(one);
+    let parts = on_thread_ranks(&thread_ranks(4), |comm| {
+        let sim = MeshlessSimulation::<f32, 3, _, RowMajor>::split(
+            p.cloud.clone(),
+            radius,
+            scheme(&p),
+            Tableau::ssp_rk3(),
+            backend,
+            Boundaries::new(),
+            comm,
+        )
+        .unwrap();
+        let held = sim.cloud.len();
+        (run(sim), held)
+    });
+    let n = p.cloud.len();
+    assert!(
+        parts.iter().any(|(_, held)| *held < n),
+        "a halo smaller than the cloud somewhere: {:?} of {n}",
+        parts.iter().map(|p| p.1).collect::<Vec<_>>()
+    );
+    let states: Vec<u32> = parts.into_iter().flat_map(|(s, _)| s).collect();
+    assert_eq!(states, one, "3-D states on 4 ranks");
+}
