@@ -102,15 +102,40 @@ impl Halo {
     /// Copies the owners' records into the halo: `data` holds `width` values per local particle;
     /// afterwards every halo particle's record is its owner's. Collective.
     pub fn exchange<T: bytemuck::Pod>(&self, data: &mut [T], width: usize) {
-        let size = self.comm.size();
-        if size == 1 || width == 0 {
-            return;
+        let recv = self.swap(width, |i, send: &mut Vec<T>| {
+            send.extend_from_slice(&data[i * width..(i + 1) * width]);
+        });
+        for (&i, r) in self.recv.iter().zip(recv.chunks_exact(width.max(1))) {
+            let i = i as usize;
+            data[i * width..(i + 1) * width].copy_from_slice(r);
+        }
+    }
+
+    /// [`exchange`](Self::exchange) of several arrays of one value per local particle (the
+    /// variables of a state) in one message per rank. Collective.
+    pub fn exchange_columns<T: bytemuck::Pod>(&self, columns: &mut [&mut [T]]) {
+        let width = columns.len();
+        let recv = self.swap(width, |i, send: &mut Vec<T>| {
+            send.extend(columns.iter().map(|c| c[i]));
+        });
+        for (&i, r) in self.recv.iter().zip(recv.chunks_exact(width.max(1))) {
+            for (column, &x) in columns.iter_mut().zip(r) {
+                column[i as usize] = x;
+            }
+        }
+    }
+
+    /// The all-to-all both forms share: `pack(i, send)` appends own particle `i`'s record of
+    /// `width` values for each rank that reads it; returns the halo's records from their
+    /// owners, in the order of the halo's local indices (`recv`). Empty on one rank.
+    fn swap<T: bytemuck::Pod>(&self, width: usize, pack: impl Fn(usize, &mut Vec<T>)) -> Vec<T> {
+        if self.comm.size() == 1 || width == 0 {
+            return Vec::new();
         }
         let record = width * std::mem::size_of::<T>();
         let mut send: Vec<T> = Vec::with_capacity(self.send.len() * width);
         for &i in &self.send {
-            let i = i as usize;
-            send.extend_from_slice(&data[i * width..(i + 1) * width]);
+            pack(i as usize, &mut send);
         }
         let send_counts: Vec<usize> = self.send_counts.iter().map(|c| c * record).collect();
         let recv_counts: Vec<usize> = self.recv_counts.iter().map(|c| c * record).collect();
@@ -121,10 +146,7 @@ impl Halo {
             bytemuck::cast_slice_mut(&mut recv),
             &recv_counts,
         );
-        for (k, &i) in self.recv.iter().enumerate() {
-            let i = i as usize;
-            data[i * width..(i + 1) * width].copy_from_slice(&recv[k * width..(k + 1) * width]);
-        }
+        recv
     }
 
     /// The first failure over the ranks, in the one-process order: each rank passes its own

@@ -973,9 +973,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
         if let Some(halo) = self.list.halo()
             && self.boundaries.localised()
         {
-            for v in u.iter_mut() {
-                halo.exchange(v, 1);
-            }
+            halo.exchange_columns(u);
         }
     }
 

@@ -317,9 +317,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
             )
         });
         if let Some(halo) = list.halo() {
-            for d in du {
-                halo.exchange(d, 1);
-            }
+            halo.exchange_columns(&mut du);
         } else if world.size() > 1 {
             let scratch = &mut Vec::new();
             for d in du {
