@@ -435,6 +435,29 @@ fn a_failure_on_one_rank_stops_every_rank_with_a_message_naming_it() {
         "the bad state is the bad acceleration's particle: {e}"
     );
     assert!(dir.join("diagnostics.csv.partial").exists());
+
+    // Rank 1's locally essential tree outgrows its reservation: every rank stops at the same
+    // step, and the message says why and where (not only that accelerations went bad).
+    let dir = tmp.path().join("essential");
+    let out = plummer(
+        Some(3),
+        &dir,
+        &[
+            "initial_conditions.particles=300",
+            "solver.kind=\"tree\"",
+            "output.diagnostics_every=1",
+        ],
+        &[("MOTE_FAULT", "essential@1")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert_eq!(e.matches("error:").count(), 1, "one message: {e}");
+    assert!(
+        e.contains(
+            "the force evaluation failed on rank 1 of 3: the tree's arrays: capacity exceeded"
+        ),
+        "{e}"
+    );
 }
 
 #[test]

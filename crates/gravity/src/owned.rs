@@ -430,6 +430,10 @@ impl<R: Real> ForceSolver<R> for OwnedSolver<R> {
         self.watch.first()
     }
 
+    fn failure(&self) -> Option<String> {
+        self.inner.failure()
+    }
+
     fn costs(&self) -> &[u64] {
         &self.costs
     }

@@ -203,6 +203,14 @@ pub trait ForceSolver<R: Real>: SolverInfo + Send {
         None
     }
 
+    /// Why an evaluation first gave non-finite accelerations on this rank, where the solver
+    /// knows: a tree it could not build, or whose arrays outgrew this rank's reservation (this
+    /// rank's own cause; a rank that stopped because another failed, or whose input was
+    /// already non-finite, has none). `None` otherwise.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
     /// Recomputes the accelerations of `particles` from their positions and masses.
     fn update(&mut self, particles: &mut ParticleData<R>) {
         let v = particles.view_mut();

@@ -387,14 +387,26 @@ pub fn file_particles<R: Real>(b: &crate::initial::Bodies, time_factor: f64) -> 
 /// A non-finite state found on several ranks (collective: every rank finds it at the same
 /// step), with the rank where it began: the rank that computed the run's first non-finite
 /// acceleration (the earliest force evaluation, the lowest rank among equals).
+///
+/// Where the solver knows why it gave non-finite accelerations (a tree it could not build, or
+/// whose arrays outgrew a rank's reservation), that is the message, with the rank it happened
+/// on (agreed: the lowest such rank).
 fn owned_by<R: Real>(mut e: RunError, solver: &mut dyn ForceSolver<R>) -> RunError {
     let world = comm::world();
-    if world.size() == 1 {
-        return e;
-    }
     let RunError::NonFinite { what, .. } = &mut e else {
         return e;
     };
+    let failure = solver.failure();
+    if world.size() == 1 {
+        if let Some(f) = failure {
+            what.push_str(&format!("; the force evaluation failed: {f}"));
+        }
+        return e;
+    }
+    if let Err(f) = comm::agree(world.as_ref(), failure.as_deref().map(|m| (1, m))) {
+        what.push_str(&format!("; the force evaluation failed on {f}"));
+        return e;
+    }
     let mine = solver.first_non_finite();
     // Earliest evaluation (as the largest complement), then lowest rank, then its particle.
     let evaluation = u64::MAX - comm::max_of(world.as_ref(), mine.map_or(0, |(k, _)| u64::MAX - k));

@@ -457,7 +457,13 @@ pub(crate) fn evaluate<T: Real + DirectKernels>(
     // A subtree of `k` particles has fewer than `2k` nodes; the whole tree gets at most one
     // per particle (beyond that one process makes larger leaves, which is refused below).
     let capacity = (shared.len() + 2 * n).min(n_total.max(shared.len()));
-    agreed(comm, tree.resize_essential(&keys, capacity))?;
+    // A test's fault: one rank's reservation is too small for its tree.
+    let resized = if comm::fault("essential", comm.rank()) {
+        Err(TreeError::Memory("capacity exceeded (test fault)".into()))
+    } else {
+        tree.resize_essential(&keys, capacity)
+    };
+    agreed(comm, resized)?;
     {
         let order = tree.order.as_mut_slice();
         let [px, py, pz] = &mut tree.pos;
@@ -705,9 +711,7 @@ fn agreed(comm: &dyn Comm, result: Result<(), TreeError>) -> Result<(), TreeErro
     let failed = comm::max_of(comm, result.is_err() as u64) != 0;
     match result {
         Err(e) => Err(e),
-        Ok(()) if failed => Err(TreeError::Memory(
-            "another rank's tree arrays do not fit its reservation".into(),
-        )),
+        Ok(()) if failed => Err(TreeError::Elsewhere),
         Ok(()) => Ok(()),
     }
 }

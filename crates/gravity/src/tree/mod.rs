@@ -219,6 +219,10 @@ pub enum TreeError {
     /// A rank's tree arrays do not fit its memory reservation.
     #[error("the tree's arrays: {0}")]
     Memory(String),
+    /// Over ranks: another rank's tree arrays do not fit its reservation (that rank reports
+    /// its own [`TreeError::Memory`]).
+    #[error("another rank's tree arrays do not fit its reservation")]
+    Elsewhere,
 }
 
 /// Timings and counts of the last evaluation.
@@ -254,6 +258,8 @@ pub struct TreeSolver<R: Real> {
     /// Over owned particles: the nodes and particles the last evaluation received from the
     /// other ranks.
     imported: [usize; 2],
+    /// Why an evaluation first gave NaN accelerations on this rank ([`ForceSolver::failure`]).
+    failure: Option<String>,
 }
 
 impl<R: Real> TreeSolver<R> {
@@ -287,6 +293,7 @@ impl<R: Real> TreeSolver<R> {
             shares: Vec::new(),
             watch: NonFiniteWatch::default(),
             imported: [0, 0],
+            failure: None,
         })
     }
 
@@ -415,6 +422,17 @@ impl<R: Real> TreeSolver<R> {
 }
 
 impl<R: Real> TreeSolver<R> {
+    /// Keeps the first failure that is this rank's own cause: not another rank's
+    /// ([`TreeError::Elsewhere`]) nor non-finite input (the consequence of an earlier NaN,
+    /// which the run's finiteness check traces).
+    fn fail(&mut self, e: TreeError) {
+        if self.failure.is_none()
+            && !matches!(e, TreeError::Elsewhere | TreeError::NonFinite { .. })
+        {
+            self.failure = Some(e.to_string());
+        }
+    }
+
     /// An evaluation over ranks that own their particles (`essential`): accelerations and
     /// costs into `out`, or without it each of this rank's groups' potential sum.
     fn owned(
@@ -521,10 +539,8 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
         masses: &[R],
         mut acc: Vec3SpanMut<'_, R>,
     ) {
-        if self
-            .try_accelerations(positions, masses, acc.reborrow())
-            .is_err()
-        {
+        if let Err(e) = self.try_accelerations(positions, masses, acc.reborrow()) {
+            self.fail(e);
             acc.fill([R::nan(); 3]);
         }
     }
@@ -558,6 +574,10 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
 
     fn first_non_finite(&self) -> Option<(u64, usize)> {
         self.watch.first()
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.failure.clone()
     }
 
     /// This rank's range of groups, cut by measured cost as in [`ForceSolver::accelerations`]
@@ -625,7 +645,8 @@ impl<R: Real> ForceSolver<R> for TreeSolver<R> {
             // A tree one process builds with larger leaves for want of nodes: built whole on
             // every rank instead (every rank sees the same totals, so all fall back alike).
             Err(TreeError::Nodes { .. }) => return false,
-            Err(_) => {
+            Err(e) => {
+                self.fail(e);
                 acc.fill([R::nan(); 3]);
                 costs.fill(1);
             }
