@@ -117,6 +117,13 @@ fn scheme(s: Setting) -> Muscl<f64, 2, Euler<2>> {
     scheme
 }
 
+/// The one-process simulation of `cloud` (setting `s`, neighbours within `radius`), SSP-RK3 on
+/// one thread.
+fn one_process(cloud: Cloud<f64, 2>, s: Setting, radius: f64) -> Result<Sim, CloudError> {
+    let backend = CpuBackend::threads(1);
+    Sim::new(cloud, radius, scheme(s), Tableau::ssp_rk3(), backend)
+}
+
 /// This rank's part of the simulation of `cloud` (setting `s`, neighbours within `radius`,
 /// `boundaries`), SSP-RK3 on one thread.
 fn split(
@@ -184,18 +191,10 @@ fn advance(mut sim: Sim, steps: usize) -> Outcome {
 
 #[test]
 fn a_split_cloud_ends_bitwise_as_one_process() {
-    let backend = CpuBackend::threads(1);
     for s in SETTINGS {
         let cloud = blast(s.walls);
         let n = cloud.len();
-        let one = Sim::new(
-            cloud.clone(),
-            radius(s.order),
-            scheme(s),
-            Tableau::ssp_rk3(),
-            backend,
-        )
-        .unwrap();
+        let one = one_process(cloud.clone(), s, radius(s.order)).unwrap();
         let one = advance(with_mood(one, s), 6);
         assert!(
             s.mood.is_none() || one.mood.failures > 0,
@@ -241,22 +240,15 @@ fn a_split_cloud_ends_bitwise_as_one_process() {
 fn a_split_cloud_agrees_on_failures() {
     let mut cloud = blast(false);
     let s = SETTINGS[0];
-    let backend = CpuBackend::threads(1);
     let bad = cloud.len() - 5;
     cloud.state_var_mut(2)[bad] = f64::NAN;
-    let one = Sim::new(
-        cloud.clone(),
-        radius(s.order),
-        scheme(s),
-        Tableau::ssp_rk3(),
-        backend,
-    )
-    .unwrap()
-    .step(1e-4)
-    .unwrap_err();
+    let one = one_process(cloud.clone(), s, radius(s.order))
+        .unwrap()
+        .step(1e-4)
+        .unwrap_err();
     assert!(matches!(one, CloudError::NonFinite { variable: 2, .. }));
     let small = 0.8 / SIDE as f64;
-    let too_few = Sim::new(cloud.clone(), small, scheme(s), Tableau::ssp_rk3(), backend)
+    let too_few = one_process(cloud.clone(), s, small)
         .err()
         .expect("too few neighbours");
     for k in 2..=3 {
@@ -293,7 +285,6 @@ fn a_split_cloud_with_boundaries_ends_bitwise_as_one_process() {
         ("quadrant", problems::quadrant::<f64>, 20),
         ("double Mach", problems::double_mach::<f64>, 12),
     ];
-    let backend = CpuBackend::threads(1);
     let s = SETTINGS[0];
     for (name, build, resolution) in cases {
         let options = ProblemOptions {
@@ -313,7 +304,7 @@ fn a_split_cloud_with_boundaries_ends_bitwise_as_one_process() {
         let radius = default_radius_factor::<2>(2) * spacing;
         let p = problem();
         let n = p.cloud.len();
-        let one = Sim::new(p.cloud, radius, scheme(s), Tableau::ssp_rk3(), backend)
+        let one = one_process(p.cloud, s, radius)
             .unwrap()
             .with_boundaries(p.boundaries)
             .unwrap();
