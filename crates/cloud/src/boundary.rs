@@ -455,16 +455,16 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
     pub fn localise(&mut self, halo: &crate::halo::Halo) {
         let m = self.variables;
         let own = halo.first()..halo.first() + halo.own().len();
+        let local = |g: usize| {
+            halo.local_of(g)
+                .expect("a boundary particle's interior neighbour is in its rank's halo")
+        };
         let mut initial = Vec::new();
         let mut kept = Vec::new();
         for (k, p) in self.particles.iter().enumerate() {
             if !own.contains(&p.index) {
                 continue;
             }
-            let local = |g: usize| {
-                halo.local_of(g)
-                    .expect("a boundary particle's interior neighbour is in its rank's halo")
-            };
             kept.push(BoundaryParticle {
                 index: local(p.index),
                 interior: local(p.interior),

@@ -30,9 +30,15 @@ use crate::cloud::Cloud;
 use crate::error::CloudError;
 use crate::search::{NeighbourList, SlotLayout};
 
-/// Particles per block of the one-process order that ranks own whole: the block the replicated
-/// passes split by (`scheme::RANK_BLOCK`).
+/// Particles per block of the one-process order that ranks own whole (or, on a replicated
+/// cloud, compute: the passes' ranges, `scheme::on_own_blocks`).
 pub const OWN_BLOCK: usize = 256;
+
+/// The ranks' ranges of the one-process order `0..n` over `parts` ranks: contiguous, whole
+/// [`OWN_BLOCK`]s. One cut for the split cloud's ownership and the replicated passes' ranges.
+pub fn own_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
+    comm::block_ranges(n, parts, OWN_BLOCK)
+}
 
 /// What a rank holds of a split cloud and how its halo is refreshed.
 #[derive(Debug)]
@@ -167,10 +173,20 @@ impl Halo {
     pub fn sum(&self, values: &mut [u64]) {
         self.comm.sum_u64(values);
     }
+
+    /// Every rank's own values of `part` (`width` per local particle) into `whole` (`width` per
+    /// particle of the one-process order), on every rank. Collective.
+    pub fn gather<T: bytemuck::Pod>(&self, part: &[T], width: usize, whole: &mut [T]) {
+        let counts: Vec<usize> = own_ranges(self.total, self.comm.size())
+            .iter()
+            .map(|r| r.len() * width)
+            .collect();
+        let own = &part[self.own.start * width..self.own.end * width];
+        comm::all_gather(self.comm.as_ref(), own, &counts, whole);
+    }
 }
 
-/// [`Halo::first_failure`] on a communicator.
-pub fn first_failure<const N: usize>(comm: &dyn Comm, mine: Option<[u64; N]>) -> Option<[u64; N]> {
+fn first_failure<const N: usize>(comm: &dyn Comm, mine: Option<[u64; N]>) -> Option<[u64; N]> {
     let size = comm.size();
     if size == 1 {
         return mine;
@@ -202,30 +218,27 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
 ) -> Result<(Cloud<R, D>, Halo), CloudError> {
     let n = cloud.len();
     let (size, rank) = (comm.size(), comm.rank());
-    let ranges = comm::block_ranges(n, size, OWN_BLOCK);
+    let ranges = own_ranges(n, size);
     let mine = ranges[rank].clone();
-    // 0: not held, 1: own, 2: ring 1, 3: ring 2.
-    let mut ring = vec![0u8; n];
-    ring[mine.clone()].fill(1);
+    // Own particles, then ring 1 (their neighbours), then ring 2 (ring 1's neighbours).
+    let mut holds = vec![false; n];
+    holds[mine.clone()].fill(true);
     let mut first_ring = Vec::new();
     for i in mine.clone() {
         for j in list.neighbours(i) {
             let j = j as usize;
-            if ring[j] == 0 {
-                ring[j] = 2;
+            if !holds[j] {
+                holds[j] = true;
                 first_ring.push(j);
             }
         }
     }
     for &j in &first_ring {
         for k in list.neighbours(j) {
-            let k = k as usize;
-            if ring[k] == 0 {
-                ring[k] = 3;
-            }
+            holds[k as usize] = true;
         }
     }
-    let held: Vec<usize> = (0..n).filter(|&i| ring[i] != 0).collect();
+    let held: Vec<usize> = (0..n).filter(|&i| holds[i]).collect();
     let own_start = held.partition_point(|&i| i < mine.start);
     let own = own_start..own_start + mine.len();
     // The halo in ascending one-process index: grouped by owner in rank order, since the
@@ -256,11 +269,7 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
     // The local cloud: the held particles first, in order, then dropped.
     let mut local = cloud.clone();
     let mut order = held.clone();
-    let mut taken = vec![false; n];
-    for &i in &held {
-        taken[i] = true;
-    }
-    order.extend((0..n).filter(|&i| !taken[i]));
+    order.extend((0..n).filter(|&i| !holds[i]));
     let perm = Permutation::new(order).expect("a permutation of the particles");
     local.apply_permutation(&perm);
     local.truncate(held.len());

@@ -555,27 +555,6 @@ fn muscl<R: mote_core::Real, const D: usize, E: Equation<R, D>>(
     })
 }
 
-/// Every rank's own values of `part` (the local values of a split simulation, `width` per
-/// particle) into `whole` in the one-process order. Collective.
-fn gather_own<T: bytemuck::Pod>(
-    halo: &mote_cloud::halo::Halo,
-    part: &[T],
-    width: usize,
-    whole: &mut [T],
-) {
-    let comm = halo.comm();
-    let ranges =
-        mote_core::comm::block_ranges(halo.total(), comm.size(), mote_cloud::halo::OWN_BLOCK);
-    let counts: Vec<usize> = ranges.iter().map(|r| r.len() * width).collect();
-    let own = halo.own();
-    mote_core::comm::all_gather(
-        comm,
-        &part[own.start * width..own.end * width],
-        &counts,
-        whole,
-    );
-}
-
 impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for OnCpu<R, D, E> {
     fn backend(&self) -> String {
         "cpu".to_string()
@@ -638,7 +617,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
             return Ok(());
         };
         for v in 0..whole.variables() {
-            gather_own(halo, self.sim.cloud.state(v), 1, whole.state_var_mut(v));
+            halo.gather(self.sim.cloud.state(v), 1, whole.state_var_mut(v));
         }
         Ok(())
     }
@@ -657,7 +636,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         match (&self.whole, self.sim.halo()) {
             (Some(whole), Some(halo)) => {
                 let mut all = vec![0u8; whole.len()];
-                gather_own(halo, part, 1, &mut all);
+                halo.gather(part, 1, &mut all);
                 Ok(all)
             }
             _ => Ok(part.to_vec()),

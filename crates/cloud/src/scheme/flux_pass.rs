@@ -273,9 +273,9 @@ pub struct Velocities<'a, R, const D: usize> {
     pub grad: &'a [R],
 }
 
-/// Particles per block of the flux and derivative passes (and the unit their split between
-/// ranks is made of).
-const PASS_BLOCK: usize = 256;
+/// Particles per block of the flux and derivative passes (their split between ranks is in
+/// whole blocks of the same size, `crate::halo::OWN_BLOCK`).
+const PASS_BLOCK: usize = crate::halo::OWN_BLOCK;
 
 impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
     /// The pass with `M` variables (`M = MAX_VARIABLES`: the run-time count, up to it), at SIMD
@@ -299,7 +299,7 @@ impl<'a, R: Real, const D: usize, E: Equation<R, D>> FluxPass<'a, R, D, E> {
         // rates refreshed from their owners (`crate::halo`).
         let world = mote_core::comm::world();
         let n = du.first().map_or(0, |d| d.len());
-        let ranges = mote_core::comm::block_ranges(n, world.size(), PASS_BLOCK);
+        let ranges = crate::halo::own_ranges(n, world.size());
         let mine = match list.halo() {
             Some(halo) => halo.own(),
             None => ranges[world.rank()].clone(),

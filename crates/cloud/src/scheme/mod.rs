@@ -20,13 +20,9 @@ mod flux_pass;
 mod limiter;
 mod weno;
 
-/// Particles per block of a pass split between ranks: the ranks' ranges are whole blocks, so
-/// each rank runs exactly the blocks one process runs.
-const RANK_BLOCK: usize = 256;
-
-/// Runs `pass(start, own)` on this rank's contiguous range of whole [`RANK_BLOCK`]-particle
-/// blocks of `out` (records of `width` values per particle; `start` is the range's first
-/// particle, `own` its records), then gathers every rank's range ([`mote_core::comm`]), so that
+/// Runs `pass(start, own)` on this rank's contiguous range of whole blocks of the one-process
+/// order ([`crate::halo::own_ranges`]) of `out` (records of `width` values per particle; `start`
+/// is the range's first particle, `own` its records), then gathers every rank's range ([`mote_core::comm`]), so that
 /// every rank holds every record. For passes whose records each depend on their own
 /// particle only (its neighbours' inputs included): the records are one process's, bit for bit.
 ///
@@ -47,7 +43,7 @@ pub(crate) fn on_own_blocks<T: bytemuck::Pod>(
     }
     let world = mote_core::comm::world();
     let n = out.len().checked_div(width).unwrap_or(0);
-    let ranges = mote_core::comm::block_ranges(n, world.size(), RANK_BLOCK);
+    let ranges = crate::halo::own_ranges(n, world.size());
     let mine = ranges[world.rank()].clone();
     pass(mine.start, &mut out[mine.start * width..mine.end * width]);
     if world.size() > 1 && width > 0 {
@@ -554,9 +550,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         let world = mote_core::comm::world();
         let mine = match list.halo() {
             Some(halo) => halo.own(),
-            None => mote_core::comm::block_ranges(cloud.len(), world.size(), RANK_BLOCK)
-                [world.rank()]
-            .clone(),
+            None => crate::halo::own_ranges(cloud.len(), world.size())[world.rank()].clone(),
         };
         let rate = backend
             .map_reduce(
