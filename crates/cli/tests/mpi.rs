@@ -562,9 +562,10 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
     ];
     for (case, (name, sets)) in cases.into_iter().enumerate() {
         let tag = format!("{case}-{name}");
-        // Fixed clouds are split between the ranks (each holds its own particles and a halo);
-        // moving ones keep the state on every rank.
-        let split = case < 3;
+        // Clouds are split between the ranks (each holds its own particles and a halo; a
+        // moving one's particles migrate between them); adaptive ones keep the state on every
+        // rank.
+        let split = case < 4;
         same_on_ranks(tmp.path(), &tag, name, sets, &[2, 3, 4], |k| {
             let mut expect = vec![format!("\"ranks\": {k}"), "\"bytes_received\"".to_string()];
             if split {
@@ -604,7 +605,8 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
         );
     }
     // A meshless checkpoint written on 3 ranks resumes on 2 as on one process: a replicated
-    // run (Sod's tube) and a split one (Kelvin-Helmholtz).
+    // run (Sod's tube), a split one (Kelvin-Helmholtz) and a split moving one (the Lagrangian
+    // vortex).
     let resumed = [
         (
             "sod",
@@ -613,6 +615,11 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
         ),
         (
             "kelvin_helmholtz",
+            ["problem.resolution=24", "run.end_time=0.05"],
+            "0.1",
+        ),
+        (
+            "lagrangian_vortex",
             ["problem.resolution=24", "run.end_time=0.05"],
             "0.1",
         ),

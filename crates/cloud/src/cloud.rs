@@ -97,7 +97,7 @@ impl<R: Real, const D: usize> Cloud<R, D> {
     }
 
     /// The one place that lists every array. All length changes go through it.
-    fn arrays_mut(&mut self) -> Vec<&mut dyn AnyBuffer> {
+    pub(crate) fn arrays_mut(&mut self) -> Vec<&mut dyn AnyBuffer> {
         let mut v: Vec<&mut dyn AnyBuffer> = Vec::with_capacity(D + 4 + self.state.len());
         v.extend(self.position.iter_mut().map(|b| b as &mut dyn AnyBuffer));
         v.push(&mut self.volume);
@@ -340,9 +340,6 @@ impl<R: Real, const D: usize> Cloud<R, D> {
 
     /// Morton keys of the positions, quantised over the particles' bounding box.
     pub fn morton_keys(&self) -> Vec<u64> {
-        let n = self.len();
-        let bits = 63 / D as u32;
-        let scale = ((1u64 << bits) - 1) as f64;
         let mut lo = [f64::INFINITY; D];
         let mut hi = [f64::NEG_INFINITY; D];
         for a in 0..D {
@@ -351,6 +348,15 @@ impl<R: Real, const D: usize> Cloud<R, D> {
                 hi[a] = hi[a].max(x.as_f64());
             }
         }
+        self.morton_keys_over(lo, hi)
+    }
+
+    /// Morton keys of the positions quantised over the box `lo..=hi` (the bounding box of the
+    /// whole cloud, for a rank's part of a split cloud).
+    pub(crate) fn morton_keys_over(&self, lo: [f64; D], hi: [f64; D]) -> Vec<u64> {
+        let n = self.len();
+        let bits = 63 / D as u32;
+        let scale = ((1u64 << bits) - 1) as f64;
         (0..n)
             .map(|i| {
                 let q: [u64; D] = std::array::from_fn(|a| {

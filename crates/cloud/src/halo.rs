@@ -28,7 +28,7 @@ use mote_core::comm::{self, Comm};
 
 use crate::cloud::Cloud;
 use crate::error::CloudError;
-use crate::search::{NeighbourList, SlotLayout};
+use crate::search::{NeighbourList, SearchGrid, SlotLayout};
 
 /// Particles per block of the one-process order that ranks own whole (or, on a replicated
 /// cloud, compute: the passes' ranges, `scheme::on_own_blocks`).
@@ -67,6 +67,11 @@ impl Halo {
     /// The communicator of the split.
     pub fn comm(&self) -> &dyn Comm {
         self.comm.as_ref()
+    }
+
+    /// The communicator of the split, shared.
+    pub(crate) fn comm_arc(&self) -> Arc<dyn Comm> {
+        self.comm.clone()
     }
 
     /// The own particles' local indices.
@@ -287,4 +292,324 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
             recv_counts,
         },
     ))
+}
+
+/// The extremes of the particles `rows` of `pos` over every rank: on a split cloud whose ranks
+/// pass their own particles, the one-process bounding box, bit for bit (extremes are exact).
+/// Collective.
+pub(crate) fn extent<R: Real, const D: usize>(
+    comm: &dyn Comm,
+    pos: [&[R]; D],
+    rows: Range<usize>,
+) -> ([f64; D], [f64; D]) {
+    // One maximum over the ranks of order-preserving bit patterns: of `-min`, then of `max`.
+    let ordered = |x: f64| {
+        let b = x.to_bits();
+        if b >> 63 == 1 { !b } else { b | 1 << 63 }
+    };
+    let unordered = |k: u64| f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k });
+    let mut v = vec![0u64; 2 * D];
+    for a in 0..D {
+        let (lo, hi) = pos[a][rows.clone()]
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x.as_f64()), hi.max(x.as_f64()))
+            });
+        v[a] = ordered(-lo);
+        v[D + a] = ordered(hi);
+    }
+    comm.max_u64(&mut v);
+    (
+        std::array::from_fn(|a| -unordered(v[a])),
+        std::array::from_fn(|a| unordered(v[D + a])),
+    )
+}
+
+/// Cells of edge at least `width` over the whole cloud (its domain on periodic axes, the
+/// particles' extremes `min..=max` on the others): particles within `width` of each other lie
+/// in the same or adjacent cells.
+fn coarse_cells<const D: usize>(
+    domain: &crate::domain::Domain<D>,
+    min: [f64; D],
+    max: [f64; D],
+    width: f64,
+) -> SearchGrid<D> {
+    let periodic = domain.periodic();
+    let (dlo, dhi) = domain.bounds();
+    let lo: [f64; D] = std::array::from_fn(|a| if periodic[a] { dlo[a] } else { min[a] });
+    let length: [f64; D] = std::array::from_fn(|a| {
+        if periodic[a] {
+            dhi[a] - dlo[a]
+        } else {
+            (max[a] - min[a]).max(0.0)
+        }
+    });
+    let cells: [usize; D] = std::array::from_fn(|a| {
+        ((length[a] / (width * (1.0 + 1e-6))).floor() as usize).clamp(1, 1 << 20)
+    });
+    let inv_cell = std::array::from_fn(|a| {
+        if length[a] > 0.0 {
+            cells[a] as f64 / length[a]
+        } else {
+            1.0
+        }
+    });
+    SearchGrid {
+        lo,
+        inv_cell,
+        cells,
+        periodic,
+        length,
+    }
+}
+
+/// Builds a rank's part of a split cloud from its `own` particles (the one-process particles
+/// `first..first + own.len()` of `total`, in that order): every particle of another rank within
+/// `width` of an own particle is copied here (a superset: those in the same or an adjacent cell
+/// of edge `width`). With `width` at least twice the search radius the halo holds both rings of
+/// [`split`]'s graph halo at these positions, and more while the particles move less than
+/// half of `width`'s excess over it (the moving clouds' skin). Only ranks whose cells' boxes
+/// border each other exchange their occupied cells, then the particles. Collective.
+pub fn around<R: Real, const D: usize>(
+    mut own: Cloud<R, D>,
+    first: usize,
+    total: usize,
+    width: f64,
+    comm: Arc<dyn Comm>,
+) -> Result<(Cloud<R, D>, Halo), CloudError> {
+    let (size, me) = (comm.size(), comm.rank());
+    let n = own.len();
+    let (min, max) = extent(comm.as_ref(), own.positions(), 0..n);
+    let grid = coarse_cells(own.domain(), min, max, width);
+    let pos = own.positions();
+    let coords: Vec<[usize; D]> = (0..n)
+        .map(|i| grid.bin_coord::<f64>(std::array::from_fn(|a| pos[a][i].as_f64())))
+        .collect();
+    let cell_of: Vec<u64> = coords.iter().map(|&c| grid.linear(c) as u64).collect();
+    // Each rank's box of occupied cells (lower corner u64::MAX: no particles).
+    let mut bounds = vec![u64::MAX; D];
+    bounds.extend([0u64; D]);
+    for c in &coords {
+        for a in 0..D {
+            bounds[a] = bounds[a].min(c[a] as u64);
+            bounds[D + a] = bounds[D + a].max(c[a] as u64);
+        }
+    }
+    let mut boxes = vec![0u64; 2 * D * size];
+    comm::all_gather(comm.as_ref(), &bounds, &vec![2 * D; size], &mut boxes);
+    let bordering = |q: usize| {
+        let (a, b) = (
+            &boxes[2 * D * me..2 * D * (me + 1)],
+            &boxes[2 * D * q..2 * D * (q + 1)],
+        );
+        if q == me || a[0] == u64::MAX || b[0] == u64::MAX {
+            return false;
+        }
+        (0..D).all(|d| {
+            let (a0, a1, b0, b1) = (a[d] as i64, a[D + d] as i64, b[d] as i64, b[D + d] as i64);
+            let n = grid.cells[d] as i64;
+            let shifts: &[i64] = if grid.periodic[d] { &[-n, 0, n] } else { &[0] };
+            shifts.iter().any(|s| a0 <= b1 + s + 1 && b0 + s <= a1 + 1)
+        })
+    };
+    // Occupied cells to the bordering ranks; back come theirs.
+    let mut occupied = cell_of.clone();
+    occupied.sort_unstable();
+    occupied.dedup();
+    let mut send: Vec<u64> = Vec::new();
+    let mut send_bytes = vec![0usize; size];
+    for (q, bytes) in send_bytes.iter_mut().enumerate() {
+        if bordering(q) {
+            send.extend_from_slice(&occupied);
+            *bytes = occupied.len() * 8;
+        }
+    }
+    let (got, got_bytes) = comm::exchange(comm.as_ref(), bytemuck::cast_slice(&send), &send_bytes);
+    let got: Vec<u64> = got
+        .chunks_exact(8)
+        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        .collect();
+    // Each bordering rank gets the own particles in or next to its cells, in order.
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); size];
+    let mut at = 0;
+    for (q, &bytes) in got_bytes.iter().enumerate() {
+        let theirs = &got[at..at + bytes / 8];
+        at += bytes / 8;
+        if theirs.is_empty() {
+            continue;
+        }
+        let mut wanted = Vec::new();
+        for &c in theirs {
+            let b = unlinear(&grid, c as usize);
+            let axes: [([usize; 3], usize); D] = std::array::from_fn(|a| grid.axis_bins(a, b[a]));
+            let mut k = [0usize; D];
+            'cells: loop {
+                wanted.push(grid.linear(std::array::from_fn(|a| axes[a].0[k[a]])) as u64);
+                for a in 0..D {
+                    k[a] += 1;
+                    if k[a] < axes[a].1 {
+                        continue 'cells;
+                    }
+                    k[a] = 0;
+                }
+                break;
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        groups[q] = (0..n)
+            .filter(|&i| wanted.binary_search(&cell_of[i]).is_ok())
+            .collect();
+    }
+    // The copies, with their one-process indices, then every local particle in that order.
+    let mut global: mote_core::Buffer<u64> =
+        mote_core::Buffer::new("one_process_index", mote_core::Scaling::PerParticle(1));
+    global.resize(n, 0)?;
+    for (i, g) in global.as_mut_slice().iter_mut().enumerate() {
+        *g = (first + i) as u64;
+    }
+    let recv_counts = {
+        let mut arrays = own.arrays_mut();
+        arrays.push(&mut global);
+        let counts = mote_core::columns::copy_all(comm.as_ref(), &mut arrays, &groups)?;
+        let perm = Permutation::sorting_by_key(global.as_slice());
+        let mut arrays = own.arrays_mut();
+        arrays.push(&mut global);
+        mote_core::columns::permute_all(&mut arrays, &perm);
+        counts
+    };
+    let global: Vec<usize> = global.as_slice().iter().map(|&g| g as usize).collect();
+    let own_start = global.partition_point(|&g| g < first);
+    let own_range = own_start..own_start + n;
+    let recv: Vec<u32> = (0..global.len())
+        .filter(|i| !own_range.contains(i))
+        .map(|i| i as u32)
+        .collect();
+    let send: Vec<u32> = groups
+        .iter()
+        .flatten()
+        .map(|&i| (own_start + i) as u32)
+        .collect();
+    let send_counts = groups.iter().map(Vec::len).collect();
+    Ok((
+        own,
+        Halo {
+            comm,
+            own: own_range,
+            first,
+            total,
+            global,
+            send,
+            send_counts,
+            recv,
+            recv_counts,
+        },
+    ))
+}
+
+fn unlinear<const D: usize>(grid: &SearchGrid<D>, mut c: usize) -> [usize; D] {
+    std::array::from_fn(|a| {
+        let b = c % grid.cells[a];
+        c /= grid.cells[a];
+        b
+    })
+}
+
+/// Sorts a split cloud along the Morton curve of the whole cloud, as
+/// [`Cloud::reorder_morton`] sorts one process's (by key over the whole cloud's bounding box,
+/// ties in the old order): `own` holds this rank's particles `first..first + own.len()` of the
+/// old one-process order and afterwards its range of the new one ([`own_ranges`]; particles
+/// migrate between ranks with every array). Collective: a sample sort of the keys and their
+/// old indices, the new indices sent back to the old owners, then the particles moved.
+pub fn reorder<R: Real, const D: usize>(
+    own: &mut Cloud<R, D>,
+    first: usize,
+    total: usize,
+    comm: &dyn Comm,
+) -> Result<(), CloudError> {
+    let (size, me) = (comm.size(), comm.rank());
+    let n = own.len();
+    let (lo, hi) = extent(comm, own.positions(), 0..n);
+    let keys = own.morton_keys_over(lo, hi);
+    let mut items: Vec<[u64; 2]> = (0..n).map(|i| [keys[i], (first + i) as u64]).collect();
+    items.sort_unstable();
+    // Splitters from evenly spaced samples of every rank's sorted items.
+    let samples: Vec<[u64; 2]> = {
+        let s = n.min(64);
+        (0..s).map(|k| items[k * n / s]).collect()
+    };
+    let (mut all, _) = comm::all_gather_varied(comm, &samples);
+    all.sort_unstable();
+    let splitters: Vec<[u64; 2]> = (1..size).map(|j| all[j * all.len() / size]).collect();
+    let pack = |groups: &[Vec<[u64; 2]>]| {
+        let bytes: Vec<usize> = groups.iter().map(|g| g.len() * 16).collect();
+        let flat: Vec<[u64; 2]> = groups.iter().flatten().copied().collect();
+        let (got, _) = comm::exchange(comm, bytemuck::cast_slice(&flat), &bytes);
+        got.chunks_exact(16)
+            .map(|b| {
+                let w = |k: usize| u64::from_ne_bytes(b[8 * k..8 * k + 8].try_into().expect("8"));
+                [w(0), w(1)]
+            })
+            .collect::<Vec<[u64; 2]>>()
+    };
+    let mut buckets: Vec<Vec<[u64; 2]>> = vec![Vec::new(); size];
+    for &item in &items {
+        buckets[splitters.partition_point(|s| *s <= item)].push(item);
+    }
+    let mut mine = pack(&buckets);
+    mine.sort_unstable();
+    let mut counts = vec![0u64; size];
+    comm::all_gather(comm, &[mine.len() as u64], &vec![1; size], &mut counts);
+    let offset: u64 = counts[..me].iter().sum();
+    // (old index, new index) back to the old owners.
+    let ranges = own_ranges(total, size);
+    let owner = |g: usize| ranges.partition_point(|r| r.end <= g);
+    let mut back: Vec<Vec<[u64; 2]>> = vec![Vec::new(); size];
+    for (k, item) in mine.iter().enumerate() {
+        back[owner(item[1] as usize)].push([item[1], offset + k as u64]);
+    }
+    let mut new_index: mote_core::Buffer<u64> =
+        mote_core::Buffer::new("new_one_process_index", mote_core::Scaling::PerParticle(1));
+    new_index.resize(n, 0)?;
+    for [old, new] in pack(&back) {
+        new_index.as_mut_slice()[old as usize - first] = new;
+    }
+    let destinations: Vec<u32> = new_index
+        .as_slice()
+        .iter()
+        .map(|&g| owner(g as usize) as u32)
+        .collect();
+    let mut arrays = own.arrays_mut();
+    arrays.push(&mut new_index);
+    mote_core::columns::migrate_all(comm, &mut arrays, &destinations)?;
+    let perm = Permutation::sorting_by_key(new_index.as_slice());
+    let mut arrays = own.arrays_mut();
+    arrays.push(&mut new_index);
+    mote_core::columns::permute_all(&mut arrays, &perm);
+    debug_assert_eq!(own.len(), ranges[me].len());
+    Ok(())
+}
+
+/// Keeps the particles `own` of `cloud` (a rank's own particles, dropping its halo), in order.
+pub(crate) fn keep_own<R: Real, const D: usize>(cloud: &mut Cloud<R, D>, own: Range<usize>) {
+    if own.start > 0 {
+        let n = cloud.len();
+        let order: Vec<usize> = own.clone().chain(0..own.start).chain(own.end..n).collect();
+        cloud.apply_permutation(&Permutation::new(order).expect("a permutation of the particles"));
+    }
+    cloud.truncate(own.len());
+}
+
+/// Copies the own particles of every rank, with every array (positions, volumes, tags, orders,
+/// ids, state), into `whole` (the one-process cloud) on every rank: the whole cloud of a split
+/// simulation whose particles move and reorder. Collective.
+pub fn gather_cloud<R: Real, const D: usize>(
+    halo: &Halo,
+    part: &mut Cloud<R, D>,
+    whole: &mut Cloud<R, D>,
+) {
+    for (p, w) in part.arrays_mut().into_iter().zip(whole.arrays_mut()) {
+        let e = p.element_bytes();
+        halo.gather(p.bytes(), e, w.bytes_mut());
+    }
 }

@@ -54,6 +54,67 @@ struct Moving<R: Real, const D: usize> {
     /// Adaptivity and how many steps apart it runs.
     adapt: Option<(Adaptivity, u64)>,
     adapted: AdaptStats,
+    /// On a cloud split between ranks: how far its halo reaches beyond the particles' reach.
+    drift: Option<Drift<R, D>>,
+}
+
+/// The halo's skin default: extra width beyond the search radius, in search radii.
+const SKIN: f64 = 0.5;
+
+/// A moving cloud split between ranks (decision 0031): each rank holds every particle within
+/// `radius + skin` of its own particles as they were when the halo was found (`anchor`). The
+/// own particles' lists at later positions are the one-process lists while no particle has
+/// moved half the skin (the MLS-divergence formulation, every moving cloud's, reads no other
+/// list: the neighbours' derivatives and velocity gradients come from their owners): the
+/// stages check that (a maximum over the ranks) before every search.
+/// A stage that finds the halo outgrown fails the step, which is redone from its start on a
+/// halo twice as wide; after each step the halo is found again when the next step might
+/// outgrow it, and after every Morton reordering (the particles migrate to their new owners).
+struct Drift<R: Real, const D: usize> {
+    /// The skin a halo is found with, in distance (`SKIN` radii unless set).
+    skin: f64,
+    /// The current halo's skin.
+    current: f64,
+    /// The own particles' positions when the halo was found.
+    anchor: [Vec<R>; D],
+    /// The largest distance from the anchors after the last step.
+    since: f64,
+    /// Set by a stage that found the halo outgrown.
+    outgrown: bool,
+    /// Halos found since the start (the first included), and steps redone.
+    rebuilds: u64,
+    retries: u64,
+}
+
+impl<R: Real, const D: usize> Drift<R, D> {
+    /// The largest distance an own particle of any rank has moved from its anchor (minimum
+    /// image on periodic axes). Collective.
+    fn displacement(&self, cloud: &Cloud<R, D>, halo: &crate::halo::Halo) -> f64 {
+        let own = halo.own();
+        let pos = cloud.positions();
+        let periodic = cloud.domain().periodic();
+        let (lo, hi) = cloud.domain().bounds();
+        let mut worst = 0.0f64;
+        for k in 0..own.len() {
+            let mut d2 = 0.0;
+            for a in 0..D {
+                let mut d = pos[a][own.start + k].as_f64() - self.anchor[a][k].as_f64();
+                if periodic[a] {
+                    let l = hi[a] - lo[a];
+                    d -= l * (d / l).round();
+                }
+                d2 += d * d;
+            }
+            worst = worst.max(d2.sqrt());
+        }
+        f64::from_bits(halo.max_of(worst.to_bits()))
+    }
+
+    /// Whether particles that moved `moved` may have left the halo's reach (the search radius
+    /// `radius`; a margin of 10^-3 radii covers the rounding of positions and distances).
+    fn outgrown_by(&self, moved: f64, radius: f64) -> bool {
+        2.0 * moved + 1e-3 * radius >= self.current
+    }
 }
 
 /// A conservation law advanced on a cloud: fixed (the neighbour search runs once) or moving
@@ -204,9 +265,6 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         reorder_distance: f64,
     ) -> Result<Self, CloudError> {
         let refuse = |what: &str| Err(CloudError::invalid("moving cloud", motion.name(), what));
-        if self.halo().is_some() {
-            return refuse("one process (moving clouds are not split between ranks yet)");
-        }
         if reorder_distance.is_nan() || reorder_distance <= 0.0 {
             return refuse("a positive reordering distance");
         }
@@ -222,7 +280,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         if self.mood.is_some() {
             return refuse("no MOOD (not available on moving clouds yet)");
         }
-        if self.cloud.tags().iter().any(|&t| t != INTERIOR) {
+        let boundary = u64::from(self.cloud.tags().iter().any(|&t| t != INTERIOR));
+        // A split cloud's ranks agree (one may hold boundary particles, another none).
+        if self.halo().map_or(boundary, |h| h.max_of(boundary)) == 1 {
             return refuse(
                 "a periodic cloud without boundary particles (boundary conditions on moving clouds are not available yet)",
             );
@@ -246,8 +306,107 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             seconds: MotionSeconds::default(),
             adapt: None,
             adapted: AdaptStats::default(),
+            drift: self.halo().map(|_| Drift {
+                skin: SKIN * self.search.radius(),
+                current: 0.0,
+                anchor: std::array::from_fn(|_| Vec::new()),
+                since: 0.0,
+                outgrown: false,
+                rebuilds: 0,
+                retries: 0,
+            }),
         });
+        if self.halo().is_some() {
+            // The graph halo of `split` becomes a halo by distance, with room to move.
+            let skin = SKIN * self.search.radius();
+            self.rehalo(skin, false)?;
+        }
         Ok(self)
+    }
+
+    /// The skin of a moving split cloud's halo (see [`split`](Self::split) and
+    /// [`with_motion`](Self::with_motion)): the halo holds every particle within the search
+    /// radius plus `skin` radii of the rank's own particles (default 0.5). A wider skin
+    /// finds the halo less often and exchanges more per pass. Results do not depend on it.
+    pub fn with_halo_skin(mut self, skin: f64) -> Result<Self, CloudError> {
+        if !(skin.is_finite() && skin > 0.0) {
+            return Err(CloudError::invalid(
+                "halo skin",
+                skin,
+                "finite and > 0 radii",
+            ));
+        }
+        let radius = self.search.radius();
+        let Some(drift) = self.moving.as_mut().and_then(|m| m.drift.as_mut()) else {
+            return Err(CloudError::invalid(
+                "halo skin",
+                skin,
+                "a moving cloud split between ranks",
+            ));
+        };
+        drift.skin = skin * radius;
+        self.rehalo(skin * radius, false)?;
+        Ok(self)
+    }
+
+    /// Halos a moving split cloud has found so far (the first included) and steps it redid on
+    /// a wider halo: `(0, 0)` elsewhere.
+    pub fn halo_rebuilds(&self) -> (u64, u64) {
+        self.moving
+            .as_ref()
+            .and_then(|m| m.drift.as_ref())
+            .map_or((0, 0), |d| (d.rebuilds, d.retries))
+    }
+
+    /// Finds a moving split cloud's halo again at the current positions with `skin` (after a
+    /// Morton reordering of the whole cloud with `reorder`: the own particles migrate to their
+    /// new owners first), and the geometry on it. Collective.
+    fn rehalo(&mut self, skin: f64, reorder: bool) -> Result<(), CloudError> {
+        let halo = self.list.halo().expect("a split cloud");
+        let (own, first, total) = (halo.own(), halo.first(), halo.total());
+        let comm = halo.comm_arc();
+        let empty = Cloud::new(
+            *self.cloud.domain(),
+            self.cloud.spacing(),
+            self.cloud.variables(),
+        )?;
+        let mut part = std::mem::replace(&mut self.cloud, empty);
+        crate::halo::keep_own(&mut part, own);
+        let first = if reorder {
+            crate::halo::reorder(&mut part, first, total, comm.as_ref())?;
+            crate::halo::own_ranges(total, comm.size())[comm.rank()].start
+        } else {
+            first
+        };
+        // The conservative formulation reads its neighbours' coefficients, whose lists reach a
+        // radius farther; the MLS-divergence one (every moving cloud's) reads only its own
+        // particles' lists, and its neighbours' records come by exchange.
+        let reach = match self.scheme.formulation() {
+            crate::scheme::Formulation::Conservative => 2.0,
+            crate::scheme::Formulation::MlsDivergence => 1.0,
+        };
+        let width = reach * self.search.radius() + skin;
+        let (local, halo) = crate::halo::around(part, first, total, width, comm)?;
+        let own = halo.own();
+        self.cloud = local;
+        self.list.set_halo(std::sync::Arc::new(halo));
+        let moving = self.moving.as_mut().expect("a moving cloud");
+        let drift = moving.drift.as_mut().expect("a split moving cloud");
+        let pos = self.cloud.positions();
+        drift.anchor = std::array::from_fn(|a| pos[a][own.clone()].to_vec());
+        drift.current = skin;
+        drift.since = 0.0;
+        drift.rebuilds += 1;
+        rebuild(
+            &self.cloud,
+            &mut self.list,
+            &mut self.scheme,
+            &mut self.search,
+            &mut moving.seconds,
+            self.backend,
+        )?;
+        moving.current = true;
+        Ok(())
     }
 
     /// Adapts a moving cloud every `every` steps (after the step, before its geometry is
@@ -255,6 +414,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// domain removed (see [`crate::adapt`]). Needs [`with_motion`](Self::with_motion) first.
     pub fn with_adaptivity(mut self, adapt: Adaptivity, every: u64) -> Result<Self, CloudError> {
         adapt.validate()?;
+        if self.halo().is_some() {
+            return Err(CloudError::invalid(
+                "adaptivity",
+                "on a cloud split between ranks",
+                "one process (adaptive clouds are not split between ranks yet)",
+            ));
+        }
         if every == 0 {
             return Err(CloudError::invalid(
                 "adaptivity interval",
@@ -484,14 +650,16 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let w: [&[R]; D] = std::array::from_fn(|d| moving.velocity[d].as_slice());
         let grad: [&[R]; D] = std::array::from_fn(|d| self.scheme.mls().coefficients(d));
         let list = &self.list;
+        // A split cloud's ranks take their own particles; the maximum is reduced (exact).
+        let own = list.halo().map_or(0..n, |h| h.own());
         let rate = self
             .backend
             .map_reduce(
-                n,
+                own.len(),
                 1024,
                 |r| {
                     let mut worst = 0.0f64;
-                    for i in r {
+                    for i in r.start + own.start..r.end + own.start {
                         let mut sum = 0.0;
                         for s in list.slots(i) {
                             let mut p = 0.0;
@@ -507,6 +675,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
                 f64::max,
             )
             .unwrap_or(0.0);
+        let rate = f64::from_bits(
+            list.halo()
+                .map_or(rate.to_bits(), |h| h.max_of(rate.to_bits())),
+        );
         if rate == 0.0 {
             dt
         } else {
@@ -563,6 +735,28 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// the wrapped new positions are written back and the geometry is rebuilt there (the next
     /// step's first stage uses it); on an error the cloud keeps its state and positions.
     fn moving_step(&mut self, dt: f64) -> Result<(), CloudError> {
+        let moved = loop {
+            match self.moving_stages(dt) {
+                Ok(moved) => break moved,
+                Err(e) => match self.moving.as_mut().and_then(|m| m.drift.as_mut()) {
+                    // A stage found the split cloud's halo outgrown: the step again from its
+                    // start (the cloud keeps it) on a halo twice as wide.
+                    Some(d) if d.outgrown => {
+                        d.outgrown = false;
+                        d.retries += 1;
+                        let skin = 2.0 * d.current;
+                        self.rehalo(skin, false)?;
+                    }
+                    _ => return Err(e),
+                },
+            }
+        };
+        self.after_moving_step(moved)
+    }
+
+    /// The stages of [`moving_step`](Self::moving_step); returns the largest distance a
+    /// particle moved (over the ranks of a split cloud).
+    fn moving_stages(&mut self, dt: f64) -> Result<f64, CloudError> {
         let Self {
             cloud,
             list,
@@ -604,9 +798,11 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
                 gradient,
                 current,
                 seconds,
+                drift,
                 ..
             } = &mut *moving;
             let mut op = MovingOperator {
+                drift: drift.as_mut(),
                 cloud: &mut *cloud,
                 list: &mut *list,
                 scheme: &mut *scheme,
@@ -626,6 +822,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let ok = result.is_ok();
         let domain = *cloud.domain();
         let mut moved = 0.0f64;
+        let own = list.halo().map_or(0..cloud.len(), |h| h.own());
         {
             let (mut state, _) = cloud.state_and_geometry();
             if ok {
@@ -640,7 +837,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             let new = moving.work[m + d].as_slice();
             let pos = &mut cloud.positions_mut()[d];
             if ok {
-                for (p, &x) in pos.iter_mut().zip(new) {
+                for (p, &x) in pos[own.clone()].iter().zip(&new[own.clone()]) {
                     moved = moved.max((x - *p).abs().as_f64());
                 }
             }
@@ -649,6 +846,26 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         }
         moving.seconds.motion += clock.elapsed().as_secs_f64();
         result?;
+        Ok(list
+            .halo()
+            .map_or(moved, |h| f64::from_bits(h.max_of(moved.to_bits()))))
+    }
+
+    /// After a moving step's stages moved the particles by up to `moved`: adaptivity, the
+    /// Morton reordering (with a split cloud's migration and halo), and the geometry at the new
+    /// positions.
+    fn after_moving_step(&mut self, moved: f64) -> Result<(), CloudError> {
+        let Self {
+            cloud,
+            list,
+            scheme,
+            search,
+            moving,
+            backend,
+            ..
+        } = self;
+        let backend = *backend;
+        let moving = moving.as_mut().expect("a moving cloud");
         if let Some((adapt, every)) = moving.adapt
             && (self.steps + 1).is_multiple_of(every)
         {
@@ -671,10 +888,25 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         }
         moving.since_reorder += moved;
         let spacing = cloud.spacing().into_iter().fold(f64::INFINITY, f64::min);
-        if moving.since_reorder > moving.reorder_distance * spacing {
-            cloud.reorder_morton();
+        let reorder = moving.since_reorder > moving.reorder_distance * spacing;
+        if reorder {
             moving.since_reorder = 0.0;
             moving.reorders += 1;
+        }
+        if let (Some(drift), Some(halo)) = (moving.drift.as_mut(), list.halo()) {
+            // A split cloud: the particles migrate to their new owners at a reordering; the
+            // halo is found again then, or when the next step (moving about as far from the
+            // anchors as this one did) might outgrow it, with a skin of at least four such steps.
+            let radius = search.radius();
+            let since = drift.displacement(cloud, halo);
+            let step = (since - drift.since).max(moved);
+            drift.since = since;
+            if reorder || drift.outgrown_by(since + 1.5 * step, radius) {
+                let skin = drift.skin.max(4.0 * step);
+                return self.rehalo(skin, reorder);
+            }
+        } else if reorder {
+            cloud.reorder_morton();
         }
         // The geometry at the new positions, for the next step's first stage and for stable_dt.
         rebuild(cloud, list, scheme, search, &mut moving.seconds, backend)?;
@@ -779,6 +1011,11 @@ fn rebuild<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout>(
     backend: CpuBackend,
 ) -> Result<(), CloudError> {
     let clock = std::time::Instant::now();
+    if let Some(halo) = list.halo() {
+        // A split cloud is searched on the whole cloud's bins (its extent now).
+        let (min, max) = crate::halo::extent(halo.comm(), cloud.positions(), halo.own());
+        search.set_bounds(&min, &max);
+    }
     search.build(cloud, backend, list)?;
     seconds.search += clock.elapsed().as_secs_f64();
     let clock = std::time::Instant::now();
@@ -791,6 +1028,8 @@ fn rebuild<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout>(
 /// positions, rebuilds its geometry, and returns the state's rate of change following the
 /// particles together with the particles' velocities (the positions' rate of change).
 struct MovingOperator<'a, R: Real, const D: usize, E, L: SlotLayout> {
+    /// A split cloud's halo reach, checked before every search.
+    drift: Option<&'a mut Drift<R, D>>,
     cloud: &'a mut Cloud<R, D>,
     list: &'a mut NeighbourList<L>,
     scheme: &'a mut Muscl<R, D, E>,
@@ -825,6 +1064,17 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
                 wrap_axis(pos, x[d], periodic[d], lo[d], hi[d], backend);
             }
             self.seconds.motion += clock.elapsed().as_secs_f64();
+            if let (Some(drift), Some(halo)) = (self.drift.as_deref_mut(), self.list.halo()) {
+                let moved = drift.displacement(self.cloud, halo);
+                if drift.outgrown_by(moved, self.search.radius()) {
+                    drift.outgrown = true;
+                    return Err(CloudError::invalid(
+                        "halo",
+                        format!("outgrown (particles moved {moved:.3e})"),
+                        "particles that move less than half its skin within a step",
+                    ));
+                }
+            }
             rebuild(
                 self.cloud,
                 self.list,

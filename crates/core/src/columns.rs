@@ -118,9 +118,61 @@ pub fn migrate_all(
             leaving[d as usize].push(i);
         }
     }
+    let sent: usize = leaving.iter().map(Vec::len).sum();
+    let (recv, recv_elements) = transfer(comm, arrays, &leaving, sent, "migrating to")?;
+    // The leavers' places filled from the end (few leave in a step: no pass over every
+    // element); then room for the arrivals.
+    let mut leavers: Vec<usize> = leaving.iter().flatten().copied().collect();
+    leavers.sort_unstable();
+    for &i in leavers.iter().rev() {
+        for a in arrays.iter_mut() {
+            a.swap_remove(i);
+        }
+    }
+    let received = append_received(arrays, &recv, &recv_elements);
+    Ok(Migrated { sent, received })
+}
+
+/// Copies elements to other ranks, with all their arrays: `groups[r]` lists (in the order they
+/// travel) the elements rank `r` receives copies of; nothing leaves. The copies every rank
+/// sent this one are appended to its arrays in the order of their sending ranks, each rank's in
+/// its order. Returns how many arrived from each rank. Collective, with
+/// [`migrate_all`]'s all-or-nothing capacity check agreed over the ranks.
+///
+/// # Panics
+/// If `groups` is not one list per rank or names an element out of bounds.
+pub fn copy_all(
+    comm: &dyn Comm,
+    arrays: &mut [&mut dyn AnyBuffer],
+    groups: &[Vec<usize>],
+) -> Result<Vec<usize>, CapacityError> {
+    assert_eq!(groups.len(), comm.size(), "one group per rank");
+    let n = common_len(arrays);
+    assert!(
+        groups.iter().flatten().all(|&i| i < n),
+        "an element beyond the {n} elements"
+    );
+    let (recv, counts) = transfer(comm, arrays, groups, 0, "copied to")?;
+    append_received(arrays, &recv, &counts);
+    Ok(counts.iter().map(|&c| c as usize).collect())
+}
+
+/// The messages of [`migrate_all`] and [`copy_all`]: element counts first, so that every rank
+/// can check its room (its length less `removed`, plus the arrivals) before anything moves,
+/// then per destination array after array, each array's elements in `groups` order. Returns the
+/// bytes received and the element count from each rank; `verb` says what the particles do in
+/// the capacity error (`migrating to`).
+fn transfer(
+    comm: &dyn Comm,
+    arrays: &[&mut dyn AnyBuffer],
+    groups: &[Vec<usize>],
+    removed: usize,
+    verb: &str,
+) -> Result<(Vec<u8>, Vec<u64>), CapacityError> {
+    let (size, me) = (comm.size(), comm.rank());
+    let n = common_len(arrays);
     let record: usize = arrays.iter().map(|a| a.element_bytes()).sum();
-    // Counts first, so that every rank can check its room before anything moves.
-    let send_elements: Vec<u64> = leaving.iter().map(|l| l.len() as u64).collect();
+    let send_elements: Vec<u64> = groups.iter().map(|l| l.len() as u64).collect();
     let mut recv_elements = vec![0u64; size];
     comm.all_to_all_bytes(
         bytemuck::cast_slice(&send_elements),
@@ -130,7 +182,7 @@ pub fn migrate_all(
     );
     let sent: usize = send_elements.iter().sum::<u64>() as usize;
     let received: usize = recv_elements.iter().sum::<u64>() as usize;
-    let new_len = n - sent + received;
+    let new_len = n - removed + received;
     let room = arrays.iter().try_for_each(|a| a.check_len(new_len));
     // The lowest rank without room, agreed (1 + rank in a max of complements).
     let failing = match room {
@@ -149,16 +201,15 @@ pub fn migrate_all(
         return Err(match room {
             Err(e) if rank == me => e,
             _ => CapacityError {
-                what: format!("the particles migrating to rank {rank} of {size}"),
+                what: format!("the particles {verb} rank {rank} of {size}"),
                 requested: sizes[0],
                 available: sizes[1],
                 unit: crate::buffer::CapacityUnit::Elements,
             },
         });
     }
-    // Messages: per destination, array after array, each array's elements in index order.
     let mut send = Vec::with_capacity(sent * record);
-    for group in &leaving {
+    for group in groups {
         for a in arrays.iter() {
             let (e, bytes) = (a.element_bytes(), a.bytes());
             for &i in group {
@@ -166,23 +217,21 @@ pub fn migrate_all(
             }
         }
     }
-    let send_counts: Vec<usize> = leaving.iter().map(|l| l.len() * record).collect();
+    let send_counts: Vec<usize> = groups.iter().map(|l| l.len() * record).collect();
     let recv_counts: Vec<usize> = recv_elements.iter().map(|&c| c as usize * record).collect();
     let mut recv = vec![0u8; received * record];
     comm.all_to_all_bytes(&send, &send_counts, &mut recv, &recv_counts);
-    // The leavers' places filled from the end (few leave in a step: no pass over every
-    // element); then room for the arrivals.
-    let mut leavers: Vec<usize> = leaving.iter().flatten().copied().collect();
-    leavers.sort_unstable();
-    for &i in leavers.iter().rev() {
-        for a in arrays.iter_mut() {
-            a.swap_remove(i);
-        }
-    }
-    let staying = n - sent;
-    resize_all(arrays, new_len).expect("room was checked on every rank");
-    let (mut at, mut from) = (staying, 0usize);
-    for &count in &recv_elements {
+    Ok((recv, recv_elements))
+}
+
+/// Appends [`transfer`]'s arrivals (`counts` elements from each rank, array after array) to
+/// `arrays`, whose room was checked on every rank. Returns the elements appended.
+fn append_received(arrays: &mut [&mut dyn AnyBuffer], recv: &[u8], counts: &[u64]) -> usize {
+    let old = common_len(arrays);
+    let received = counts.iter().sum::<u64>() as usize;
+    resize_all(arrays, old + received).expect("room was checked on every rank");
+    let (mut at, mut from) = (old, 0usize);
+    for &count in counts {
         let count = count as usize;
         for a in arrays.iter_mut() {
             let e = a.element_bytes();
@@ -192,7 +241,7 @@ pub fn migrate_all(
         }
         at += count;
     }
-    Ok(Migrated { sent, received })
+    received
 }
 
 fn common_len(arrays: &[&mut dyn AnyBuffer]) -> usize {
@@ -350,6 +399,37 @@ mod tests {
         let p = Permutation::sorting_by_key(&[5, 1, 5, 0]);
         assert_eq!(p.as_slice(), &[3, 1, 0, 2]);
         assert_eq!(p.inverse().as_slice(), &[2, 1, 3, 0]);
+    }
+
+    #[test]
+    fn copies_arrive_after_the_holders_elements_in_rank_order() {
+        let ranks = crate::comm::thread_ranks(3);
+        let got = crate::comm::on_thread_ranks(&ranks, |c| {
+            let r = c.rank();
+            let (mut a, mut b) = pair();
+            for x in a.as_mut_slice() {
+                *x += 100.0 * r as f64;
+            }
+            // Rank r sends its elements r.. to each other rank, in descending order.
+            let groups: Vec<Vec<usize>> = (0..3)
+                .map(|q| {
+                    if q == r {
+                        vec![]
+                    } else {
+                        (r..4).rev().collect()
+                    }
+                })
+                .collect();
+            let counts = copy_all(c.as_ref(), &mut [&mut a, &mut b], &groups).unwrap();
+            (counts, a.as_slice().to_vec(), b.as_slice().to_vec())
+        });
+        let (counts, a, b) = &got[1];
+        assert_eq!(counts, &[4, 0, 2]);
+        assert_eq!(
+            a,
+            &[100.0, 101.0, 102.0, 103.0, 3.0, 2.0, 1.0, 0.0, 203.0, 202.0]
+        );
+        assert_eq!(b, &[10, 11, 12, 13, 13, 12, 11, 10, 13, 12]);
     }
 
     #[test]

@@ -164,14 +164,15 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         Ok(Self { inner })
     }
 
-    /// This rank's part of the simulation of the fixed `cloud` split between the ranks of
-    /// `comm` on the CPU (`mote_cloud::halo`: each rank computes its own particles and
+    /// This rank's part of the simulation of `cloud` split between the ranks of `comm` on the
+    /// CPU (`mote_cloud::halo`: each rank computes its own particles and
     /// refreshes a halo of neighbours from the other ranks; the states are one process's, bit
     /// for bit). Every rank passes the same cloud and boundaries. [`sync`](Self::sync) gathers
     /// the whole state into [`cloud`](Self::cloud) on every rank (collective, as are the steps,
     /// the stable step, [`orders`](Self::orders), [`neighbours_mean`](Self::neighbours_mean),
     /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux)).
-    /// A split simulation does not move.
+    /// A split simulation may move ([`with_motion`](Self::with_motion): its particles migrate
+    /// between ranks, and `sync` gathers their positions and ids too), without adaptivity.
     pub fn split<E>(
         cloud: Cloud<R, D>,
         equation: E,
@@ -616,6 +617,11 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         let (Some(whole), Some(halo)) = (self.whole.as_mut(), self.sim.list.halo()) else {
             return Ok(());
         };
+        if self.sim.is_moving() {
+            // Positions change and particles change owners: every array.
+            mote_cloud::halo::gather_cloud(halo, &mut self.sim.cloud, whole);
+            return Ok(());
+        }
         for v in 0..whole.variables() {
             halo.gather(self.sim.cloud.state(v), 1, whole.state_var_mut(v));
         }
@@ -675,7 +681,10 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         reorder_distance: f64,
     ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
         let sim = self.sim.with_boxed_motion(motion, reorder_distance)?;
-        Ok(Box::new(OnCpu { sim, whole: None }))
+        Ok(Box::new(OnCpu {
+            sim,
+            whole: self.whole,
+        }))
     }
     fn with_adaptivity(
         self: Box<Self>,
@@ -683,7 +692,10 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         every: u64,
     ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
         let sim = self.sim.with_adaptivity(adapt, every)?;
-        Ok(Box::new(OnCpu { sim, whole: None }))
+        Ok(Box::new(OnCpu {
+            sim,
+            whole: self.whole,
+        }))
     }
     fn adapt_stats(&self) -> AdaptStats {
         self.sim.adapt_stats()

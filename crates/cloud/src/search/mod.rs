@@ -607,8 +607,14 @@ impl NeighbourSearch {
     /// (used on the non-periodic axes): a rank's part of a split cloud searched on the whole
     /// cloud's bins, so that its lists are the whole cloud's ([`crate::halo`]).
     pub fn with_bounds(mut self, min: &[f64], max: &[f64]) -> Self {
-        self.bounds = Some((min.to_vec(), max.to_vec()));
+        self.set_bounds(min, max);
         self
+    }
+
+    /// Replaces the bounds of [`with_bounds`](Self::with_bounds) (a moving split cloud's whole
+    /// extent changes at every stage).
+    pub fn set_bounds(&mut self, min: &[f64], max: &[f64]) {
+        self.bounds = Some((min.to_vec(), max.to_vec()));
     }
 
     /// The extremes of `cloud`'s particles on each axis.

@@ -891,11 +891,12 @@ where
     let (cloud, equation, boundaries, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
     let motion = motion_of(&c.motion, &equation, &cloud)?;
-    // On several ranks a fixed cloud is split between them (each holds its own particles and a
-    // halo); a moving one runs with the state on every rank (decision 0030).
+    // On several ranks the cloud is split between them (each holds its own particles and a
+    // halo; decisions 0030, 0031); an adaptive one runs with the state on every rank.
     let world = mote_core::comm::world();
+    let adaptive = motion.is_some() && c.adaptivity.every > 0;
     let mut sim = match backend {
-        Backend::Cpu(cpu) if world.size() > 1 && motion.is_none() => {
+        Backend::Cpu(cpu) if world.size() > 1 && !adaptive => {
             Simulation::split(cloud, equation, boundaries, radius, &scheme, cpu, world)
         }
         _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend),
