@@ -518,3 +518,129 @@ fn a_split_three_dimensional_cloud_ends_bitwise_as_one_process() {
     let states: Vec<u32> = parts.into_iter().flat_map(|(s, _)| s).collect();
     assert_eq!(states, one, "3-D states on 4 ranks");
 }
+
+/// Rows `range` of `cloud`, in order.
+fn rows(cloud: &Cloud<f64, 2>, range: std::ops::Range<usize>) -> Cloud<f64, 2> {
+    let mut part = cloud.clone();
+    let n = part.len();
+    let order: Vec<usize> = range
+        .clone()
+        .chain(0..range.start)
+        .chain(range.end..n)
+        .collect();
+    part.apply_permutation(&mote_core::columns::Permutation::new(order).unwrap());
+    part.truncate(range.len());
+    part
+}
+
+/// The halo by distance (`halo::around`) holds every particle within its width of an own
+/// particle (periodic images and closed walls), each with its one-process index, position and
+/// id (and fewer than the whole cloud on several ranks); its exchange gives every
+/// halo particle its owner's values.
+#[test]
+fn a_halo_by_distance_holds_every_particle_within_its_width() {
+    for walls in [false, true] {
+        let cloud = blast(walls);
+        let n = cloud.len();
+        let width = 0.09;
+        for k in 1..=4 {
+            let held = on_thread_ranks(&thread_ranks(k), |comm| {
+                let mine = mote_cloud::halo::own_ranges(n, k)[comm.rank()].clone();
+                let own = rows(&cloud, mine.clone());
+                let (local, halo) =
+                    mote_cloud::halo::around(own, mine.start, n, width, comm).unwrap();
+                assert_eq!(halo.own().len(), mine.len());
+                assert_eq!(halo.halo_len() + mine.len(), local.len());
+                let whole = cloud.positions();
+                for (i, &g) in halo.global().iter().enumerate() {
+                    assert_eq!(local.ids()[i], cloud.ids()[g], "particle {g}");
+                    assert_eq!(local.position_of(i), cloud.position_of(g), "particle {g}");
+                }
+                // Every particle within the width of an own one (minimum image on x, and on y
+                // where periodic) is held.
+                for j in 0..n {
+                    let near = mine.clone().any(|i| {
+                        let mut d2 = 0.0;
+                        for a in 0..2 {
+                            let mut d = whole[a][j] - whole[a][i];
+                            if a == 0 || !walls {
+                                d -= d.round();
+                            }
+                            d2 += d * d;
+                        }
+                        d2 <= width * width
+                    });
+                    if near {
+                        assert!(halo.local_of(j).is_some(), "particle {j} on {k} ranks");
+                    }
+                }
+                let mut values: Vec<f64> = halo
+                    .global()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &g)| {
+                        if halo.own().contains(&i) {
+                            g as f64
+                        } else {
+                            -1.0
+                        }
+                    })
+                    .collect();
+                halo.exchange(&mut values, 1);
+                for (&g, &v) in halo.global().iter().zip(&values) {
+                    assert_eq!(v, g as f64, "the owner's value of particle {g}");
+                }
+                local.len()
+            });
+            if k > 1 {
+                // Cells of edge 1/11 >= 0.09 and their neighbours: well short of the cloud.
+                assert!(held.iter().all(|&h| h < n), "{held:?} of {n}");
+            }
+        }
+    }
+}
+
+/// A Morton reordering of a split cloud (`halo::reorder`: a sample sort over the ranks, the
+/// particles migrating to their new owners) gives every rank its range of the one-process
+/// reordering, with every array.
+#[test]
+fn a_split_reordering_is_the_one_process_reordering() {
+    let options = LatticeOptions {
+        spacing: 1.0 / 37.0,
+        jitter: 0.4,
+        seed: 3,
+        boundary_layers: 0,
+    };
+    let domain = Domain::new_box([0.0, 0.0], [1.0, 1.0], [true, false]).unwrap();
+    let mut cloud = Cloud::<f64, 2>::lattice(domain, options, 2).unwrap();
+    let n = cloud.len();
+    for i in 0..n {
+        let x = cloud.position_of(i);
+        cloud.state_var_mut(0)[i] = x[0] * 3.0 + x[1];
+        cloud.state_var_mut(1)[i] = i as f64;
+    }
+    // Lattice order, not Morton: nearly every particle changes owner.
+    let mut one = cloud.clone();
+    one.reorder_morton();
+    for k in 1..=5 {
+        let parts = on_thread_ranks(&thread_ranks(k), |comm| {
+            let mine = mote_cloud::halo::own_ranges(n, k)[comm.rank()].clone();
+            let mut own = rows(&cloud, mine.clone());
+            mote_cloud::halo::reorder(&mut own, mine.start, n, comm.as_ref()).unwrap();
+            own
+        });
+        let mut next = 0;
+        for (r, part) in parts.iter().enumerate() {
+            let len = part.len();
+            assert_eq!(part.ids(), &one.ids()[next..next + len], "rank {r} of {k}");
+            for v in 0..2 {
+                assert_eq!(part.state(v), &one.state(v)[next..next + len]);
+            }
+            for i in 0..len {
+                assert_eq!(part.position_of(i), one.position_of(next + i));
+            }
+            next += len;
+        }
+        assert_eq!(next, n);
+    }
+}
