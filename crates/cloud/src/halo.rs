@@ -3,18 +3,25 @@
 //!
 //! The split (decision 0030): rank `r` owns the contiguous range `r` of the one-process particle
 //! order cut into whole blocks ([`mote_core::comm::block_ranges`], the ranges the replicated
-//! passes split by). Its halo is two rings of the one-process neighbour graph: the neighbours of
-//! its particles (ring 1) and theirs (ring 2). A rank keeps own and halo particles in the
-//! one-process order, so its own particles are one contiguous run of its local indices, and
+//! passes split by). Its halo is the rings of the one-process neighbour graph around its
+//! particles: their neighbours (ring 1), and theirs (ring 2) where a pass reads what a
+//! neighbour's list gives (the conservative formulation's reverse coefficients, WENO's stencil
+//! validity, a boundary particle's interior neighbour). A rank keeps own and halo particles in
+//! the one-process order, so its own particles are one contiguous run of its local indices, and
 //! searches them on the one-process bins ([`crate::NeighbourSearch::with_bounds`]): each bin
-//! lists its particles in ascending index, so every local list of an own or ring-1 particle is
-//! the one-process list (the same neighbours in the same order, renumbered), and so are their
-//! MLS coefficients and reverse slots. Ring-2 particles' lists are incomplete; nothing an own
-//! particle's result depends on reads them.
+//! lists its particles in ascending index, so every local list of an own particle (and, with
+//! two rings, of a ring-1 particle) is the one-process list (the same neighbours in the same
+//! order, renumbered), and so are their MLS coefficients and reverse slots. The outer ring's
+//! lists are incomplete; nothing an own particle's result depends on reads them.
+//!
+//! A moving cloud (decision 0031) holds a halo by distance instead ([`around`]: every particle
+//! within the search radius, or two, plus a skin of an own particle, found from the own
+//! particles without the whole cloud), and its Morton reorderings migrate particles between
+//! ranks ([`reorder`]).
 //!
 //! Every pass that writes a record per particle from its neighbours' inputs computes it for the
-//! own particles only, then [`Halo::exchange`] copies the owners' records into the halo (ring 1
-//! and ring 2). Element-wise work (the Runge-Kutta stage combinations) runs on every local
+//! own particles only, then [`Halo::exchange`] copies the owners' records into the whole halo.
+//! Element-wise work (the Runge-Kutta stage combinations) runs on every local
 //! particle and gives the owners' bits, so the whole local state stays the one-process state
 //! restricted to the rank's particles. Reductions (the stable step, MOOD's counts, the
 //! finiteness check) run over the own particles and combine over the ranks.
@@ -214,11 +221,18 @@ fn first_failure<const N: usize>(comm: &dyn Comm, mine: Option<[u64; N]>) -> Opt
 }
 
 /// Splits the one-process `cloud` (with its one-process neighbour `list`) for this rank of
-/// `comm`: the rank's own particles and its two-ring halo, in the one-process order, and the
-/// [`Halo`] that refreshes them. Every rank passes the same cloud and list. Collective.
+/// `comm`: the rank's own particles and a halo of `rings` rings of neighbours (1 or 2), in the
+/// one-process order, and the [`Halo`] that refreshes them. Every rank passes the same cloud
+/// and list. Collective.
+///
+/// One ring holds every own particle's neighbours, so its lists are the one-process lists:
+/// enough for the passes of the MLS-divergence formulation, which read no neighbour's list.
+/// The conservative formulation reads a neighbour's coefficient (its reverse slot), whose fit
+/// needs the neighbour's whole list: two rings.
 pub fn split<R: Real, const D: usize, L: SlotLayout>(
     cloud: &Cloud<R, D>,
     list: &NeighbourList<L>,
+    rings: usize,
     comm: Arc<dyn Comm>,
 ) -> Result<(Cloud<R, D>, Halo), CloudError> {
     let n = cloud.len();
@@ -238,9 +252,11 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
             }
         }
     }
-    for &j in &first_ring {
-        for k in list.neighbours(j) {
-            holds[k as usize] = true;
+    if rings > 1 {
+        for &j in &first_ring {
+            for k in list.neighbours(j) {
+                holds[k as usize] = true;
+            }
         }
     }
     let held: Vec<usize> = (0..n).filter(|&i| holds[i]).collect();

@@ -62,11 +62,12 @@ struct Moving<R: Real, const D: usize> {
 const SKIN: f64 = 0.5;
 
 /// A moving cloud split between ranks (decision 0031): each rank holds every particle within
-/// `radius + skin` of its own particles as they were when the halo was found (`anchor`). The
-/// own particles' lists at later positions are the one-process lists while no particle has
-/// moved half the skin (the MLS-divergence formulation, every moving cloud's, reads no other
-/// list: the neighbours' derivatives and velocity gradients come from their owners): the
-/// stages check that (a maximum over the ranks) before every search.
+/// `radius + skin` of its own particles (`2 radius + skin` with WENO, whose stencils' validity
+/// a neighbour's list gives) as they were when the halo was found (`anchor`). The own
+/// particles' lists at later positions are the one-process lists while no particle has moved
+/// half the skin (the MLS-divergence formulation, every moving cloud's, reads no other list:
+/// the neighbours' derivatives and velocity gradients come from their owners): the stages check
+/// that (a maximum over the ranks) before every search.
 /// A stage that finds the halo outgrown fails the step, which is redone from its start on a
 /// halo twice as wide; after each step the halo is found again when the next step might
 /// outgrow it, and after every Morton reordering (the particles migrate to their new owners).
@@ -204,7 +205,16 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             boundaries.apply(0.0, &mut state);
         }
         let (min, max) = NeighbourSearch::extent(&cloud);
-        let (part, halo) = crate::halo::split(&cloud, &whole, comm)?;
+        // Two rings where a pass reads what a neighbour's list gives (the conservative
+        // formulation's reverse coefficients, WENO's stencil validity) and for a boundary
+        // particle's interior neighbour (up to two hops away); one ring otherwise.
+        let boundary = cloud.tags().iter().any(|&t| t != INTERIOR);
+        let rings = if boundary || scheme.reads_neighbour_lists() {
+            2
+        } else {
+            1
+        };
+        let (part, halo) = crate::halo::split(&cloud, &whole, rings, comm)?;
         drop((cloud, whole));
         boundaries.localise(&halo);
         let mut search = NeighbourSearch::new(radius)?.with_bounds(&min, &max);
@@ -378,12 +388,13 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         } else {
             first
         };
-        // The conservative formulation reads its neighbours' coefficients, whose lists reach a
-        // radius farther; the MLS-divergence one (every moving cloud's) reads only its own
-        // particles' lists, and its neighbours' records come by exchange.
-        let reach = match self.scheme.formulation() {
-            crate::scheme::Formulation::Conservative => 2.0,
-            crate::scheme::Formulation::MlsDivergence => 1.0,
+        // Two radii where a pass reads what a neighbour's list gives (WENO's stencil validity;
+        // the conservative formulation's coefficients, not on moving clouds); one otherwise:
+        // the neighbours' records come by exchange.
+        let reach = if self.scheme.reads_neighbour_lists() {
+            2.0
+        } else {
+            1.0
         };
         let width = reach * self.search.radius() + skin;
         let (local, halo) = crate::halo::around(part, first, total, width, comm)?;
@@ -837,8 +848,15 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
             let new = moving.work[m + d].as_slice();
             let pos = &mut cloud.positions_mut()[d];
             if ok {
+                // From the last stage's (wrapped) positions: the nearest image on a periodic
+                // axis (a particle crossing the boundary has not moved a period).
+                let len = hi[d] - lo[d];
                 for (p, &x) in pos[own.clone()].iter().zip(&new[own.clone()]) {
-                    moved = moved.max((x - *p).abs().as_f64());
+                    let mut step = (x - *p).as_f64();
+                    if periodic[d] {
+                        step -= len * (step / len).round();
+                    }
+                    moved = moved.max(step.abs());
                 }
             }
             // After an error `work` still holds the positions at the start of the step.

@@ -283,6 +283,14 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
         self.simd
     }
 
+    /// Whether a particle's records read what its neighbours' own lists give (not only their
+    /// exchanged records): the conservative formulation's reverse coefficients and the WENO
+    /// reconstruction's stencil validity. A rank of a split cloud then holds its neighbours'
+    /// neighbours too ([`crate::halo`]).
+    pub fn reads_neighbour_lists(&self) -> bool {
+        self.formulation == Formulation::Conservative || self.weno.is_some()
+    }
+
     /// The formulation.
     pub fn formulation(&self) -> Formulation {
         self.formulation
