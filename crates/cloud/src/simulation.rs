@@ -177,9 +177,11 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// cloud), prepared on the whole cloud: each rank imposes them on its own boundary
     /// particles and the halo's take their owners' states.
     ///
-    /// For fixed clouds with an explicit Runge-Kutta stepper (either formulation, limiters, WENO,
-    /// MOOD); motion and source terms are refused with a message (the replicated passes of
-    /// [`new`](Self::new) serve them on ranks). WENO's one-sided fits are passes like the
+    /// Either formulation, limiters, WENO and MOOD; then motion ([`with_motion`](Self::with_motion):
+    /// a halo by distance, particles migrating at reorderings) or a source term with an IMEX
+    /// stepper ([`with_source`](Self::with_source): each rank solves its own particles and the
+    /// halo takes the solutions); adaptivity is refused with a message (the replicated passes of
+    /// [`new`](Self::new) serve it on ranks). WENO's one-sided fits are passes like the
     /// central one (own particles, then the halo's records) and its mix is element-wise.
     #[allow(clippy::too_many_arguments)]
     pub fn split(
@@ -523,13 +525,6 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     ) -> Result<Self, CloudError> {
         if self.mood.is_some() {
             return Err(imex_without_mood(&tableau));
-        }
-        if self.halo().is_some() {
-            return Err(CloudError::invalid(
-                "source term",
-                source.name(),
-                "one process (IMEX steps of split clouds are not available yet)",
-            ));
         }
         if let Some(m) = &self.moving {
             return Err(imex_on_moving_cloud(&tableau, m.motion.name()));
@@ -1247,6 +1242,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> StageOperator<R>
 
     fn revises(&self) -> bool {
         self.mood.as_ref().is_some_and(|m| m.is_active())
+    }
+
+    fn halo(&self) -> Option<&crate::halo::Halo> {
+        self.list.halo()
     }
 
     fn revise(

@@ -203,6 +203,9 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// On the CPU backend, on a periodic cloud (boundary conditions of the kinetic variables
     /// are not built), without MOOD; `speed` must satisfy the subcharacteristic condition
     /// (`D` times the largest wave speed along an axis) at every particle of the initial state.
+    /// With `ranks`, this rank's part of the kinetic cloud split between them (as
+    /// [`split`](Self::split); every rank passes the same cloud): each solves the relaxation
+    /// of its own particles and `sync` gathers the kinetic states before summing them.
     #[allow(clippy::too_many_arguments)]
     pub fn relaxed<E>(
         cloud: Cloud<R, D>,
@@ -213,6 +216,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         radius: f64,
         scheme: &Scheme,
         backend: Backend,
+        ranks: Option<std::sync::Arc<dyn mote_core::comm::Comm>>,
     ) -> Result<Self, GpuError>
     where
         E: Equation<R, D> + Clone + 'static,
@@ -274,12 +278,31 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
             }
         }
         let transport = muscl(relax.transport(), scheme)?;
-        let sim = MeshlessSimulation::new(kinetic, radius, transport, scheme.tableau.clone(), cpu)?
+        let rk = scheme.tableau.clone();
+        let (sim, whole) = match ranks {
+            Some(comm) => {
+                let sim = MeshlessSimulation::split(
+                    kinetic.clone(),
+                    radius,
+                    transport,
+                    rk,
+                    cpu,
+                    Boundaries::new(),
+                    comm,
+                )?;
+                (sim, Some(kinetic))
+            }
+            None => (
+                MeshlessSimulation::new(kinetic, radius, transport, rk, cpu)?,
+                None,
+            ),
+        };
+        let sim = sim
             .with_mood(scheme.mood)?
             .with_source(tableau, relax.clone())?;
         Ok(Self {
             inner: Box::new(Relaxed {
-                kinetic: OnCpu { sim, whole: None },
+                kinetic: OnCpu { sim, whole },
                 relax,
                 cloud,
                 current: true,
@@ -345,6 +368,11 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// ([`split`](Self::split)); `None` otherwise.
     pub fn halo_particles(&self) -> Option<usize> {
         self.inner.halo_particles()
+    }
+    /// A moving cloud split between ranks: halos found so far (the first included) and steps
+    /// redone on a wider halo (`MeshlessSimulation::halo_rebuilds`); `None` otherwise.
+    pub fn halo_rebuilds(&self) -> Option<(u64, u64)> {
+        self.inner.halo_rebuilds()
     }
     /// Steps taken.
     pub fn steps(&self) -> u64 {
@@ -436,6 +464,9 @@ trait Stepper<R: GpuFloat, const D: usize>: Send {
     fn wave_speed(&self, u: &[R], n: [R; D]) -> R;
     fn neighbours_mean(&self) -> f64;
     fn halo_particles(&self) -> Option<usize> {
+        None
+    }
+    fn halo_rebuilds(&self) -> Option<(u64, u64)> {
         None
     }
     fn steps(&self) -> u64;
@@ -585,6 +616,9 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     }
     fn halo_particles(&self) -> Option<usize> {
         self.sim.halo().map(|h| h.halo_len())
+    }
+    fn halo_rebuilds(&self) -> Option<(u64, u64)> {
+        (self.sim.halo().is_some() && self.sim.is_moving()).then(|| self.sim.halo_rebuilds())
     }
     fn neighbours_mean(&self) -> f64 {
         match self.sim.halo() {
@@ -808,8 +842,10 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     }
     fn sync(&mut self) -> Result<(), GpuError> {
         if !self.current {
+            // A split kinetic cloud gathers every rank's own states first (collective).
+            self.kinetic.sync()?;
             let m = self.cloud.variables();
-            let kinetic = &self.kinetic.sim.cloud;
+            let kinetic = self.kinetic.cloud();
             for v in 0..m {
                 let u = self.cloud.state_var_mut(v);
                 u.copy_from_slice(kinetic.state(v));
@@ -834,7 +870,15 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         self.kinetic.take_mood_stats()
     }
     fn floor_events(&self) -> Option<u64> {
-        Some(self.relax.equation().floor_events())
+        let mut events = [self.relax.equation().floor_events()];
+        // A split cloud's ranks count their own particles' relaxations.
+        if let Some(halo) = self.kinetic.sim.halo() {
+            halo.sum(&mut events);
+        }
+        Some(events[0])
+    }
+    fn halo_particles(&self) -> Option<usize> {
+        self.kinetic.halo_particles()
     }
     fn reserve(&mut self, limit: Option<u64>) -> Result<Option<Reservation>, GpuError> {
         self.kinetic.reserve(limit)

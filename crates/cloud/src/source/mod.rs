@@ -28,6 +28,11 @@ pub trait Source<R: Real>: Send + Sync {
     /// Number of variables it acts on (the state's).
     fn variables(&self) -> usize;
 
+    /// Whether [`add_explicit`](Self::add_explicit) adds anything (by default it does not).
+    fn has_explicit(&self) -> bool {
+        false
+    }
+
     /// Adds the explicit part of the source at time `t` to `out` (by default there is none).
     fn add_explicit(&self, _t: f64, _u: &[&[R]], _out: Vec<&mut [R]>, _backend: CpuBackend) {}
 
@@ -37,8 +42,18 @@ pub trait Source<R: Real>: Send + Sync {
     fn implicit(&self, t: f64, u: &[&[R]], out: Vec<&mut [R]>, backend: CpuBackend);
 
     /// Solves `x - h S_I(x) = rhs` at time `t` for every particle: `u` holds `rhs` on entry and
-    /// `x` on return. An error names the first particle (by index) whose solve failed.
-    fn solve(&self, t: f64, h: R, u: Vec<&mut [R]>, backend: CpuBackend) -> Result<(), CloudError>;
+    /// `x` on return. `Err(i)`: particle `i` (the first, by index) has no solution
+    /// ([`solve_error`](Self::solve_error) says so).
+    fn solve(&self, t: f64, h: R, u: Vec<&mut [R]>, backend: CpuBackend) -> Result<(), usize>;
+
+    /// The error for a failed solve of particle `index` (of the whole cloud).
+    fn solve_error(&self, index: usize) -> CloudError {
+        CloudError::invalid(
+            "implicit source solve",
+            format!("particle index {index}, source {}", self.name()),
+            "a converged, admissible solution",
+        )
+    }
 }
 
 /// A source term written for one particle: its `M` variables in, its source out.
@@ -76,8 +91,12 @@ impl<R: Real, P: PointSource<R>> Source<R> for P {
         PointSource::variables(self)
     }
 
+    fn has_explicit(&self) -> bool {
+        PointSource::has_explicit(self)
+    }
+
     fn add_explicit(&self, t: f64, u: &[&[R]], out: Vec<&mut [R]>, backend: CpuBackend) {
-        if self.has_explicit() {
+        if PointSource::has_explicit(self) {
             per_particle(u, out, backend, true, |x, s| self.explicit_at(t, x, s));
         }
     }
@@ -86,15 +105,13 @@ impl<R: Real, P: PointSource<R>> Source<R> for P {
         per_particle(u, out, backend, false, |x, s| self.implicit_at(t, x, s));
     }
 
-    fn solve(&self, t: f64, h: R, u: Vec<&mut [R]>, backend: CpuBackend) -> Result<(), CloudError> {
+    fn solve(&self, t: f64, h: R, u: Vec<&mut [R]>, backend: CpuBackend) -> Result<(), usize> {
         let m = u.len();
-        if m > MAX_POINT_VARIABLES {
-            return Err(CloudError::invalid(
-                "source variables",
-                m,
-                format!("at most {MAX_POINT_VARIABLES} for a per-particle source"),
-            ));
-        }
+        // `with_source` checked the variables against the cloud's.
+        assert!(
+            m <= MAX_POINT_VARIABLES,
+            "a per-particle source of at most {MAX_POINT_VARIABLES} variables"
+        );
         // The smallest failing index: the same whatever the thread count.
         let failed = AtomicUsize::new(usize::MAX);
         backend.for_each_block(u, 256, |first, mut blk| {
@@ -113,11 +130,7 @@ impl<R: Real, P: PointSource<R>> Source<R> for P {
         });
         match failed.into_inner() {
             usize::MAX => Ok(()),
-            i => Err(CloudError::invalid(
-                "implicit source solve",
-                format!("particle index {i}, source {}", PointSource::name(self)),
-                "a converged, admissible solution",
-            )),
+            i => Err(i),
         }
     }
 }

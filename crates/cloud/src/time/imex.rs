@@ -496,12 +496,36 @@ impl<R: Real> ImexStages for HostImex<'_, '_, '_, R> {
                 k.as_mut_slice().copy_from_slice(x.as_slice());
             }
         }
-        self.source.solve(
+        // A split cloud's ranks solve their own particles (the halo's solves would count
+        // floors and failures one process does not) and the halo takes the owners' solutions;
+        // the first failure in the one-process order is agreed.
+        let halo = self.op.halo();
+        let own = halo.map_or(0..self.stage.first().map_or(0, |b| b.len()), |h| h.own());
+        let solved = self.source.solve(
             t,
             h,
-            self.stage.iter_mut().map(|b| b.as_mut_slice()).collect(),
+            self.stage
+                .iter_mut()
+                .map(|b| &mut b.as_mut_slice()[own.clone()])
+                .collect(),
             self.backend,
-        )?;
+        );
+        let failed = match halo {
+            Some(halo) => {
+                let mine = solved.err().map(|i| [(halo.first() + i) as u64]);
+                let first = halo.first_failure(mine).map(|[g]| g as usize);
+                if first.is_none() {
+                    let mut stage: Vec<&mut [R]> =
+                        self.stage.iter_mut().map(|b| b.as_mut_slice()).collect();
+                    halo.exchange_columns(&mut stage);
+                }
+                first
+            }
+            None => solved.err(),
+        };
+        if let Some(i) = failed {
+            return Err(self.source.solve_error(i));
+        }
         if keep {
             let inv = R::one() / h;
             let stage: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
@@ -534,11 +558,22 @@ impl<R: Real> ImexStages for HostImex<'_, '_, '_, R> {
 
     fn source(&mut self, i: usize, t: f64) -> Result<(), CloudError> {
         let stage: Vec<&[R]> = self.stage.iter().map(|b| b.as_slice()).collect();
+        // On a split cloud: the own particles' (see `solve`), then the owners' into the halo.
+        let halo = self.op.halo();
+        let own = halo.map_or(0..stage.first().map_or(0, |x| x.len()), |h| h.own());
+        let stage: Vec<&[R]> = stage.iter().map(|x| &x[own.clone()]).collect();
         let out: Vec<&mut [R]> = self.source_slopes[i]
             .iter_mut()
-            .map(|b| b.as_mut_slice())
+            .map(|b| &mut b.as_mut_slice()[own.clone()])
             .collect();
         self.source.implicit(t, &stage, out, self.backend);
+        if let Some(halo) = halo {
+            let mut out: Vec<&mut [R]> = self.source_slopes[i]
+                .iter_mut()
+                .map(|b| b.as_mut_slice())
+                .collect();
+            halo.exchange_columns(&mut out);
+        }
         Ok(())
     }
 
@@ -550,7 +585,20 @@ impl<R: Real> ImexStages for HostImex<'_, '_, '_, R> {
             .collect();
         self.op
             .rhs(i, t, &stage, out.iter_mut().map(|o| &mut **o).collect())?;
-        self.source.add_explicit(t, &stage, out, self.backend);
+        // On a split cloud: the own particles' explicit source (see `solve`), then the owners'
+        // slopes into the halo (the transport's were exchanged by its pass).
+        if !self.source.has_explicit() {
+            return Ok(());
+        }
+        let halo = self.op.halo();
+        let own = halo.map_or(0..stage.first().map_or(0, |x| x.len()), |h| h.own());
+        let own_stage: Vec<&[R]> = stage.iter().map(|x| &x[own.clone()]).collect();
+        let own_out: Vec<&mut [R]> = out.iter_mut().map(|o| &mut o[own.clone()]).collect();
+        self.source
+            .add_explicit(t, &own_stage, own_out, self.backend);
+        if let Some(halo) = halo {
+            halo.exchange_columns(&mut out);
+        }
         Ok(())
     }
 

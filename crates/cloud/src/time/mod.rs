@@ -132,6 +132,14 @@ pub trait StageOperator<R: Real> {
     ) -> Result<bool, CloudError> {
         Ok(false)
     }
+
+    /// The split between ranks whose part of the cloud this operator computes (its passes
+    /// compute the own particles and refresh the halo): element-wise work a stepper does per
+    /// particle with side effects (a source's solves, which count positivity floors and fail
+    /// by particle) then runs on the own particles and the halo takes the owners' results.
+    fn halo(&self) -> Option<&crate::halo::Halo> {
+        None
+    }
 }
 
 /// A plain closure as a [`StageOperator`].

@@ -662,3 +662,157 @@ fn a_split_reordering_is_the_one_process_reordering() {
         assert_eq!(next, n);
     }
 }
+
+/// The blast through its kinetic relaxation system (16 kinetic variables, transported by
+/// MUSCL2 with Barth-Jespersen, relaxed by the ARS(2,2,2) IMEX pair) split between 1-4 ranks:
+/// each rank solves its own particles' relaxations and the halo takes them; every own kinetic
+/// state and time step bitwise one process's.
+#[test]
+fn a_split_relaxation_run_ends_bitwise_as_one_process() {
+    use mote_cloud::source::KineticRelaxation;
+    use mote_cloud::time::ImexTableau;
+    let cloud = blast(false);
+    let n = cloud.len();
+    let relax = || {
+        let eq = Euler::<2>::new(1.4).unwrap();
+        KineticRelaxation::<2, _>::new::<f64>(eq, 20.0, 1e-3).unwrap()
+    };
+    let r = relax();
+    let mut kinetic = cloud.with_variables(r.kinetic_variables()).unwrap();
+    let mut f = vec![0.0; r.kinetic_variables()];
+    for i in 0..n {
+        let u: Vec<f64> = (0..4).map(|v| cloud.state(v)[i]).collect();
+        r.maxwellian(&u, &mut f);
+        for (k, &x) in f.iter().enumerate() {
+            kinetic.state_var_mut(k)[i] = x;
+        }
+    }
+    let scheme = |r: &KineticRelaxation<2, Euler<2>>| {
+        Muscl::new(
+            r.transport(),
+            2,
+            Formulation::MlsDivergence,
+            Weight::default(),
+        )
+        .unwrap()
+        .with_limiter(Limiter::new(LimiterKind::BarthJespersen, LimiterMode::Soft))
+        .unwrap()
+    };
+    let run = |mut sim: MeshlessSimulation<f64, 2, _, RowMajor>| {
+        let mut dts = Vec::new();
+        for _ in 0..5 {
+            let dt = sim.stable_dt(0.4);
+            dts.push(dt.to_bits());
+            sim.step(dt).unwrap();
+        }
+        let own = sim.own();
+        let states: Vec<Vec<u64>> = (0..16)
+            .map(|v| {
+                sim.cloud.state(v)[own.clone()]
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect()
+            })
+            .collect();
+        (states, dts)
+    };
+    let backend = CpuBackend::threads(1);
+    let one = MeshlessSimulation::<f64, 2, _, RowMajor>::new(
+        kinetic.clone(),
+        radius(2),
+        scheme(&r),
+        Tableau::ssp_rk3(),
+        backend,
+    )
+    .unwrap()
+    .with_source(ImexTableau::ars222(), relax())
+    .unwrap();
+    let (one, one_dts) = run(one);
+    for k in 1..=4 {
+        let parts = on_thread_ranks(&thread_ranks(k), |comm| {
+            let r = relax();
+            let sim = MeshlessSimulation::<f64, 2, _, RowMajor>::split(
+                kinetic.clone(),
+                radius(2),
+                scheme(&r),
+                Tableau::ssp_rk3(),
+                backend,
+                Boundaries::new(),
+                comm,
+            )
+            .unwrap()
+            .with_source(ImexTableau::ars222(), r)
+            .unwrap();
+            let first = sim.halo().unwrap().first();
+            (first, run(sim))
+        });
+        let mut next = 0;
+        for (rank, (first, (states, dts))) in parts.into_iter().enumerate() {
+            assert_eq!(first, next);
+            let own = states[0].len();
+            for (v, s) in states.iter().enumerate() {
+                assert!(
+                    s[..] == one[v][next..next + own],
+                    "kinetic variable {v} on rank {rank} of {k} differs from one process"
+                );
+            }
+            assert_eq!(dts, one_dts, "time steps on rank {rank} of {k}");
+            next += own;
+        }
+        assert_eq!(next, n);
+    }
+}
+
+/// A source whose solve fails on dense gas (a disc in the upper right corner, the last ranks'
+/// particles): every rank of a split cloud reports the failure one process reports, naming the
+/// same particle (the first in the one-process order), though only the ranks holding the disc
+/// fail.
+#[test]
+fn a_split_cloud_agrees_on_a_failed_source_solve() {
+    struct Brittle;
+    impl mote_cloud::source::PointSource<f64> for Brittle {
+        fn name(&self) -> &'static str {
+            "brittle"
+        }
+        fn variables(&self) -> usize {
+            4
+        }
+        fn implicit_at(&self, _t: f64, _u: &[f64], out: &mut [f64]) {
+            out.fill(0.0);
+        }
+        fn solve_at(&self, _t: f64, _h: f64, u: &mut [f64]) -> bool {
+            u[0] < 0.9
+        }
+    }
+    let s = Setting {
+        mood: None,
+        ..SETTINGS[0]
+    };
+    let tableau = mote_cloud::time::ImexTableau::ars222();
+    let mut cloud = blast(false);
+    for i in 0..cloud.len() {
+        let x = cloud.position_of(i);
+        let dense = (x[0] - 0.8).powi(2) + (x[1] - 0.8).powi(2) < 0.01;
+        cloud.state_var_mut(0)[i] = if dense { 0.95 } else { 0.125 };
+    }
+    let mut one = one_process(cloud.clone(), s, radius(2))
+        .unwrap()
+        .with_source(tableau.clone(), Brittle)
+        .unwrap();
+    let dt = one.stable_dt(0.4);
+    let expected = one.step(dt).unwrap_err().to_string();
+    assert!(expected.contains("brittle"), "{expected}");
+    for k in 2..=4 {
+        let errors = on_thread_ranks(&thread_ranks(k), |comm| {
+            let mut sim = split(cloud.clone(), s, radius(2), Boundaries::new(), comm)
+                .unwrap()
+                .with_source(tableau.clone(), Brittle)
+                .unwrap();
+            let dt = sim.stable_dt(0.4);
+            sim.step(dt).unwrap_err().to_string()
+        });
+        for (r, e) in errors.iter().enumerate() {
+            assert_eq!(e, &expected, "rank {r} of {k}");
+        }
+    }
+}

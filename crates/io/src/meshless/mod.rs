@@ -933,8 +933,11 @@ where
     let (cloud, equation, _periodic, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
     let tableau = ImexTableau::by_name(&c.scheme.stepper)?;
+    // On several ranks the kinetic cloud is split between them (decision 0030).
+    let world = mote_core::comm::world();
+    let ranks = (world.size() > 1 && matches!(backend, Backend::Cpu(_))).then_some(world);
     let sim = Simulation::relaxed(
-        cloud, equation, r.speed, r.epsilon, tableau, radius, &scheme, backend,
+        cloud, equation, r.speed, r.epsilon, tableau, radius, &scheme, backend, ranks,
     )
     .map_err(run_error)?;
     Ok((sim, rest))
@@ -995,6 +998,12 @@ struct Provenance<'a> {
     /// Halo particles rank 0 holds besides its own, where the cloud is split between ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
     halo_particles: Option<usize>,
+    /// Halos found (the first included) on a moving cloud split between ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    halos_found: Option<u64>,
+    /// Steps redone on a wider halo, on a moving cloud split between ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    steps_redone: Option<u64>,
     precision: String,
     particles: usize,
     interior_particles: usize,
@@ -1175,6 +1184,8 @@ impl MeshlessRun<'_> {
             ranks: world.size(),
             bytes_received: None,
             halo_particles: sim.halo_particles(),
+            halos_found: None,
+            steps_redone: None,
             precision: R::PRECISION.to_string(),
             particles: n,
             interior_particles: interior,
@@ -1497,6 +1508,10 @@ impl MeshlessRun<'_> {
         provenance.errors = errors;
         provenance.mood = Some(totals.mood);
         provenance.bytes_received = (world.size() > 1).then(|| world.bytes_received());
+        if let Some((found, redone)) = sim.halo_rebuilds() {
+            provenance.halos_found = Some(found);
+            provenance.steps_redone = Some(redone);
+        }
         let floor_events = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
         provenance.floor_events = floor_events;
         if c.adaptivity.every > 0 {
