@@ -533,10 +533,11 @@ unsafe extern "C" {
 #[test]
 fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         // Sod's tube with MOOD (1-D), the quadrant Riemann problem with MOOD (2-D Euler; u1 and
         // epd1, then u2 with its curvature pass and epd2 with its halo cap), a cloud moving with
-        // the flow, and a prescribed rotation with adaptivity.
+        // the flow, Burgers' equation through its kinetic relaxation (IMEX), and a prescribed
+        // rotation with adaptivity.
         ("sod.toml", &["problem.resolution=300", "run.end_time=0.1"]),
         (
             "quadrant.toml",
@@ -556,6 +557,10 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
             &["problem.resolution=24", "run.end_time=0.1"],
         ),
         (
+            "relaxed_burgers.toml",
+            &["problem.resolution=200", "run.end_time=0.1"],
+        ),
+        (
             "adaptive_rotation.toml",
             &["problem.resolution=20", "run.end_time=0.1"],
         ),
@@ -565,7 +570,7 @@ fn meshless_runs_on_one_to_four_ranks_are_bitwise_those_of_one_process() {
         // Clouds are split between the ranks (each holds its own particles and a halo; a
         // moving one's particles migrate between them); adaptive ones keep the state on every
         // rank.
-        let split = case < 4;
+        let split = case < 5;
         same_on_ranks(tmp.path(), &tag, name, sets, &[2, 3, 4], |k| {
             let mut expect = vec![format!("\"ranks\": {k}"), "\"bytes_received\"".to_string()];
             if split {
