@@ -145,6 +145,16 @@ fn split(
     )
 }
 
+/// MUSCL2 in the MLS-divergence formulation with the Barth-Jespersen limiter, for `eq`.
+fn muscl2_bj<R: mote_core::Real, const D: usize, E: mote_cloud::equations::Equation<R, D>>(
+    eq: E,
+) -> Muscl<R, D, E> {
+    Muscl::new(eq, 2, Formulation::MlsDivergence, Weight::default())
+        .unwrap()
+        .with_limiter(Limiter::new(LimiterKind::BarthJespersen, LimiterMode::Soft))
+        .unwrap()
+}
+
 fn radius(order: usize) -> f64 {
     default_radius_factor::<2>(order) / SIDE as f64
 }
@@ -478,15 +488,7 @@ fn a_split_three_dimensional_cloud_ends_bitwise_as_one_process() {
     };
     let radius = default_radius_factor::<3>(2) / 24.0;
     let scheme = |p: &Problem<f32, 3, mote_cloud::equations::LinearAdvection<3>>| {
-        Muscl::new(
-            p.equation.clone(),
-            2,
-            Formulation::MlsDivergence,
-            Weight::default(),
-        )
-        .unwrap()
-        .with_limiter(Limiter::new(LimiterKind::BarthJespersen, LimiterMode::Soft))
-        .unwrap()
+        muscl2_bj(p.equation.clone())
     };
     let run = |mut sim: MeshlessSimulation<f32, 3, _, RowMajor>| {
         for _ in 0..5 {
@@ -687,17 +689,7 @@ fn a_split_relaxation_run_ends_bitwise_as_one_process() {
             kinetic.state_var_mut(k)[i] = x;
         }
     }
-    let scheme = |r: &KineticRelaxation<2, Euler<2>>| {
-        Muscl::new(
-            r.transport(),
-            2,
-            Formulation::MlsDivergence,
-            Weight::default(),
-        )
-        .unwrap()
-        .with_limiter(Limiter::new(LimiterKind::BarthJespersen, LimiterMode::Soft))
-        .unwrap()
-    };
+    let scheme = |r: &KineticRelaxation<2, Euler<2>>| muscl2_bj(r.transport());
     let run = |mut sim: MeshlessSimulation<f64, 2, _, RowMajor>| {
         let mut dts = Vec::new();
         for _ in 0..5 {
