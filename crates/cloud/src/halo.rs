@@ -341,44 +341,6 @@ pub(crate) fn extent<R: Real, const D: usize>(
     )
 }
 
-/// Cells of edge at least `width` over the whole cloud (its domain on periodic axes, the
-/// particles' extremes `min..=max` on the others): particles within `width` of each other lie
-/// in the same or adjacent cells.
-fn coarse_cells<const D: usize>(
-    domain: &crate::domain::Domain<D>,
-    min: [f64; D],
-    max: [f64; D],
-    width: f64,
-) -> SearchGrid<D> {
-    let periodic = domain.periodic();
-    let (dlo, dhi) = domain.bounds();
-    let lo: [f64; D] = std::array::from_fn(|a| if periodic[a] { dlo[a] } else { min[a] });
-    let length: [f64; D] = std::array::from_fn(|a| {
-        if periodic[a] {
-            dhi[a] - dlo[a]
-        } else {
-            (max[a] - min[a]).max(0.0)
-        }
-    });
-    let cells: [usize; D] = std::array::from_fn(|a| {
-        ((length[a] / (width * (1.0 + 1e-6))).floor() as usize).clamp(1, 1 << 20)
-    });
-    let inv_cell = std::array::from_fn(|a| {
-        if length[a] > 0.0 {
-            cells[a] as f64 / length[a]
-        } else {
-            1.0
-        }
-    });
-    SearchGrid {
-        lo,
-        inv_cell,
-        cells,
-        periodic,
-        length,
-    }
-}
-
 /// Builds a rank's part of a split cloud from its `own` particles (the one-process particles
 /// `first..first + own.len()` of `total`, in that order): every particle of another rank within
 /// `width` of an own particle is copied here (a superset: those in the same or an adjacent cell
@@ -396,7 +358,9 @@ pub fn around<R: Real, const D: usize>(
     let (size, me) = (comm.size(), comm.rank());
     let n = own.len();
     let (min, max) = extent(comm.as_ref(), own.positions(), 0..n);
-    let grid = coarse_cells(own.domain(), min, max, width);
+    // Cells of edge at least the width over the whole cloud: particles within the width of
+    // each other lie in the same or adjacent cells.
+    let grid = SearchGrid::covering(width, own.domain(), min, max);
     let pos = own.positions();
     let coords: Vec<[usize; D]> = (0..n)
         .map(|i| grid.bin_coord::<f64>(std::array::from_fn(|a| pos[a][i].as_f64())))
@@ -456,20 +420,7 @@ pub fn around<R: Real, const D: usize>(
         }
         let mut wanted = Vec::new();
         for &c in theirs {
-            let b = unlinear(&grid, c as usize);
-            let axes: [([usize; 3], usize); D] = std::array::from_fn(|a| grid.axis_bins(a, b[a]));
-            let mut k = [0usize; D];
-            'cells: loop {
-                wanted.push(grid.linear(std::array::from_fn(|a| axes[a].0[k[a]])) as u64);
-                for a in 0..D {
-                    k[a] += 1;
-                    if k[a] < axes[a].1 {
-                        continue 'cells;
-                    }
-                    k[a] = 0;
-                }
-                break;
-            }
+            grid.adjacent(grid.unlinear(c as usize), |n| wanted.push(n as u64));
         }
         wanted.sort_unstable();
         wanted.dedup();
@@ -521,14 +472,6 @@ pub fn around<R: Real, const D: usize>(
             recv_counts,
         },
     ))
-}
-
-fn unlinear<const D: usize>(grid: &SearchGrid<D>, mut c: usize) -> [usize; D] {
-    std::array::from_fn(|a| {
-        let b = c % grid.cells[a];
-        c /= grid.cells[a];
-        b
-    })
 }
 
 /// Sorts a split cloud along the Morton curve of the whole cloud, as

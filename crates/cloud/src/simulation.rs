@@ -92,20 +92,11 @@ impl<R: Real, const D: usize> Drift<R, D> {
     /// image on periodic axes). Collective.
     fn displacement(&self, cloud: &Cloud<R, D>, halo: &crate::halo::Halo) -> f64 {
         let own = halo.own();
-        let pos = cloud.positions();
-        let periodic = cloud.domain().periodic();
-        let (lo, hi) = cloud.domain().bounds();
+        let domain = cloud.domain();
         let mut worst = 0.0f64;
         for k in 0..own.len() {
-            let mut d2 = 0.0;
-            for a in 0..D {
-                let mut d = pos[a][own.start + k].as_f64() - self.anchor[a][k].as_f64();
-                if periodic[a] {
-                    let l = hi[a] - lo[a];
-                    d -= l * (d / l).round();
-                }
-                d2 += d * d;
-            }
+            let anchor = std::array::from_fn(|a| self.anchor[a][k].as_f64());
+            let d2 = domain.distance_squared(anchor, cloud.position_of(own.start + k));
             worst = worst.max(d2.sqrt());
         }
         f64::from_bits(halo.max_of(worst.to_bits()))
@@ -829,6 +820,16 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let domain = *cloud.domain();
         let mut moved = 0.0f64;
         let own = list.halo().map_or(0..cloud.len(), |h| h.own());
+        if ok {
+            // From the last stage's (wrapped) positions, the nearest image on periodic axes (a
+            // particle crossing the boundary has not moved a period).
+            let new = &moving.work[m..];
+            for i in own {
+                let x = std::array::from_fn(|d| new[d].as_slice()[i].as_f64());
+                let step = domain.offset(cloud.position_of(i), x);
+                moved = step.iter().fold(moved, |w, s| w.max(s.abs()));
+            }
+        }
         {
             let (mut state, _) = cloud.state_and_geometry();
             if ok {
@@ -842,18 +843,6 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         for d in 0..D {
             let new = moving.work[m + d].as_slice();
             let pos = &mut cloud.positions_mut()[d];
-            if ok {
-                // From the last stage's (wrapped) positions: the nearest image on a periodic
-                // axis (a particle crossing the boundary has not moved a period).
-                let len = hi[d] - lo[d];
-                for (p, &x) in pos[own.clone()].iter().zip(&new[own.clone()]) {
-                    let mut step = (x - *p).as_f64();
-                    if periodic[d] {
-                        step -= len * (step / len).round();
-                    }
-                    moved = moved.max(step.abs());
-                }
-            }
             // After an error `work` still holds the positions at the start of the step.
             wrap_axis(pos, new, periodic[d], lo[d], hi[d], backend);
         }

@@ -479,45 +479,19 @@ impl<const D: usize> SearchGrid<D> {
         min: [f64; D],
         max: [f64; D],
     ) -> Result<Self, CloudError> {
-        let periodic = domain.periodic();
-        let (dlo, dhi) = domain.bounds();
-        let mut lo = [0.0; D];
-        let mut length = [0.0; D];
+        let grid = Self::covering(radius, domain, min, max);
         for a in 0..D {
-            if periodic[a] {
-                lo[a] = dlo[a];
-                length[a] = dhi[a] - dlo[a];
-                if radius > 0.5 * length[a] {
-                    return Err(CloudError::invalid(
-                        "search radius",
-                        radius,
-                        format!("at most half the periodic length {} on axis {a}", length[a]),
-                    ));
-                }
-            } else {
-                lo[a] = min[a];
-                length[a] = (max[a] - min[a]).max(0.0);
+            if grid.periodic[a] && radius > 0.5 * grid.length[a] {
+                return Err(CloudError::invalid(
+                    "search radius",
+                    radius,
+                    format!(
+                        "at most half the periodic length {} on axis {a}",
+                        grid.length[a]
+                    ),
+                ));
             }
         }
-        // Cells a little wider than the radius: a bin computed in f32 may be off by one ulp of
-        // the position, which must not move a neighbour at distance `radius` two cells away.
-        let cells: [usize; D] = std::array::from_fn(|a| {
-            ((length[a] / (radius * (1.0 + 1e-6))).floor() as usize).max(1)
-        });
-        let inv_cell: [f64; D] = std::array::from_fn(|a| {
-            if length[a] > 0.0 {
-                cells[a] as f64 / length[a]
-            } else {
-                1.0
-            }
-        });
-        let grid = Self {
-            lo,
-            inv_cell,
-            cells,
-            periodic,
-            length,
-        };
         if grid.bins() >= u32::MAX as usize {
             return Err(CloudError::invalid(
                 "search radius",
@@ -526,6 +500,74 @@ impl<const D: usize> SearchGrid<D> {
             ));
         }
         Ok(grid)
+    }
+
+    /// Cells of edge at least `edge` (a little more, see below) over `domain` on periodic axes
+    /// and `min..=max` on the others, unchecked: the search's bins ([`new`](Self::new) checks
+    /// them) and a split cloud's coarse cells (`crate::halo::around`).
+    pub fn covering(edge: f64, domain: &Domain<D>, min: [f64; D], max: [f64; D]) -> Self {
+        let periodic = domain.periodic();
+        let (dlo, dhi) = domain.bounds();
+        let lo: [f64; D] = std::array::from_fn(|a| if periodic[a] { dlo[a] } else { min[a] });
+        let length: [f64; D] = std::array::from_fn(|a| {
+            if periodic[a] {
+                dhi[a] - dlo[a]
+            } else {
+                (max[a] - min[a]).max(0.0)
+            }
+        });
+        // Cells a little wider than the radius: a bin computed in f32 may be off by one ulp of
+        // the position, which must not move a neighbour at distance `radius` two cells away.
+        let cells: [usize; D] =
+            std::array::from_fn(|a| ((length[a] / (edge * (1.0 + 1e-6))).floor() as usize).max(1));
+        let inv_cell: [f64; D] = std::array::from_fn(|a| {
+            if length[a] > 0.0 {
+                cells[a] as f64 / length[a]
+            } else {
+                1.0
+            }
+        });
+        Self {
+            lo,
+            inv_cell,
+            cells,
+            periodic,
+            length,
+        }
+    }
+
+    /// The bin coordinates of linear bin `c` (inverse of [`linear`](Self::linear)).
+    pub fn unlinear(&self, mut c: usize) -> [usize; D] {
+        std::array::from_fn(|a| {
+            let b = c % self.cells[a];
+            c /= self.cells[a];
+            b
+        })
+    }
+
+    /// Calls `f` with the linear index of every distinct bin in the neighbourhood of bin `b`
+    /// (up to 3 per axis, [`axis_bins`](Self::axis_bins)), first axis fastest: the order the
+    /// search visits them in.
+    #[inline]
+    pub fn adjacent(&self, b: [usize; D], mut f: impl FnMut(usize)) {
+        let axes: [([usize; 3], usize); D] = std::array::from_fn(|a| self.axis_bins(a, b[a]));
+        let mut idx = [0usize; D];
+        loop {
+            f(self.linear(std::array::from_fn(|a| axes[a].0[idx[a]])));
+            // Next bin combination, first axis fastest.
+            let mut a = 0;
+            loop {
+                if a == D {
+                    return;
+                }
+                idx[a] += 1;
+                if idx[a] < axes[a].1 {
+                    break;
+                }
+                idx[a] = 0;
+                a += 1;
+            }
+        }
     }
 
     /// Number of bins.
@@ -700,13 +742,8 @@ impl NeighbourSearch {
         let sorted = self.sorted.as_slice();
         let bin_of = self.bin_of.as_slice();
         let visit = |i: usize, f: &mut dyn FnMut(u32)| {
-            let b = unlinear(&grid, bin_of[i] as usize);
-            let axes: [([usize; 3], usize); D] = std::array::from_fn(|a| grid.axis_bins(a, b[a]));
             let xi: [R; D] = std::array::from_fn(|a| pos[a][i]);
-            let mut idx = [0usize; D];
-            loop {
-                let cell: [usize; D] = std::array::from_fn(|a| axes[a].0[idx[a]]);
-                let c = grid.linear(cell);
+            grid.adjacent(grid.unlinear(bin_of[i] as usize), |c| {
                 for &j in &sorted[bins[c] as usize..bins[c + 1] as usize] {
                     if j as usize == i {
                         continue;
@@ -727,20 +764,7 @@ impl NeighbourSearch {
                         f(j);
                     }
                 }
-                // Next bin combination, first axis fastest.
-                let mut a = 0;
-                loop {
-                    if a == D {
-                        return;
-                    }
-                    idx[a] += 1;
-                    if idx[a] < axes[a].1 {
-                        break;
-                    }
-                    idx[a] = 0;
-                    a += 1;
-                }
-            }
+            });
         };
         self.counts.resize(n, 0)?;
         backend.for_each_particle(self.counts.as_mut_slice(), |i| {
@@ -763,15 +787,6 @@ impl NeighbourSearch {
         list.max = max;
         Ok(())
     }
-}
-
-fn unlinear<const D: usize>(grid: &SearchGrid<D>, mut c: usize) -> [usize; D] {
-    let mut b = [0; D];
-    for a in 0..D {
-        b[a] = c % grid.cells[a];
-        c /= grid.cells[a];
-    }
-    b
 }
 
 impl Budgeted for NeighbourSearch {

@@ -155,6 +155,25 @@ fn muscl2_bj<R: mote_core::Real, const D: usize, E: mote_cloud::equations::Equat
         .unwrap()
 }
 
+/// `steps` steps at CFL 0.4 (each the stable step); returns the steps' bits.
+fn step_at_cfl<R, const D: usize, E, L>(
+    sim: &mut MeshlessSimulation<R, D, E, L>,
+    steps: usize,
+) -> Vec<u64>
+where
+    R: mote_core::Real,
+    E: mote_cloud::equations::Equation<R, D>,
+    L: mote_cloud::SlotLayout,
+{
+    (0..steps)
+        .map(|_| {
+            let dt = sim.stable_dt(0.4);
+            sim.step(dt).unwrap();
+            dt.to_bits()
+        })
+        .collect()
+}
+
 fn radius(order: usize) -> f64 {
     default_radius_factor::<2>(order) / SIDE as f64
 }
@@ -176,12 +195,7 @@ struct Outcome {
 }
 
 fn advance(mut sim: Sim, steps: usize) -> Outcome {
-    let mut dts = Vec::new();
-    for _ in 0..steps {
-        let dt = sim.stable_dt(0.4);
-        dts.push(dt.to_bits());
-        sim.step(dt).unwrap();
-    }
+    let dts = step_at_cfl(&mut sim, steps);
     let own = sim.own();
     let states = (0..4)
         .map(|v| {
@@ -356,12 +370,7 @@ fn a_split_cloud_with_boundaries_ends_bitwise_as_one_process() {
 fn a_moving_split_cloud_ends_bitwise_as_one_process() {
     type Record = (Vec<Vec<u64>>, Vec<u64>, Vec<u64>);
     let run = |mut sim: Sim, steps: usize| -> (usize, Record, u64, (u64, u64)) {
-        let mut dts = Vec::new();
-        for _ in 0..steps {
-            let dt = sim.stable_dt(0.4);
-            dts.push(dt.to_bits());
-            sim.step(dt).unwrap();
-        }
+        let dts = step_at_cfl(&mut sim, steps);
         let own = sim.own();
         let bits = |x: &[f64]| x[own.clone()].iter().map(|x| x.to_bits()).collect();
         let mut columns: Vec<Vec<u64>> = (0..4).map(|v| bits(sim.cloud.state(v))).collect();
@@ -491,10 +500,7 @@ fn a_split_three_dimensional_cloud_ends_bitwise_as_one_process() {
         muscl2_bj(p.equation.clone())
     };
     let run = |mut sim: MeshlessSimulation<f32, 3, _, RowMajor>| {
-        for _ in 0..5 {
-            let dt = sim.stable_dt(0.4);
-            sim.step(dt).unwrap();
-        }
+        step_at_cfl(&mut sim, 5);
         let own = sim.own();
         sim.cloud.state(0)[own]
             .iter()
@@ -691,12 +697,7 @@ fn a_split_relaxation_run_ends_bitwise_as_one_process() {
     }
     let scheme = |r: &KineticRelaxation<2, Euler<2>>| muscl2_bj(r.transport());
     let run = |mut sim: MeshlessSimulation<f64, 2, _, RowMajor>| {
-        let mut dts = Vec::new();
-        for _ in 0..5 {
-            let dt = sim.stable_dt(0.4);
-            dts.push(dt.to_bits());
-            sim.step(dt).unwrap();
-        }
+        let dts = step_at_cfl(&mut sim, 5);
         let own = sim.own();
         let states: Vec<Vec<u64>> = (0..16)
             .map(|v| {
