@@ -174,6 +174,24 @@ where
         .collect()
 }
 
+/// The bits of every state variable of the particles `sim` computes (its own, on a split
+/// cloud), one vector per variable.
+fn own_state_bits<const D: usize, E, L>(sim: &MeshlessSimulation<f64, D, E, L>) -> Vec<Vec<u64>>
+where
+    E: mote_cloud::equations::Equation<f64, D>,
+    L: mote_cloud::SlotLayout,
+{
+    let own = sim.own();
+    (0..sim.cloud.variables())
+        .map(|v| {
+            sim.cloud.state(v)[own.clone()]
+                .iter()
+                .map(|x| x.to_bits())
+                .collect()
+        })
+        .collect()
+}
+
 fn radius(order: usize) -> f64 {
     default_radius_factor::<2>(order) / SIDE as f64
 }
@@ -196,15 +214,7 @@ struct Outcome {
 
 fn advance(mut sim: Sim, steps: usize) -> Outcome {
     let dts = step_at_cfl(&mut sim, steps);
-    let own = sim.own();
-    let states = (0..4)
-        .map(|v| {
-            sim.cloud.state(v)[own.clone()]
-                .iter()
-                .map(|x| x.to_bits())
-                .collect()
-        })
-        .collect();
+    let states = own_state_bits(&sim);
     Outcome {
         first: sim.halo().map_or(0, |h| h.first()),
         states,
@@ -373,7 +383,7 @@ fn a_moving_split_cloud_ends_bitwise_as_one_process() {
         let dts = step_at_cfl(&mut sim, steps);
         let own = sim.own();
         let bits = |x: &[f64]| x[own.clone()].iter().map(|x| x.to_bits()).collect();
-        let mut columns: Vec<Vec<u64>> = (0..4).map(|v| bits(sim.cloud.state(v))).collect();
+        let mut columns = own_state_bits(&sim);
         columns.extend(sim.cloud.positions().map(bits));
         let ids = sim.cloud.ids()[own.clone()].to_vec();
         let first = sim.halo().map_or(0, |h| h.first());
@@ -698,16 +708,7 @@ fn a_split_relaxation_run_ends_bitwise_as_one_process() {
     let scheme = |r: &KineticRelaxation<2, Euler<2>>| muscl2_bj(r.transport());
     let run = |mut sim: MeshlessSimulation<f64, 2, _, RowMajor>| {
         let dts = step_at_cfl(&mut sim, 5);
-        let own = sim.own();
-        let states: Vec<Vec<u64>> = (0..16)
-            .map(|v| {
-                sim.cloud.state(v)[own.clone()]
-                    .iter()
-                    .map(|x| x.to_bits())
-                    .collect()
-            })
-            .collect();
-        (states, dts)
+        (own_state_bits(&sim), dts)
     };
     let backend = CpuBackend::threads(1);
     let one = MeshlessSimulation::<f64, 2, _, RowMajor>::new(
