@@ -29,9 +29,10 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use mote_core::CapacityError;
 use mote_core::Real;
 use mote_core::columns::Permutation;
-use mote_core::comm::{self, Comm};
+use mote_core::comm::{self, Comm, Share};
 
 use crate::cloud::Cloud;
 use crate::error::CloudError;
@@ -95,6 +96,17 @@ impl Halo {
     /// The one-process particle count.
     pub fn total(&self) -> usize {
         self.total
+    }
+
+    /// This rank's share of the one-process order: its own particles' local indices, over the
+    /// ranks (what sums over a split cloud reduce over).
+    pub fn share(&self) -> Share<'_> {
+        Share {
+            comm: self.comm.as_ref(),
+            own_start: self.own.start,
+            own_end: self.own.end,
+            total: self.total,
+        }
     }
 
     /// The one-process index of every local particle, ascending.
@@ -184,17 +196,6 @@ impl Halo {
     /// `values` summed over the ranks. Collective.
     pub fn sum(&self, values: &mut [u64]) {
         self.comm.sum_u64(values);
-    }
-
-    /// Every rank's own values of `part` (`width` per local particle) into `whole` (`width` per
-    /// particle of the one-process order), on every rank. Collective.
-    pub fn gather<T: bytemuck::Pod>(&self, part: &[T], width: usize, whole: &mut [T]) {
-        let counts: Vec<usize> = own_ranges(self.total, self.comm.size())
-            .iter()
-            .map(|r| r.len() * width)
-            .collect();
-        let own = &part[self.own.start * width..self.own.end * width];
-        comm::all_gather(self.comm.as_ref(), own, &counts, whole);
     }
 }
 
@@ -559,16 +560,32 @@ pub(crate) fn keep_own<R: Real, const D: usize>(cloud: &mut Cloud<R, D>, own: Ra
     cloud.truncate(own.len());
 }
 
-/// Copies the own particles of every rank, with every array (positions, volumes, tags, orders,
-/// ids, state), into `whole` (the one-process cloud) on every rank: the whole cloud of a split
-/// simulation whose particles move and reorder. Collective.
-pub fn gather_cloud<R: Real, const D: usize>(
+/// The own particles of every rank, with every array (positions, volumes, tags, orders, ids,
+/// state), gathered from `part` (this rank's local cloud) into one cloud in the one-process
+/// order on rank 0; `None` on the other ranks, which send their own particles and keep nothing.
+/// What a split simulation's snapshots and checkpoints write: no rank holds the whole cloud
+/// between outputs. Collective.
+pub fn gather_root<R: Real, const D: usize>(
     halo: &Halo,
-    part: &mut Cloud<R, D>,
-    whole: &mut Cloud<R, D>,
-) {
-    for (p, w) in part.arrays_mut().into_iter().zip(whole.arrays_mut()) {
-        let e = p.element_bytes();
-        halo.gather(p.bytes(), e, w.bytes_mut());
+    mut part: Cloud<R, D>,
+) -> Result<Option<Cloud<R, D>>, CapacityError> {
+    keep_own(&mut part, halo.own());
+    // A copy outside any reservation: rank 0's grows to every particle.
+    for a in part.arrays_mut() {
+        a.unfreeze();
     }
+    let (me, size) = (halo.comm().rank(), halo.comm().size());
+    // The ranks own consecutive ranges of the one-process order, and copies arrive in rank
+    // order after rank 0's own: the one-process order.
+    let groups: Vec<Vec<usize>> = (0..size)
+        .map(|r| {
+            if r == 0 && me != 0 {
+                (0..part.len()).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    mote_core::columns::copy_all(halo.comm(), &mut part.arrays_mut(), &groups)?;
+    Ok((me == 0).then_some(part))
 }

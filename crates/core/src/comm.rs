@@ -317,6 +317,60 @@ pub fn agree(comm: &dyn Comm, failure: Option<(u8, &str)>) -> Result<(), RankFai
     })
 }
 
+/// The largest of each of `values` over the ranks (each position reduced on its own). Floats
+/// are compared through an order-preserving map of their bits, so NaN sorts above `+inf`: pass
+/// values without NaN. Collective.
+pub fn max_f64s(comm: &dyn Comm, values: &mut [f64]) {
+    if comm.size() == 1 {
+        return;
+    }
+    // Negative floats order backwards as bits: flip them all; positive ones get the top bit.
+    let key = |x: f64| {
+        let b = x.to_bits();
+        if b >> 63 == 1 { !b } else { b | 1 << 63 }
+    };
+    let unkey = |k: u64| f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k });
+    let mut keys: Vec<u64> = values.iter().map(|&x| key(x)).collect();
+    comm.max_u64(&mut keys);
+    for (v, k) in values.iter_mut().zip(keys) {
+        *v = unkey(k);
+    }
+}
+
+/// A rank's share of an array in the one-process order that it holds part of: the local
+/// indices `own` it owns (the one-process items `first..first + own.len()` of `total`), and the
+/// ranks that hold the rest. One process's share is all of it ([`Share::whole`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Share<'a> {
+    /// The ranks.
+    pub comm: &'a dyn Comm,
+    /// The local indices this rank owns.
+    pub own_start: usize,
+    /// One past the last owned local index.
+    pub own_end: usize,
+    /// The one-process item count.
+    pub total: usize,
+}
+
+impl Share<'static> {
+    /// One process holding all `n` items.
+    pub fn whole(n: usize) -> Self {
+        Share {
+            comm: &SingleProcess,
+            own_start: 0,
+            own_end: n,
+            total: n,
+        }
+    }
+}
+
+impl Share<'_> {
+    /// The owned local indices.
+    pub fn own(&self) -> Range<usize> {
+        self.own_start..self.own_end
+    }
+}
+
 /// `0..n` cut into `parts` contiguous ranges whose lengths differ by at most one, in order.
 pub fn even_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
     let parts = parts.max(1);

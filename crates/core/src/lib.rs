@@ -16,6 +16,7 @@
 //! - [`formula`]: the formula dialect's names on the CPU (formulas written once for every backend).
 //! - [`morton`]: Morton (Z-order) keys, for the clouds' ordering and the gravity tree.
 //! - [`rng`]: seeded random numbers that are bit-identical on every platform.
+//! - [`sum`]: exact, order-independent sums (totals equal on any number of threads or ranks).
 //! - [`comm`]: the processes a run spans (MPI ranks, or one process), their collective
 //!   operations and the partition of work between them.
 //! - [`decomposition`]: particles owned by ranks in cost-balanced ranges of the Morton curve,
@@ -38,6 +39,7 @@ pub mod particles;
 pub mod platform;
 pub mod real;
 pub mod rng;
+pub mod sum;
 
 pub use backend::{
     Backend, BackendError, Chunks, CpuBackend, DeviceApi, DeviceSpec, ParticleOutputs,

@@ -15,6 +15,7 @@
 use cubecl::prelude::*;
 use mote_cloud::exact::Errors;
 use mote_core::Precision;
+use mote_core::sum::ExactSum;
 
 use crate::array::DeviceArray;
 use crate::device::Gpu;
@@ -140,33 +141,24 @@ fn moments<F: GpuFloat>(
     } else {
         launch::<F, f32>(gpu, u, var, volumes, tags, exact)?
     };
-    // Workgroup order; the totals compensated (Neumaier) as the CPU's `exact::total`.
-    let (mut s, mut c) = (0.0f64, 0.0f64);
-    let mut m = Moments {
-        total: 0.0,
-        l1: 0.0,
-        squares: 0.0,
-        exact_squares: 0.0,
-        volume: 0.0,
-        max: 0.0,
-    };
+    // The workgroups' partials summed exactly, as the CPU's `exact` sums its terms.
+    let mut sums: [ExactSum; 5] = Default::default();
+    let mut max = 0.0f64;
     for p in partials.chunks(MOMENTS) {
-        let x = p[0];
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
-        m.l1 += p[1];
-        m.squares += p[2];
-        m.exact_squares += p[3];
-        m.volume += p[4];
-        m.max = m.max.max(p[5]);
+        for (sum, &x) in sums.iter_mut().zip(p) {
+            sum.add(x);
+        }
+        max = max.max(p[5]);
     }
-    m.total = s + c;
-    Ok(m)
+    let [total, l1, squares, exact_squares, volume] = sums.map(|s| s.value());
+    Ok(Moments {
+        total,
+        l1,
+        squares,
+        exact_squares,
+        volume,
+        max,
+    })
 }
 
 /// Launches the moments kernel with arithmetic in `G`; the partials as f64.

@@ -57,6 +57,7 @@ use mote_cloud::source::KineticRelaxation;
 use mote_cloud::time::Tableau;
 use mote_cloud::time::imex::ImexTableau;
 use mote_cloud::{Cloud, CloudError, MeshlessSimulation, RowMajor, Weight};
+use mote_core::comm::Share;
 use mote_core::memory::{self, MemoryModel, Reservation, ReserveOptions, reserve};
 use mote_core::{Backend, Budgeted, CpuBackend};
 
@@ -167,12 +168,14 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// This rank's part of the simulation of `cloud` split between the ranks of `comm` on the
     /// CPU (`mote_cloud::halo`: each rank computes its own particles and
     /// refreshes a halo of neighbours from the other ranks; the states are one process's, bit
-    /// for bit). Every rank passes the same cloud and boundaries. [`sync`](Self::sync) gathers
-    /// the whole state into [`cloud`](Self::cloud) on every rank (collective, as are the steps,
-    /// the stable step, [`orders`](Self::orders), [`neighbours_mean`](Self::neighbours_mean),
-    /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux)).
-    /// A split simulation may move ([`with_motion`](Self::with_motion): its particles migrate
-    /// between ranks, and `sync` gathers their positions and ids too), without adaptivity.
+    /// for bit). Every rank passes the same cloud and boundaries. [`cloud`](Self::cloud) is then
+    /// this rank's own and halo particles ([`share`](Self::share) says which it owns);
+    /// [`gather`](Self::gather) collects the whole cloud on rank 0 for output (collective, as
+    /// are the steps, the stable step, [`neighbours_mean`](Self::neighbours_mean),
+    /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux)). No
+    /// rank keeps a copy of the whole cloud. A split simulation may move
+    /// ([`with_motion`](Self::with_motion): its particles migrate between ranks), without
+    /// adaptivity.
     pub fn split<E>(
         cloud: Cloud<R, D>,
         equation: E,
@@ -205,7 +208,8 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// (`D` times the largest wave speed along an axis) at every particle of the initial state.
     /// With `ranks`, this rank's part of the kinetic cloud split between them (as
     /// [`split`](Self::split); every rank passes the same cloud): each solves the relaxation
-    /// of its own particles and `sync` gathers the kinetic states before summing them.
+    /// of its own particles, and [`cloud`](Self::cloud) holds the macroscopic state of its own
+    /// and halo particles.
     #[allow(clippy::too_many_arguments)]
     pub fn relaxed<E>(
         cloud: Cloud<R, D>,
@@ -279,10 +283,10 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         }
         let transport = muscl(relax.transport(), scheme)?;
         let rk = scheme.tableau.clone();
-        let (sim, whole) = match ranks {
+        let (sim, cloud) = match ranks {
             Some(comm) => {
                 let sim = MeshlessSimulation::split(
-                    kinetic.clone(),
+                    kinetic,
                     radius,
                     transport,
                     rk,
@@ -290,11 +294,21 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
                     Boundaries::new(),
                     comm,
                 )?;
-                (sim, Some(kinetic))
+                // The macroscopic state of the local particles: the initial state itself (as
+                // one process shows it), not the sum of its Maxwellian's components.
+                let global = sim.halo().expect("a split simulation").global();
+                let mut local = sim.cloud.with_variables(m)?;
+                for v in 0..m {
+                    let (all, mine) = (cloud.state(v), local.state_var_mut(v));
+                    for (x, &g) in mine.iter_mut().zip(global) {
+                        *x = all[g];
+                    }
+                }
+                (sim, local)
             }
             None => (
                 MeshlessSimulation::new(kinetic, radius, transport, rk, cpu)?,
-                None,
+                cloud,
             ),
         };
         let sim = sim
@@ -302,7 +316,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
             .with_source(tableau, relax.clone())?;
         Ok(Self {
             inner: Box::new(Relaxed {
-                kinetic: OnCpu { sim, whole },
+                kinetic: OnCpu { sim },
                 relax,
                 cloud,
                 current: true,
@@ -394,16 +408,30 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     pub fn step(&mut self, dt: f64) -> Result<(), GpuError> {
         self.inner.step(dt)
     }
-    /// Brings the host's cloud up to date with the current state (a download from a device;
-    /// nothing on the CPU).
+    /// Brings the host's cloud up to date with the current state (a download from a device,
+    /// the macroscopic sum of a relaxation run; nothing else on the CPU). Not collective.
     pub fn sync(&mut self) -> Result<(), GpuError> {
         self.inner.sync()
     }
-    /// The cloud on the host, with the state as of the last [`sync`](Self::sync).
+    /// The cloud on the host, with the state as of the last [`sync`](Self::sync): every
+    /// particle on one process, this rank's own and halo particles on a split simulation.
     pub fn cloud(&self) -> &Cloud<R, D> {
         self.inner.cloud()
     }
-    /// Every particle's current reconstruction order (MOOD's where it reduces them).
+    /// Which particles of [`cloud`](Self::cloud) this rank owns, and the ranks that own the
+    /// others (one process: all of them): what sums over the cloud reduce over
+    /// (`mote_cloud::exact::totals_of`).
+    pub fn share(&self) -> Share<'_> {
+        self.inner.share()
+    }
+    /// The whole cloud, state as of now and every particle's current reconstruction order in
+    /// its orders, gathered on rank 0 of a split simulation (`None` on the other ranks), for
+    /// output; `None` on one process, whose [`cloud`](Self::cloud) after a
+    /// [`sync`](Self::sync) is the whole cloud (with [`orders`](Self::orders)). Collective.
+    pub fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+        self.inner.gather()
+    }
+    /// Every local particle's current reconstruction order (MOOD's where it reduces them).
     pub fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         self.inner.orders()
     }
@@ -476,6 +504,12 @@ trait Stepper<R: GpuFloat, const D: usize>: Send {
     fn step(&mut self, dt: f64) -> Result<(), GpuError>;
     fn sync(&mut self) -> Result<(), GpuError>;
     fn cloud(&self) -> &Cloud<R, D>;
+    fn share(&self) -> Share<'_> {
+        Share::whole(self.cloud().len())
+    }
+    fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+        Ok(None)
+    }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError>;
     fn take_mood_stats(&mut self) -> MoodStats;
     fn floor_events(&self) -> Option<u64>;
@@ -519,10 +553,6 @@ trait Stepper<R: GpuFloat, const D: usize>: Send {
 /// The CPU backend: a [`MeshlessSimulation`] in the row-major layout.
 struct OnCpu<R: GpuFloat, const D: usize, E> {
     sim: MeshlessSimulation<R, D, E, RowMajor>,
-    /// A split simulation's whole cloud, as of the last [`Stepper::sync`]: the own particles'
-    /// states of every rank gathered in the one-process order (diagnostics and output read it,
-    /// as they read a device run's host copy).
-    whole: Option<Cloud<R, D>>,
 }
 
 impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
@@ -541,12 +571,11 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
         }
         Ok(Self {
             sim: sim.with_mood(s.mood)?,
-            whole: None,
         })
     }
 
     /// This rank's part of the simulation of `cloud` split between the ranks of `comm`
-    /// ([`MeshlessSimulation::split`]), keeping `cloud` as the whole cloud's copy.
+    /// ([`MeshlessSimulation::split`]).
     fn split(
         cloud: Cloud<R, D>,
         equation: E,
@@ -558,7 +587,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
     ) -> Result<Self, GpuError> {
         let scheme = muscl(equation, s)?;
         let sim = MeshlessSimulation::split(
-            cloud.clone(),
+            cloud,
             radius,
             scheme,
             s.tableau.clone(),
@@ -568,7 +597,6 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
         )?;
         Ok(Self {
             sim: sim.with_mood(s.mood)?,
-            whole: Some(cloud),
         })
     }
 }
@@ -601,7 +629,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         self.sim.scheme.equation().to_conservative(w, u);
     }
     fn cloud_mut(&mut self) -> Result<&mut Cloud<R, D>, GpuError> {
-        if self.whole.is_some() {
+        if self.sim.halo().is_some() {
             return Err(CloudError::invalid(
                 "writing the state",
                 "a cloud split between ranks",
@@ -648,39 +676,36 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         Ok(self.sim.step(dt)?)
     }
     fn sync(&mut self) -> Result<(), GpuError> {
-        let (Some(whole), Some(halo)) = (self.whole.as_mut(), self.sim.list.halo()) else {
-            return Ok(());
-        };
-        if self.sim.is_moving() {
-            // Positions change and particles change owners: every array.
-            mote_cloud::halo::gather_cloud(halo, &mut self.sim.cloud, whole);
-            return Ok(());
-        }
-        for v in 0..whole.variables() {
-            halo.gather(self.sim.cloud.state(v), 1, whole.state_var_mut(v));
-        }
         Ok(())
     }
     fn cloud(&self) -> &Cloud<R, D> {
-        self.whole.as_ref().unwrap_or(&self.sim.cloud)
+        &self.sim.cloud
+    }
+    fn share(&self) -> Share<'_> {
+        match self.sim.halo() {
+            Some(halo) => halo.share(),
+            None => Share::whole(self.sim.cloud.len()),
+        }
+    }
+    fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+        let orders = self.orders()?;
+        let Some(halo) = self.sim.halo() else {
+            return Ok(None);
+        };
+        let mut local = self.sim.cloud.clone();
+        local.orders_mut().copy_from_slice(&orders);
+        Ok(mote_cloud::halo::gather_root(halo, local)?)
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         // MOOD's orders exist from its first step on; before it (the initial snapshot) every
         // particle has the cloud's order.
         let n = self.sim.cloud.len();
-        let part = self
+        Ok(self
             .sim
             .mood_orders()
             .filter(|o| o.len() == n)
-            .unwrap_or(self.sim.cloud.orders());
-        match (&self.whole, self.sim.halo()) {
-            (Some(whole), Some(halo)) => {
-                let mut all = vec![0u8; whole.len()];
-                halo.gather(part, 1, &mut all);
-                Ok(all)
-            }
-            _ => Ok(part.to_vec()),
-        }
+            .unwrap_or(self.sim.cloud.orders())
+            .to_vec())
     }
     fn take_mood_stats(&mut self) -> MoodStats {
         self.sim.take_mood_stats()
@@ -715,10 +740,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         reorder_distance: f64,
     ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
         let sim = self.sim.with_boxed_motion(motion, reorder_distance)?;
-        Ok(Box::new(OnCpu {
-            sim,
-            whole: self.whole,
-        }))
+        Ok(Box::new(OnCpu { sim }))
     }
     fn with_adaptivity(
         self: Box<Self>,
@@ -726,10 +748,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         every: u64,
     ) -> Result<Box<dyn Stepper<R, D>>, GpuError> {
         let sim = self.sim.with_adaptivity(adapt, every)?;
-        Ok(Box::new(OnCpu {
-            sim,
-            whole: self.whole,
-        }))
+        Ok(Box::new(OnCpu { sim }))
     }
     fn adapt_stats(&self) -> AdaptStats {
         self.sim.adapt_stats()
@@ -842,8 +861,6 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     }
     fn sync(&mut self) -> Result<(), GpuError> {
         if !self.current {
-            // A split kinetic cloud gathers every rank's own states first (collective).
-            self.kinetic.sync()?;
             let m = self.cloud.variables();
             let kinetic = self.kinetic.cloud();
             for v in 0..m {
@@ -862,6 +879,19 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     }
     fn cloud(&self) -> &Cloud<R, D> {
         &self.cloud
+    }
+    fn share(&self) -> Share<'_> {
+        self.kinetic.share()
+    }
+    fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+        let orders = self.orders()?;
+        self.sync()?;
+        let Some(halo) = self.kinetic.sim.halo() else {
+            return Ok(None);
+        };
+        let mut local = self.cloud.clone();
+        local.orders_mut().copy_from_slice(&orders);
+        Ok(mote_cloud::halo::gather_root(halo, local)?)
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         self.kinetic.orders()

@@ -5,6 +5,8 @@ mod sedov;
 pub use sedov::Sedov;
 
 use mote_core::Real;
+use mote_core::comm::{self, Share};
+use mote_core::sum::ExactSum;
 
 use crate::cloud::{Cloud, INTERIOR};
 use crate::domain::Domain;
@@ -92,7 +94,8 @@ pub fn errors<R: Real, const D: usize>(
     var: usize,
     exact: impl Fn([f64; D]) -> f64,
 ) -> Errors {
-    errors_of(cloud, var, |i| exact(cloud.position_of(i)))
+    let whole = Share::whole(cloud.len());
+    errors_of(cloud, var, whole, |i| exact(cloud.position_of(i)))
 }
 
 /// The errors of every variable of `cloud` against `exact`, which writes the exact values of all
@@ -101,61 +104,82 @@ pub fn errors_all<R: Real, const D: usize>(
     cloud: &Cloud<R, D>,
     exact: impl Fn([f64; D], &mut [f64]),
 ) -> Vec<Errors> {
+    errors_all_of(cloud, Share::whole(cloud.len()), exact)
+}
+
+/// [`errors_all`] of a cloud split between ranks: each rank passes its local cloud and its
+/// `share` (its own particles); every rank gets the one-process errors, bit for bit (the sums
+/// are exact, so their order does not matter). Collective.
+pub fn errors_all_of<R: Real, const D: usize>(
+    cloud: &Cloud<R, D>,
+    share: Share<'_>,
+    exact: impl Fn([f64; D], &mut [f64]),
+) -> Vec<Errors> {
     let m = cloud.variables();
-    let mut values = vec![vec![0.0; cloud.len()]; m];
+    let own = share.own();
+    let mut values = vec![vec![0.0; own.len()]; m];
     let mut out = vec![0.0; m];
-    for i in (0..cloud.len()).filter(|&i| cloud.tags()[i] == INTERIOR) {
+    for i in own.clone().filter(|&i| cloud.tags()[i] == INTERIOR) {
         exact(cloud.position_of(i), &mut out);
         for (column, &x) in values.iter_mut().zip(&out) {
-            column[i] = x;
+            column[i - own.start] = x;
         }
     }
     (0..m)
-        .map(|v| errors_of(cloud, v, |i| values[v][i]))
+        .map(|v| errors_of(cloud, v, share, |i| values[v][i - own.start]))
         .collect()
 }
 
-/// The errors of variable `var` against `exact(i)`, the exact value at particle `i`.
+/// The errors of variable `var` against `exact(i)`, the exact value at particle `i`, over the
+/// own particles of `share`, reduced over its ranks.
 fn errors_of<R: Real, const D: usize>(
     cloud: &Cloud<R, D>,
     var: usize,
+    share: Share<'_>,
     exact: impl Fn(usize) -> f64,
 ) -> Errors {
-    let (mut l1, mut num, mut den, mut vol, mut max) = (0.0, 0.0, 0.0, 0.0, 0.0f64);
+    // l1, numerator, denominator, volume.
+    let mut sums: [ExactSum; 4] = Default::default();
+    let mut max = [0.0f64];
     let u = cloud.state(var);
-    for i in (0..cloud.len()).filter(|&i| cloud.tags()[i] == INTERIOR) {
+    for i in share.own().filter(|&i| cloud.tags()[i] == INTERIOR) {
         let v = cloud.volumes()[i].as_f64();
         let e = exact(i);
         let d = u[i].as_f64() - e;
-        l1 += v * d.abs();
-        num += v * d * d;
-        den += v * e * e;
-        vol += v;
-        max = max.max(d.abs());
+        sums[0].add(v * d.abs());
+        sums[1].add(v * d * d);
+        sums[2].add(v * e * e);
+        sums[3].add(v);
+        max[0] = max[0].max(d.abs());
     }
+    ExactSum::reduce(&mut sums, share.comm);
+    comm::max_f64s(share.comm, &mut max);
+    let [l1, num, den, vol] = sums.map(|s| s.value());
     Errors {
         l1: l1 / vol,
         l2: (num / vol).sqrt(),
         relative_l2: (num / den).sqrt(),
-        max,
+        max: max[0],
     }
 }
 
-/// `sum_i V_i u_i` of variable `var` over the interior particles (compensated).
+/// `sum_i V_i u_i` of variable `var` over the interior particles (exact, then rounded once).
 pub fn total<R: Real, const D: usize>(cloud: &Cloud<R, D>, var: usize) -> f64 {
-    let (mut s, mut c) = (0.0f64, 0.0f64);
-    let u = cloud.state(var);
-    for i in (0..cloud.len()).filter(|&i| cloud.tags()[i] == INTERIOR) {
-        let x = cloud.volumes()[i].as_f64() * u[i].as_f64();
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
+    totals_of(cloud, Share::whole(cloud.len()))[var]
+}
+
+/// [`total`] of every variable of a cloud split between ranks: each rank passes its local cloud
+/// and its `share`; every rank gets the one-process totals, bit for bit. Collective.
+pub fn totals_of<R: Real, const D: usize>(cloud: &Cloud<R, D>, share: Share<'_>) -> Vec<f64> {
+    let mut sums = vec![ExactSum::new(); cloud.variables()];
+    for (v, sum) in sums.iter_mut().enumerate() {
+        let u = cloud.state(v);
+        for i in share.own().filter(|&i| cloud.tags()[i] == INTERIOR) {
+            sum.add(cloud.volumes()[i].as_f64() * u[i].as_f64());
+        }
     }
-    s + c
+    ExactSum::reduce(&mut sums, share.comm);
+    sums.iter().map(ExactSum::value).collect()
 }
 
 /// The entropy solution of the 1-D Burgers Riemann problem `u = ul` left of 0, `ur` right of it,

@@ -810,3 +810,80 @@ fn a_split_cloud_agrees_on_a_failed_source_solve() {
         }
     }
 }
+
+/// What output reads of a split moving cloud, without a whole copy on any rank: the totals and
+/// error norms summed over each rank's own particles and reduced over the ranks are the
+/// one-process numbers bit for bit (the sums are exact), and `halo::gather_root` gives rank 0
+/// the one-process cloud, every array, and the other ranks nothing.
+#[test]
+fn a_split_cloud_sums_and_gathers_as_one_process() {
+    use mote_cloud::exact;
+    use mote_core::comm::Share;
+    let s = Setting {
+        mood: None,
+        ..SETTINGS[0]
+    };
+    let motion = || mote_cloud::motion::builtin::<2>("rotation", 20.0, [0.0; 2], [1.0; 2]).unwrap();
+    let exact_state = |x: [f64; 2], out: &mut [f64]| {
+        out.copy_from_slice(&[1.0 + x[0], x[1], -x[0], 2.5]);
+    };
+    let cloud = blast(false);
+    let n = cloud.len();
+    let mut one = one_process(cloud.clone(), s, radius(s.order))
+        .unwrap()
+        .with_motion(motion(), 0.25)
+        .unwrap();
+    step_at_cfl(&mut one, 8);
+    assert!(one.reorders() >= 1, "the particles migrate");
+    let whole = Share::whole(n);
+    let totals: Vec<u64> = exact::totals_of(&one.cloud, whole)
+        .iter()
+        .map(|t| t.to_bits())
+        .collect();
+    let errors = format!("{:?}", exact::errors_all(&one.cloud, exact_state));
+    let arrays = |c: &Cloud<f64, 2>| -> Vec<Vec<u8>> {
+        let mut a: Vec<Vec<u8>> = c
+            .positions()
+            .iter()
+            .map(|p| bytemuck::cast_slice(p).to_vec())
+            .collect();
+        a.extend((0..c.variables()).map(|v| bytemuck::cast_slice(c.state(v)).to_vec()));
+        a.push(bytemuck::cast_slice(c.ids()).to_vec());
+        a.push(bytemuck::cast_slice(c.volumes()).to_vec());
+        a.push(bytemuck::cast_slice(c.tags()).to_vec());
+        a.push(c.orders().to_vec());
+        a
+    };
+    let expected = arrays(&one.cloud);
+    for k in 1..=4 {
+        let parts = on_thread_ranks(&thread_ranks(k), |comm| {
+            let mut sim = split(cloud.clone(), s, radius(s.order), Boundaries::new(), comm)
+                .unwrap()
+                .with_motion(motion(), 0.25)
+                .unwrap();
+            step_at_cfl(&mut sim, 8);
+            let halo = sim.halo().unwrap();
+            let share = halo.share();
+            let totals: Vec<u64> = exact::totals_of(&sim.cloud, share)
+                .iter()
+                .map(|t| t.to_bits())
+                .collect();
+            let errors = format!("{:?}", exact::errors_all_of(&sim.cloud, share, exact_state));
+            let gathered = mote_cloud::halo::gather_root(halo, sim.cloud.clone()).unwrap();
+            (totals, errors, gathered.map(|c| arrays(&c)))
+        });
+        for (r, (t, e, gathered)) in parts.into_iter().enumerate() {
+            assert_eq!(t, totals, "rank {r} of {k}: totals");
+            assert_eq!(e, errors, "rank {r} of {k}: error norms");
+            match gathered {
+                Some(a) => {
+                    assert_eq!(r, 0, "only rank 0 gathers");
+                    for (c, (got, want)) in a.iter().zip(&expected).enumerate() {
+                        assert!(got == want, "{k} ranks: gathered array {c} differs");
+                    }
+                }
+                None => assert_ne!(r, 0, "rank 0 gathers"),
+            }
+        }
+    }
+}

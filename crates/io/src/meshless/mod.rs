@@ -42,6 +42,7 @@ use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, Weight};
+use mote_core::comm::{self, Share};
 use mote_core::memory::{self, ReserveOptions};
 use mote_core::{Backend, CpuBackend, DeviceSpec, MachineInfo, Precision, Real};
 use mote_gpu::meshless::{OnDevice, Scheme, Simulation};
@@ -1287,14 +1288,16 @@ impl MeshlessRun<'_> {
             let mood = sim.take_mood_stats();
             let floors = sim.floor_events();
             totals.add(&mood);
+            // Sums and extremes over each rank's own particles, reduced over the ranks: the
+            // one-process values, bit for bit (the sums are exact), without gathering the cloud.
             sim.sync()?;
-            let cloud = sim.cloud();
+            let (cloud, share) = (sim.cloud(), sim.share());
             let mut values = vec![sim.steps() as f64, time, dt];
-            values.extend((0..cloud.variables()).map(|v| exact::total(cloud, v)));
-            let (lo, hi) = range(cloud.state(0), cloud.tags());
+            values.extend(exact::totals_of(cloud, share));
+            let (lo, hi) = range(cloud.state(0), cloud.tags(), share);
             values.extend([lo, hi]);
             if let Some(ex) = &rest.exact {
-                let e = exact::errors_all(cloud, |x, out| ex(x, time, out));
+                let e = exact::errors_all_of(cloud, share, |x, out| ex(x, time, out));
                 values.extend([e[0].l1, e[0].relative_l2]);
                 values.extend(e[1..].iter().map(|e| e.l1));
             }
@@ -1302,7 +1305,7 @@ impl MeshlessRun<'_> {
             let new_floors = floors.map_or(f64::NAN, |f| (f - totals.floors_reported) as f64);
             values.extend([mood.reductions as f64, new_floors]);
             if moving {
-                values.push(cloud.len() as f64);
+                values.push(share.total as f64);
             }
             if adapting {
                 let a = sim.adapt_stats();
@@ -1327,17 +1330,22 @@ impl MeshlessRun<'_> {
         } else {
             "This run writes no checkpoint (a moving cloud or a relaxation run)".to_string()
         };
-        // What a checkpoint reads, brought to the host by every rank (a split cloud's state is
-        // gathered) before rank 0 writes it: the floor events so far.
-        let checkpoint_state = |sim: &mut Simulation<R, D>| -> Result<Option<u64>, RunError> {
+        // What a checkpoint reads, brought to the host by every rank before rank 0 writes it:
+        // a split cloud gathered on rank 0 (`None` elsewhere, and on one process, whose cloud
+        // is whole), and the floor events so far.
+        type Saved<R, const D: usize> = (Option<Cloud<R, D>>, Option<u64>);
+        let checkpoint_state = |sim: &mut Simulation<R, D>| -> Result<Saved<R, D>, RunError> {
             if !resumable {
-                return Ok(None);
+                return Ok((None, None));
             }
             sim.sync()?;
-            Ok(sim.floor_events().map(|f| f + floors_before.unwrap_or(0)))
+            let whole = sim.gather()?;
+            let floors = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
+            Ok((whole, floors))
         };
         #[allow(clippy::too_many_arguments)]
-        let save = |sim: &mut Simulation<R, D>,
+        let save = |sim: &Simulation<R, D>,
+                    whole: &Option<Cloud<R, D>>,
                     floor_events: Option<u64>,
                     time: f64,
                     totals: &Totals,
@@ -1348,7 +1356,7 @@ impl MeshlessRun<'_> {
             if !resumable {
                 return Ok(());
             }
-            let cloud = sim.cloud();
+            let cloud = whole.as_ref().unwrap_or(sim.cloud());
             let header = MeshlessHeader {
                 mote_version: env!("CARGO_PKG_VERSION").to_string(),
                 physics: "meshless".to_string(),
@@ -1378,9 +1386,10 @@ impl MeshlessRun<'_> {
             None => {
                 row(&mut sim, 0.0, 0.0, &mut totals, &outflow, &mut csv)?;
                 // Every rank takes part in gathering a split cloud; rank 0 writes.
-                let orders = snapshot_state(&mut sim)?;
+                let (whole, orders) = snapshot_state(&mut sim)?;
                 on_root(world.as_ref(), || {
-                    write_snapshot(&sink, &mut sim, orders, &rest, 0.0, &mut snapshots)
+                    let cloud = whole.as_ref().unwrap_or(sim.cloud());
+                    write_snapshot(&sink, &sim, cloud, &orders, &rest, 0.0, &mut snapshots)
                 })?;
                 0.0
             }
@@ -1404,19 +1413,32 @@ impl MeshlessRun<'_> {
                 Ok(a) => a,
                 Err(StepFailure::Gpu(e)) => return Err(e.into()),
                 Err(StepFailure::Collapsed { stable, reference }) => {
-                    let floors = checkpoint_state(&mut sim)?;
+                    let (whole, floors) = checkpoint_state(&mut sim)?;
                     on_root(world.as_ref(), || {
                         save(
-                            &mut sim, floors, time, &totals, &snapshots, reference, &outflow,
+                            &sim, &whole, floors, time, &totals, &snapshots, reference, &outflow,
                         )
                     })?;
+                    // The particle that limits the step is found in the whole cloud: rank 0's
+                    // gathered copy (a split cloud's), told to the other ranks.
+                    let whole = match whole {
+                        Some(w) => Some(w),
+                        None if resumable => None,
+                        None => {
+                            sim.sync()?;
+                            sim.gather()?
+                        }
+                    };
                     let reason = collapse_reason(
                         &sim,
+                        whole.as_ref().unwrap_or(sim.cloud()),
                         c,
                         (stable, reference),
                         (time, end),
                         &format!("{last_state} "),
                     );
+                    let reason = comm::broadcast_bytes(world.as_ref(), 0, reason.as_bytes());
+                    let reason = String::from_utf8_lossy(&reason).into_owned();
                     return Err(fail(steps + 1, reason));
                 }
                 Err(StepFailure::Unstable(stable)) => {
@@ -1449,16 +1471,17 @@ impl MeshlessRun<'_> {
                 });
             }
             if due.snapshot {
-                let orders = snapshot_state(&mut sim)?;
+                let (whole, orders) = snapshot_state(&mut sim)?;
                 on_root(world.as_ref(), || {
-                    write_snapshot(&sink, &mut sim, orders, &rest, time, &mut snapshots)
+                    let cloud = whole.as_ref().unwrap_or(sim.cloud());
+                    write_snapshot(&sink, &sim, cloud, &orders, &rest, time, &mut snapshots)
                 })?;
             }
             if due.checkpoint {
-                let floors = checkpoint_state(&mut sim)?;
+                let (whole, floors) = checkpoint_state(&mut sim)?;
                 on_root(world.as_ref(), || {
                     save(
-                        &mut sim, floors, time, &totals, &snapshots, reference, &outflow,
+                        &sim, &whole, floors, time, &totals, &snapshots, reference, &outflow,
                     )
                 })?;
                 outputs.saved();
@@ -1488,11 +1511,11 @@ impl MeshlessRun<'_> {
             Ok(csv.take().map(CsvWriter::finish).transpose()?)
         })?;
         sim.sync()?;
-        let cloud = sim.cloud();
+        let (cloud, share) = (sim.cloud(), sim.share());
         let variable_errors: Vec<(String, exact::Errors)> = rest
             .exact
             .as_ref()
-            .map(|ex| exact::errors_all(cloud, |x, out| ex(x, time, out)))
+            .map(|ex| exact::errors_all_of(cloud, share, |x, out| ex(x, time, out)))
             .unwrap_or_default()
             .into_iter()
             .zip(&rest.variables)
@@ -1521,7 +1544,7 @@ impl MeshlessRun<'_> {
                 unfilled: a.unfilled,
                 merged: a.merged,
                 removed: a.removed,
-                particles_at_end: cloud.len(),
+                particles_at_end: share.total,
             });
         }
         write_provenance(&provenance)?;
@@ -1644,6 +1667,7 @@ pub(crate) fn unstable_reason(stable: f64) -> String {
 /// last good state is, with a trailing space, or nothing) and what to change.
 pub(crate) fn collapse_reason<R: GpuFloat, const D: usize>(
     sim: &Simulation<R, D>,
+    cloud: &Cloud<R, D>,
     c: &MeshlessConfig,
     (stable, reference): (f64, f64),
     (time, end): (f64, f64),
@@ -1656,7 +1680,7 @@ pub(crate) fn collapse_reason<R: GpuFloat, const D: usize>(
          run.min_dt_ratio to go on)",
         c.run.min_dt_ratio,
         (end - time) / stable,
-        limiting_particle(sim),
+        limiting_particle(sim, cloud),
     )
 }
 
@@ -1716,8 +1740,10 @@ impl Totals {
 
 /// Which interior particle has the fastest wave (along any axis) in the current state: the one
 /// that limits the time step, for the message of a collapsing step.
-fn limiting_particle<R: GpuFloat, const D: usize>(sim: &Simulation<R, D>) -> String {
-    let cloud = sim.cloud();
+fn limiting_particle<R: GpuFloat, const D: usize>(
+    sim: &Simulation<R, D>,
+    cloud: &Cloud<R, D>,
+) -> String {
     let m = cloud.variables();
     let mut u = vec![R::zero(); m];
     let mut worst: Option<(usize, f64)> = None;
@@ -1763,50 +1789,62 @@ fn max_spacing<R: Real, const D: usize>(cloud: &mote_cloud::Cloud<R, D>) -> f64 
     cloud.spacing().into_iter().fold(0.0, f64::max)
 }
 
-/// The smallest and largest value of `u` over the interior particles.
-fn range<R: Real>(u: &[R], tags: &[u32]) -> (f64, f64) {
-    u.iter()
-        .zip(tags)
+/// The smallest and largest value of `u` over the interior particles of every rank's `share`.
+/// Collective.
+fn range<R: Real>(u: &[R], tags: &[u32], share: Share<'_>) -> (f64, f64) {
+    let own = share.own();
+    let (lo, hi) = u[own.clone()]
+        .iter()
+        .zip(tags[own].iter())
         .filter(|(_, t)| **t == INTERIOR)
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (x, _)| {
             (lo.min(x.as_f64()), hi.max(x.as_f64()))
-        })
+        });
+    let mut extremes = [-lo, hi];
+    comm::max_f64s(share.comm, &mut extremes);
+    (-extremes[0], extremes[1])
 }
 
 /// A snapshot of every particle at `time` in the configured formats: `snapshots/snap_NNNNN.vtu`
 /// (with the `.pvd` listing all so far) and/or `snapshots/snap_NNNNN.hdf5` (with
 /// `snapshots.json`; the run's precision, the Gadget names for a gas).
 /// What a snapshot reads of the simulation, brought to the host (a collective step on ranks:
-/// every rank calls it before rank 0 writes): the state, and the reconstruction orders
-/// returned.
+/// every rank calls it before rank 0 writes): a split cloud gathered on rank 0 (`None` on the
+/// other ranks, and on one process, whose [`Simulation::cloud`] is whole), and the
+/// reconstruction orders of the whole cloud (rank 0's; on the other ranks their own).
 fn snapshot_state<R: GpuFloat, const D: usize>(
     sim: &mut Simulation<R, D>,
-) -> Result<Vec<u8>, RunError> {
-    let orders = sim.orders()?;
+) -> Result<(Option<Cloud<R, D>>, Vec<u8>), RunError> {
     sim.sync()?;
-    Ok(orders)
+    Ok(match sim.gather()? {
+        Some(whole) => {
+            let orders = whole.orders().to_vec();
+            (Some(whole), orders)
+        }
+        None => (None, sim.orders()?),
+    })
 }
 
-/// Writes a snapshot of the state [`snapshot_state`] brought to the host, with its `orders`.
+/// Writes a snapshot of the whole `cloud` ([`snapshot_state`]'s), with its `orders`; `sim`
+/// converts the states to primitive variables.
 fn write_snapshot<R: GpuFloat, const D: usize>(
     sink: &SnapshotSink<'_>,
-    sim: &mut Simulation<R, D>,
-    orders: Vec<u8>,
+    sim: &Simulation<R, D>,
+    cloud: &Cloud<R, D>,
+    orders: &[u8],
     rest: &ProblemRest<D>,
     time: f64,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
     let number = snapshot::next_number(sink.dir, list)?;
-    let cloud = sim.cloud();
     let (n, m) = (cloud.len(), cloud.variables());
-    let primitive = primitive_fields(sim, rest);
+    let primitive = primitive_fields(sim, cloud, rest);
     // The exact solution at the snapshot's time, in the variables a picture shows (the
     // primitive ones where the equation has them): `exact_NAME`, for `mote plot` and ParaView.
     let (exact_names, exact_values) = match &rest.exact {
-        Some(ex) => exact_fields(sim, rest, ex, time),
+        Some(ex) => exact_fields(sim, cloud, rest, ex, time),
         None => (Vec::new(), Vec::new()),
     };
-    let cloud = sim.cloud();
     let pos = cloud.positions();
     if sink.format.vtk() {
         let orders: Vec<f64> = orders.iter().map(|&o| f64::from(o)).collect();
@@ -1931,9 +1969,9 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
 /// them), through the equation's own conversion; else none.
 fn primitive_fields<R: GpuFloat, const D: usize>(
     sim: &Simulation<R, D>,
+    cloud: &Cloud<R, D>,
     rest: &ProblemRest<D>,
 ) -> Vec<Vec<f64>> {
-    let cloud = sim.cloud();
     let (n, m) = (cloud.len(), cloud.variables());
     if rest.primitive.is_empty() {
         return vec![Vec::new(); m];
@@ -1957,11 +1995,11 @@ fn primitive_fields<R: GpuFloat, const D: usize>(
 /// conserved ones; each named `exact_NAME`.
 fn exact_fields<R: GpuFloat, const D: usize>(
     sim: &Simulation<R, D>,
+    cloud: &Cloud<R, D>,
     rest: &ProblemRest<D>,
     ex: &problems::ExactFn<D>,
     time: f64,
 ) -> (Vec<String>, Vec<Vec<f64>>) {
-    let cloud = sim.cloud();
     let (n, m) = (cloud.len(), cloud.variables());
     let primitive = !rest.primitive.is_empty();
     let names = if primitive {

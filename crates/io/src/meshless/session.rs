@@ -205,6 +205,7 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
             Err(StepFailure::Collapsed { stable, reference }) => {
                 let reason = collapse_reason(
                     &self.sim,
+                    self.sim.cloud(),
                     &self.config,
                     (stable, reference),
                     (time, end),
@@ -281,7 +282,7 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
         if self.rest.primitive.is_empty() {
             return Vec::new();
         }
-        primitive_fields(&self.sim, &self.rest)
+        primitive_fields(&self.sim, self.sim.cloud(), &self.rest)
     }
     fn orders(&mut self) -> Result<Vec<u8>, SessionError> {
         let error = self.error_of();
@@ -289,7 +290,13 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
     }
     fn exact(&self, time: f64) -> Option<(Vec<String>, Vec<Vec<f64>>)> {
         let ex = self.rest.exact.as_ref()?;
-        Some(exact_fields(&self.sim, &self.rest, ex, time))
+        Some(exact_fields(
+            &self.sim,
+            self.sim.cloud(),
+            &self.rest,
+            ex,
+            time,
+        ))
     }
     fn errors(&self) -> Option<Vec<(String, exact::Errors)>> {
         let ex = self.rest.exact.as_ref()?;
