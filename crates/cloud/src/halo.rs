@@ -29,7 +29,6 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use mote_core::CapacityError;
 use mote_core::Real;
 use mote_core::columns::Permutation;
 use mote_core::comm::{self, Comm, Share};
@@ -103,6 +102,7 @@ impl Halo {
     pub fn share(&self) -> Share<'_> {
         Share {
             comm: self.comm.as_ref(),
+            first: self.first,
             own_start: self.own.start,
             own_end: self.own.end,
             total: self.total,
@@ -560,32 +560,10 @@ pub(crate) fn keep_own<R: Real, const D: usize>(cloud: &mut Cloud<R, D>, own: Ra
     cloud.truncate(own.len());
 }
 
-/// The own particles of every rank, with every array (positions, volumes, tags, orders, ids,
-/// state), gathered from `part` (this rank's local cloud) into one cloud in the one-process
-/// order on rank 0; `None` on the other ranks, which send their own particles and keep nothing.
-/// What a split simulation's snapshots and checkpoints write: no rank holds the whole cloud
-/// between outputs. Collective.
-pub fn gather_root<R: Real, const D: usize>(
-    halo: &Halo,
-    mut part: Cloud<R, D>,
-) -> Result<Option<Cloud<R, D>>, CapacityError> {
+/// The own particles of `part` (this rank's local cloud of a split simulation), every array, in
+/// the one-process order: this rank's rows of a run's files, which the ranks stream to rank 0
+/// in rank order ([`mote_core::comm::RootStream`]) so that no rank holds the whole cloud.
+pub fn own_part<R: Real, const D: usize>(halo: &Halo, mut part: Cloud<R, D>) -> Cloud<R, D> {
     keep_own(&mut part, halo.own());
-    // A copy outside any reservation: rank 0's grows to every particle.
-    for a in part.arrays_mut() {
-        a.unfreeze();
-    }
-    let (me, size) = (halo.comm().rank(), halo.comm().size());
-    // The ranks own consecutive ranges of the one-process order, and copies arrive in rank
-    // order after rank 0's own: the one-process order.
-    let groups: Vec<Vec<usize>> = (0..size)
-        .map(|r| {
-            if r == 0 && me != 0 {
-                (0..part.len()).collect()
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
-    mote_core::columns::copy_all(halo.comm(), &mut part.arrays_mut(), &groups)?;
-    Ok((me == 0).then_some(part))
+    part
 }

@@ -317,6 +317,14 @@ pub fn agree(comm: &dyn Comm, failure: Option<(u8, &str)>) -> Result<(), RankFai
     })
 }
 
+/// `x`'s bits mapped so that they order as the numbers do (`-inf` lowest, then negative,
+/// zeros, positive, `+inf`, NaN of positive sign highest), for reductions of floats as integers.
+pub fn order_key(x: f64) -> u64 {
+    // Negative floats order backwards as bits: flip them all; positive ones get the top bit.
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
 /// The largest of each of `values` over the ranks (each position reduced on its own). Floats
 /// are compared through an order-preserving map of their bits, so NaN sorts above `+inf`: pass
 /// values without NaN. Collective.
@@ -324,11 +332,7 @@ pub fn max_f64s(comm: &dyn Comm, values: &mut [f64]) {
     if comm.size() == 1 {
         return;
     }
-    // Negative floats order backwards as bits: flip them all; positive ones get the top bit.
-    let key = |x: f64| {
-        let b = x.to_bits();
-        if b >> 63 == 1 { !b } else { b | 1 << 63 }
-    };
+    let key = order_key;
     let unkey = |k: u64| f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k });
     let mut keys: Vec<u64> = values.iter().map(|&x| key(x)).collect();
     comm.max_u64(&mut keys);
@@ -344,6 +348,8 @@ pub fn max_f64s(comm: &dyn Comm, values: &mut [f64]) {
 pub struct Share<'a> {
     /// The ranks.
     pub comm: &'a dyn Comm,
+    /// The one-process index of the first owned item.
+    pub first: usize,
     /// The local indices this rank owns.
     pub own_start: usize,
     /// One past the last owned local index.
@@ -357,6 +363,7 @@ impl Share<'static> {
     pub fn whole(n: usize) -> Self {
         Share {
             comm: &SingleProcess,
+            first: 0,
             own_start: 0,
             own_end: n,
             total: n,
@@ -368,6 +375,115 @@ impl Share<'_> {
     /// The owned local indices.
     pub fn own(&self) -> Range<usize> {
         self.own_start..self.own_end
+    }
+}
+
+/// Bytes rank 0 receives at once while [`RootStream::stream`] collects a column: the ranks'
+/// pieces travel in groups of consecutive ranks up to this size (one rank at least).
+pub const STREAM_BYTES: usize = 64 << 20;
+
+/// Rows of an array in the one-process order split between the ranks in rank order (rank `r`
+/// holds `rows()[r]` consecutive rows, after those of the ranks below it), streamed to rank 0
+/// for writing: rank 0 holds its own rows and one group of pieces at a time, never the whole
+/// array. What a run's files are written from without a whole copy on any rank.
+#[derive(Debug)]
+pub struct RootStream<'a> {
+    comm: &'a dyn Comm,
+    rows: Vec<usize>,
+}
+
+impl RootStream<'static> {
+    /// One process holding all `n` rows.
+    pub fn one(n: usize) -> Self {
+        RootStream {
+            comm: &SingleProcess,
+            rows: vec![n],
+        }
+    }
+}
+
+impl<'a> RootStream<'a> {
+    /// This rank holding `mine` rows: every rank's count gathered. Collective.
+    pub fn new(comm: &'a dyn Comm, mine: usize) -> Self {
+        let size = comm.size();
+        let mut rows = vec![0u64; size];
+        all_gather(comm, &[mine as u64], &vec![1; size], &mut rows);
+        RootStream {
+            comm,
+            rows: rows.into_iter().map(|r| r as usize).collect(),
+        }
+    }
+
+    /// The ranks.
+    pub fn comm(&self) -> &'a dyn Comm {
+        self.comm
+    }
+
+    /// Rows per rank.
+    pub fn rows(&self) -> &[usize] {
+        &self.rows
+    }
+
+    /// The one-process row count.
+    pub fn total(&self) -> usize {
+        self.rows.iter().sum()
+    }
+
+    /// This rank's rows.
+    pub fn mine(&self) -> usize {
+        self.rows[self.comm.rank()]
+    }
+
+    /// Whether this rank is rank 0, the one that writes.
+    pub fn is_root(&self) -> bool {
+        self.comm.rank() == 0
+    }
+
+    /// Every rank's `mine` (its rows of one column, `width` bytes per row) to rank 0, in the
+    /// one-process order: on rank 0, `write(first_row, bytes)` receives consecutive runs of rows
+    /// (its own first), each whole ranks' pieces; the other ranks only send. Collective.
+    ///
+    /// # Panics
+    /// If `mine` is not this rank's rows times `width` bytes.
+    pub fn stream(&self, mine: &[u8], width: usize, mut write: impl FnMut(usize, &[u8])) {
+        let (me, size) = (self.comm.rank(), self.comm.size());
+        assert_eq!(mine.len(), self.rows[me] * width, "this rank's rows");
+        if me == 0 && !mine.is_empty() {
+            write(0, mine);
+        }
+        let mut first = self.rows[0];
+        let mut r = 1;
+        while r < size {
+            // Ranks r..end send together, up to STREAM_BYTES (one rank at least).
+            let mut end = r + 1;
+            let mut bytes = self.rows[r] * width;
+            while end < size && bytes + self.rows[end] * width <= STREAM_BYTES {
+                bytes += self.rows[end] * width;
+                end += 1;
+            }
+            if bytes > 0 {
+                let sending = (r..end).contains(&me);
+                let mut send_counts = vec![0; size];
+                if sending {
+                    send_counts[0] = mine.len();
+                }
+                let mut recv_counts = vec![0; size];
+                if me == 0 {
+                    for (c, rows) in recv_counts[r..end].iter_mut().zip(&self.rows[r..end]) {
+                        *c = rows * width;
+                    }
+                }
+                let mut recv = vec![0u8; recv_counts.iter().sum()];
+                let send = if sending { mine } else { &[] };
+                self.comm
+                    .all_to_all_bytes(send, &send_counts, &mut recv, &recv_counts);
+                if me == 0 {
+                    write(first, &recv);
+                }
+            }
+            first += self.rows[r..end].iter().sum::<usize>();
+            r = end;
+        }
     }
 }
 
@@ -618,6 +734,36 @@ impl Comm for ThreadRank {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rank's rows reach rank 0 in the one-process order, whole, with their first rows;
+    /// a rank without rows sends nothing; pieces larger than a group travel alone.
+    #[test]
+    fn a_root_stream_delivers_every_row_in_order() {
+        for size in 1..=4 {
+            for rows in [vec![5, 0, 3, 7], vec![0, 4, 4, 1], vec![2, 2, 2, 2]] {
+                let rows = &rows[..size];
+                let width = 3;
+                let start = |r: usize| rows[..r].iter().sum::<usize>();
+                let got = on_thread_ranks(&thread_ranks(size), |comm| {
+                    let me = comm.rank();
+                    let mine: Vec<u8> = (start(me) * width..start(me + 1) * width)
+                        .map(|b| b as u8)
+                        .collect();
+                    let stream = RootStream::new(comm.as_ref(), rows[me]);
+                    assert_eq!(stream.total(), start(size));
+                    let mut out = Vec::new();
+                    stream.stream(&mine, width, |first, bytes| {
+                        assert_eq!(first * width, out.len(), "consecutive runs");
+                        out.extend_from_slice(bytes);
+                    });
+                    out
+                });
+                let all: Vec<u8> = (0..start(size) * width).map(|b| b as u8).collect();
+                assert_eq!(got[0], all, "{size} ranks, rows {rows:?}");
+                assert!(got[1..].iter().all(Vec::is_empty), "only rank 0 writes");
+            }
+        }
+    }
 
     #[test]
     fn even_ranges_tile_in_order() {

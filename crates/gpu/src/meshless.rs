@@ -169,10 +169,10 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// CPU (`mote_cloud::halo`: each rank computes its own particles and
     /// refreshes a halo of neighbours from the other ranks; the states are one process's, bit
     /// for bit). Every rank passes the same cloud and boundaries. [`cloud`](Self::cloud) is then
-    /// this rank's own and halo particles ([`share`](Self::share) says which it owns);
-    /// [`gather`](Self::gather) collects the whole cloud on rank 0 for output (collective, as
-    /// are the steps, the stable step, [`neighbours_mean`](Self::neighbours_mean),
-    /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux)). No
+    /// this rank's own and halo particles ([`share`](Self::share) says which it owns;
+    /// [`own_part`](Self::own_part) copies them out for output). The steps are collective, as
+    /// are the stable step, [`neighbours_mean`](Self::neighbours_mean),
+    /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux). No
     /// rank keeps a copy of the whole cloud. A split simulation may move
     /// ([`with_motion`](Self::with_motion): its particles migrate between ranks), without
     /// adaptivity.
@@ -424,12 +424,13 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     pub fn share(&self) -> Share<'_> {
         self.inner.share()
     }
-    /// The whole cloud, state as of now and every particle's current reconstruction order in
-    /// its orders, gathered on rank 0 of a split simulation (`None` on the other ranks), for
-    /// output; `None` on one process, whose [`cloud`](Self::cloud) after a
-    /// [`sync`](Self::sync) is the whole cloud (with [`orders`](Self::orders)). Collective.
-    pub fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
-        self.inner.gather()
+    /// A split simulation's own particles, every array, state as of now and each particle's
+    /// current reconstruction order in its orders: this rank's rows of the run's files, in the
+    /// one-process order (`mote_cloud::halo::own_part`). `None` on one process, whose
+    /// [`cloud`](Self::cloud) after a [`sync`](Self::sync) is the whole cloud (with
+    /// [`orders`](Self::orders)).
+    pub fn own_part(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+        self.inner.own_part()
     }
     /// Every local particle's current reconstruction order (MOOD's where it reduces them).
     pub fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
@@ -507,7 +508,7 @@ trait Stepper<R: GpuFloat, const D: usize>: Send {
     fn share(&self) -> Share<'_> {
         Share::whole(self.cloud().len())
     }
-    fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+    fn own_part(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
         Ok(None)
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError>;
@@ -687,14 +688,14 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
             None => Share::whole(self.sim.cloud.len()),
         }
     }
-    fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+    fn own_part(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
         let orders = self.orders()?;
         let Some(halo) = self.sim.halo() else {
             return Ok(None);
         };
         let mut local = self.sim.cloud.clone();
         local.orders_mut().copy_from_slice(&orders);
-        Ok(mote_cloud::halo::gather_root(halo, local)?)
+        Ok(Some(mote_cloud::halo::own_part(halo, local)))
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         // MOOD's orders exist from its first step on; before it (the initial snapshot) every
@@ -883,7 +884,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
     fn share(&self) -> Share<'_> {
         self.kinetic.share()
     }
-    fn gather(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+    fn own_part(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
         let orders = self.orders()?;
         self.sync()?;
         let Some(halo) = self.kinetic.sim.halo() else {
@@ -891,7 +892,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         };
         let mut local = self.cloud.clone();
         local.orders_mut().copy_from_slice(&orders);
-        Ok(mote_cloud::halo::gather_root(halo, local)?)
+        Ok(Some(mote_cloud::halo::own_part(halo, local)))
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         self.kinetic.orders()

@@ -19,7 +19,9 @@ use mote_cloud::mood::MoodStats;
 use mote_core::{COMPONENTS, Component, ParticleData, Precision, Real};
 use serde::{Deserialize, Serialize};
 
-use crate::files::{FileError, write_atomic};
+use mote_core::comm::RootStream;
+
+use crate::files::{FileError, Partial};
 
 const MAGIC: &[u8; 8] = b"MOTECKPT";
 const VERSION: u32 = 1;
@@ -91,46 +93,64 @@ pub enum AnyHeader {
     Meshless(MeshlessHeader),
 }
 
-/// Writes `json` and `arrays` to `path` in the checkpoint layout, atomically.
-fn write_framed(path: &Path, json: &[u8], arrays: &[&[u8]]) -> Result<(), FileError> {
-    let size: usize = arrays.iter().map(|a| a.len() + 8).sum();
-    let mut bytes = Vec::with_capacity(24 + json.len() + size);
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&VERSION.to_le_bytes());
-    bytes.extend_from_slice(&(json.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(json);
-    for b in arrays {
-        bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(b);
+/// Writes `json` and `arrays` to `path` in the checkpoint layout, atomically. Each array is
+/// this rank's rows of `stream` (`(bytes, bytes per row)`): rank 0 writes the file, the rows
+/// arriving rank after rank ([`RootStream::stream`]), so that it is the one process's, byte for
+/// byte; a failure is rank 0's. Collective.
+fn write_framed(
+    path: &Path,
+    json: &[u8],
+    arrays: &[(&[u8], usize)],
+    stream: &RootStream<'_>,
+) -> Result<(), FileError> {
+    let mut out = Partial::create(path, stream.is_root());
+    let mut crc = crc32fast::Hasher::new();
+    let mut put = |bytes: &[u8]| {
+        crc.update(bytes);
+        out.put(bytes);
+    };
+    put(MAGIC);
+    put(&VERSION.to_le_bytes());
+    put(&(json.len() as u64).to_le_bytes());
+    put(json);
+    let n = stream.total();
+    for &(bytes, width) in arrays {
+        put(&((n * width) as u64).to_le_bytes());
+        stream.stream(bytes, width, |_, piece| put(piece));
     }
-    let crc = crc32fast::hash(&bytes);
-    bytes.extend_from_slice(&crc.to_le_bytes());
-    write_atomic(path, &bytes)
+    let crc = crc.finalize();
+    out.put(&crc.to_le_bytes());
+    out.finish()
 }
 
 /// Writes `header` and the particles to `path`, atomically.
 pub fn write<R: Real>(path: &Path, header: &Header, p: &ParticleData<R>) -> Result<(), FileError> {
     let json = serde_json::to_vec(header).expect("serialisable header");
-    let mut arrays: Vec<&[u8]> = Component::ALL
+    let r = std::mem::size_of::<R>();
+    let mut arrays: Vec<(&[u8], usize)> = Component::ALL
         .iter()
-        .map(|&c| bytemuck::cast_slice(p.component(c)))
+        .map(|&c| (bytemuck::cast_slice(p.component(c)), r))
         .collect();
-    arrays.push(bytemuck::cast_slice(p.ids()));
-    write_framed(path, &json, &arrays)
+    arrays.push((bytemuck::cast_slice(p.ids()), 8));
+    write_framed(path, &json, &arrays, &RootStream::one(p.len()))
 }
 
 /// Writes a meshless checkpoint: `header`, the particle `ids` and one `state` array per
-/// conserved variable, atomically.
+/// conserved variable, atomically. The ids and states are this rank's rows of `stream` (a cloud
+/// split between ranks; [`RootStream::one`] on one process): rank 0 writes the one-process
+/// file; a failure is rank 0's. Collective.
 pub fn write_meshless<R: Real>(
     path: &Path,
     header: &MeshlessHeader,
     ids: &[u64],
     state: &[&[R]],
+    stream: &RootStream<'_>,
 ) -> Result<(), FileError> {
     let json = serde_json::to_vec(header).expect("serialisable header");
-    let mut arrays: Vec<&[u8]> = vec![bytemuck::cast_slice(ids)];
-    arrays.extend(state.iter().map(|s| bytemuck::cast_slice::<R, u8>(s)));
-    write_framed(path, &json, &arrays)
+    let r = std::mem::size_of::<R>();
+    let mut arrays: Vec<(&[u8], usize)> = vec![(bytemuck::cast_slice(ids), 8)];
+    arrays.extend(state.iter().map(|s| (bytemuck::cast_slice::<R, u8>(s), r)));
+    write_framed(path, &json, &arrays, stream)
 }
 
 /// Reads the header of a gravity checkpoint `path`, verifying the whole file.

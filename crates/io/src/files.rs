@@ -46,6 +46,67 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     })
 }
 
+/// A file being written on rank 0 under its partial name ([`partial_path`]), renamed once
+/// complete; the first failure is kept (and later writes skipped) so that rank 0 goes on
+/// taking part in the other ranks' transfers. Nothing on the other ranks.
+#[derive(Debug)]
+pub struct Partial {
+    path: std::path::PathBuf,
+    file: Option<BufWriter<File>>,
+    error: Option<std::io::Error>,
+}
+
+impl Partial {
+    /// Creates `path`'s partial file where `root` (rank 0).
+    pub fn create(path: &Path, root: bool) -> Self {
+        let (file, error) = if root {
+            match File::create(partial_path(path)) {
+                Ok(f) => (Some(BufWriter::new(f)), None),
+                Err(e) => (None, Some(e)),
+            }
+        } else {
+            (None, None)
+        };
+        Self {
+            path: path.to_path_buf(),
+            file,
+            error,
+        }
+    }
+
+    /// Appends `bytes` (after a failure: nothing).
+    pub fn put(&mut self, bytes: &[u8]) {
+        if let (Some(f), None) = (self.file.as_mut(), self.error.as_ref())
+            && let Err(e) = f.write_all(bytes)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Flushes, syncs and renames the file into place; on failure removes the partial file.
+    pub fn finish(self) -> Result<(), FileError> {
+        let tmp = partial_path(&self.path);
+        let Some(file) = self.file else {
+            return match self.error {
+                Some(e) => Err(FileError::io(&self.path, e)),
+                None => Ok(()),
+            };
+        };
+        let result = match self.error {
+            Some(e) => Err(e),
+            None => file
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|f| f.sync_all())
+                .and_then(|()| std::fs::rename(&tmp, &self.path)),
+        };
+        result.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            FileError::io(&self.path, e)
+        })
+    }
+}
+
 /// `path` with `.partial` appended: where a file lives until it is complete.
 pub fn partial_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();

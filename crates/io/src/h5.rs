@@ -15,6 +15,8 @@ use std::path::Path;
 use hdf5::types::{FloatSize, TypeDescriptor, VarLenUnicode};
 use hdf5::{Group, H5Type, Location};
 
+use mote_core::comm::RootStream;
+
 use crate::files::{FileError, partial_path};
 use crate::snapshot::{Hdf5Contents as Read, Snapshot, Values};
 
@@ -26,26 +28,60 @@ const CHUNK_ROWS: usize = 1 << 16;
 /// Writes `snapshot` at `path`: into `path.partial`, renamed to `path` once HDF5 has closed the
 /// file, so a killed write leaves no file that looks complete (and an existing one unchanged).
 pub fn write(path: &Path, snapshot: &Snapshot) -> Result<(), FileError> {
+    let n = snapshot
+        .columns
+        .first()
+        .map_or(0, |c| c.values.len() / c.components.max(1));
+    write_ranks(path, snapshot, &RootStream::one(n))
+}
+
+/// [`write`] of a snapshot whose columns hold this rank's rows (`stream`: rank `r`'s follow
+/// those of the ranks below it): rank 0 writes the one file, each dataset's rows arriving rank
+/// after rank ([`RootStream::stream`]) and written in whole chunks, so that the file is the one
+/// process's, byte for byte, and no rank holds more than its rows and one group of pieces. A
+/// failure is rank 0's (the other ranks return `Ok`). Collective.
+pub fn write_ranks(
+    path: &Path,
+    snapshot: &Snapshot,
+    stream: &RootStream<'_>,
+) -> Result<(), FileError> {
     let tmp = partial_path(path);
-    let result = write_file(&tmp, snapshot)
-        .map_err(|e| FileError {
-            path: path.to_path_buf(),
-            message: format!("HDF5: {e}"),
-        })
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| FileError::io(path, e)));
+    let mut file = if stream.is_root() {
+        write_header(&tmp, snapshot, stream.total()).map(Some)
+    } else {
+        Ok(None)
+    };
+    let level = snapshot.header.compression;
+    for c in &snapshot.columns {
+        let (name, k) = (c.name.as_str(), c.components);
+        match &c.values {
+            Values::F32(v) => column(&mut file, name, v, k, level, stream),
+            Values::F64(v) => column(&mut file, name, v, k, level, stream),
+            Values::U64(v) => column(&mut file, name, v, k, level, stream),
+            Values::U32(v) => column(&mut file, name, v, k, level, stream),
+        }
+    }
+    let result = match file {
+        Ok(None) => return Ok(()),
+        Ok(Some((file, _))) => file.close(),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| FileError {
+        path: path.to_path_buf(),
+        message: format!("HDF5: {e}"),
+    })
+    .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| FileError::io(path, e)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
 }
 
-fn write_file(path: &Path, s: &Snapshot) -> hdf5::Result<()> {
+/// The file at `path` with its header, units and code groups, and its (empty) particle group
+/// for `n` particles.
+fn write_header(path: &Path, s: &Snapshot, n: usize) -> hdf5::Result<(hdf5::File, Group)> {
     let h = &s.header;
     let file = hdf5::File::create(path)?;
-    let n = s
-        .columns
-        .first()
-        .map_or(0, |c| c.values.len() / c.components.max(1));
     let pt = h.family.part_type();
     let mut low = [0u32; 6];
     let mut high = [0u32; 6];
@@ -108,15 +144,99 @@ fn write_file(path: &Path, s: &Snapshot) -> hdf5::Result<()> {
     string_attr(&code, "Configuration", &h.config)?;
 
     let group = file.create_group(&format!("PartType{pt}"))?;
-    for c in &s.columns {
-        match &c.values {
-            Values::F32(v) => dataset(&group, &c.name, v, c.components, h.compression)?,
-            Values::F64(v) => dataset(&group, &c.name, v, c.components, h.compression)?,
-            Values::U64(v) => dataset(&group, &c.name, v, c.components, h.compression)?,
-            Values::U32(v) => dataset(&group, &c.name, v, c.components, h.compression)?,
+    Ok((file, group))
+}
+
+/// One dataset of `components` values per particle (`N` or `N x components`; chunked, shuffled
+/// and deflated at `level` when `level > 0`), from every rank's rows `mine`: created and written
+/// on rank 0 in whole chunks as the rows arrive (where `file` holds the open file; a failure is
+/// kept in it and the rows still taken). Collective.
+fn column<T: H5Type + bytemuck::Pod>(
+    file: &mut hdf5::Result<Option<(hdf5::File, Group)>>,
+    name: &str,
+    mine: &[T],
+    components: usize,
+    level: u8,
+    stream: &RootStream<'_>,
+) {
+    let n = stream.total();
+    let k = components.max(1);
+    let mut dataset = match file {
+        Ok(Some((_, group))) => Some(create_dataset::<T>(group, name, n, k, level)),
+        _ => None,
+    };
+    let mut pending: Vec<T> = Vec::new();
+    let mut written = 0;
+    // Whole chunks only (and the rest at the end): each chunk is compressed once, in order,
+    // as one process writes it.
+    let mut flush = |pending: &mut Vec<T>, all: bool, dataset: &mut Option<hdf5::Result<_>>| {
+        let rows = pending.len() / k;
+        let take = if all {
+            rows
+        } else {
+            rows / CHUNK_ROWS * CHUNK_ROWS
+        };
+        if take == 0 {
+            return;
         }
+        if let Some(Ok(ds)) = dataset
+            && let Err(e) = write_rows(ds, &pending[..take * k], written, k)
+        {
+            *dataset = Some(Err(e));
+        }
+        pending.drain(..take * k);
+        written += take;
+    };
+    stream.stream(
+        bytemuck::cast_slice(mine),
+        k * size_of::<T>(),
+        |_, bytes| {
+            if !matches!(dataset, Some(Ok(_))) {
+                return;
+            }
+            pending.extend(bytemuck::pod_collect_to_vec::<u8, T>(bytes));
+            flush(&mut pending, false, &mut dataset);
+        },
+    );
+    flush(&mut pending, true, &mut dataset);
+    if let Some(Err(e)) = dataset {
+        *file = Err(e);
     }
-    file.close()
+}
+
+/// Creates dataset `name` of `n` rows of `k` values in `group`.
+fn create_dataset<T: H5Type>(
+    group: &Group,
+    name: &str,
+    n: usize,
+    k: usize,
+    level: u8,
+) -> hdf5::Result<hdf5::Dataset> {
+    let shape = |rows: usize| if k == 1 { vec![rows] } else { vec![rows, k] };
+    let mut builder = group.new_dataset::<T>().shape(shape(n));
+    if level > 0 && n > 0 {
+        builder = builder
+            .chunk(shape(n.min(CHUNK_ROWS)))
+            .shuffle()
+            .deflate(level);
+    }
+    builder.create(name)
+}
+
+/// Writes `data` (rows of `k` values) into `ds` from row `first`.
+fn write_rows<T: H5Type>(
+    ds: &hdf5::Dataset,
+    data: &[T],
+    first: usize,
+    k: usize,
+) -> hdf5::Result<()> {
+    let rows = data.len() / k;
+    if k == 1 {
+        return ds.write_slice(data, first..first + rows);
+    }
+    let view = ndarray::ArrayView2::from_shape((rows, k), data)
+        .map_err(|e| hdf5::Error::from(e.to_string()))?;
+    ds.write_slice(view, ndarray::s![first..first + rows, ..])
 }
 
 fn scalar_attr<T: H5Type>(loc: &Location, name: &str, value: T) -> hdf5::Result<()> {
@@ -139,33 +259,6 @@ fn string_attr(loc: &Location, name: &str, value: &str) -> hdf5::Result<()> {
     loc.new_attr::<VarLenUnicode>()
         .create(name)?
         .write_scalar(&v)
-}
-
-/// One dataset of `components` values per particle: `N` or `N x components`; chunked, shuffled
-/// and deflated at `level` when `level > 0`.
-fn dataset<T: H5Type>(
-    group: &Group,
-    name: &str,
-    data: &[T],
-    components: usize,
-    level: u8,
-) -> hdf5::Result<()> {
-    let n = data.len() / components.max(1);
-    let shape = |rows: usize| {
-        if components == 1 {
-            vec![rows]
-        } else {
-            vec![rows, components]
-        }
-    };
-    let mut builder = group.new_dataset::<T>().shape(shape(n));
-    if level > 0 && n > 0 {
-        builder = builder
-            .chunk(shape(n.min(CHUNK_ROWS)))
-            .shuffle()
-            .deflate(level);
-    }
-    builder.create(name)?.write_raw(data)
 }
 
 /// Reads the first particle group of the HDF5 file at `path` with every dataset in it.

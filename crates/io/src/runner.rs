@@ -579,6 +579,8 @@ fn write_snapshot<R: Real>(
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
     let number = snapshot::next_number(sink.dir, list)?;
+    // Rank 0 writes the whole state it gathered (`gather_whole`).
+    let stream = comm::RootStream::one(p.len());
     let (vt, g) = (units.time_factor(), units.g);
     if sink.format.vtk() {
         let interleave = |s: mote_core::Vec3Span<'_, R>, scale: f64| -> Vec<f64> {
@@ -597,7 +599,7 @@ fn write_snapshot<R: Real>(
             Field::Vec3F64("acceleration", &acceleration),
             Field::F64("mass", &mass),
         ];
-        snapshot::add_vtk(sink.dir, number, time, list, &points, &fields)?;
+        snapshot::add_vtk(sink.dir, number, time, list, &points, &fields, &stream)?;
     }
     if sink.format.hdf5() {
         // Scaled in f64 and rounded once to the run's precision; a factor of 1 (N-body units)
@@ -619,7 +621,8 @@ fn write_snapshot<R: Real>(
             Column::scalar("Masses", Values::real::<R>(p.masses().iter().copied())),
             Column::scalar("ParticleIDs", Values::U64(p.ids().to_vec())),
         ];
-        snapshot::add_hdf5(sink.dir, number, list, &Snapshot { header, columns })?;
+        let snapshot = Snapshot { header, columns };
+        snapshot::add_hdf5(sink.dir, number, list, &snapshot, &stream)?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use mote_core::comm::RootStream;
 use mote_core::{Precision, Real};
 use serde::{Deserialize, Serialize};
 
@@ -234,7 +235,9 @@ pub fn next_number(dir: &Path, list: &[(f64, String)]) -> Result<u64, FileError>
 }
 
 /// Writes snapshot `number` as `snapshots/snap_NNNNN.vtu` with `points` (interleaved xyz) and
-/// `fields`, appends it to `list` at `time` and rewrites `snapshots.pvd`.
+/// `fields`, appends it to `list` at `time` and rewrites `snapshots.pvd`. The points and fields
+/// are this rank's rows of `stream`: rank 0 writes the file ([`vtk::write_vtu_ranks`]) and the
+/// index; a failure is rank 0's. Collective.
 pub fn add_vtk(
     dir: &Path,
     number: u64,
@@ -242,9 +245,13 @@ pub fn add_vtk(
     list: &mut Vec<(f64, String)>,
     points: &[f64],
     fields: &[Field<'_>],
+    stream: &RootStream<'_>,
 ) -> Result<(), FileError> {
     let name = format!("snapshots/snap_{number:05}.vtu");
-    vtk::write_vtu(&dir.join(&name), Some(time), points, fields)?;
+    vtk::write_vtu_ranks(&dir.join(&name), Some(time), points, fields, stream)?;
+    if !stream.is_root() {
+        return Ok(());
+    }
     list.push((time, name));
     // The .pvd is ParaView's: the VTK files only (a `both` run lists its HDF5 files too).
     let vtk: Vec<(f64, String)> = list
@@ -256,15 +263,20 @@ pub fn add_vtk(
 }
 
 /// Writes snapshot `number` as `snapshots/snap_NNNNN.hdf5`, appends it to `list` at its time
-/// and rewrites `snapshots.json`.
+/// and rewrites `snapshots.json`. The snapshot's columns are this rank's rows of `stream`: rank
+/// 0 writes the file and the index; a failure is rank 0's. Collective.
 pub fn add_hdf5(
     dir: &Path,
     number: u64,
     list: &mut Vec<(f64, String)>,
     snapshot: &Snapshot,
+    stream: &RootStream<'_>,
 ) -> Result<(), FileError> {
     let name = format!("snapshots/snap_{number:05}.hdf5");
-    write_hdf5(&dir.join(&name), snapshot)?;
+    write_hdf5_ranks(&dir.join(&name), snapshot, stream)?;
+    if !stream.is_root() {
+        return Ok(());
+    }
     list.push((snapshot.header.time, name));
     write_index(dir, list)
 }
@@ -388,6 +400,27 @@ pub fn hdf5_as_fields(c: &Hdf5Contents) -> (Vec<[f64; 3]>, NamedFields) {
 #[cfg(feature = "hdf5")]
 pub fn write_hdf5(path: &Path, snapshot: &Snapshot) -> Result<(), FileError> {
     crate::h5::write(path, snapshot)
+}
+
+/// [`write_hdf5`] of a snapshot whose columns are this rank's rows of `stream`: rank 0 writes
+/// the one-process file (`h5::write_ranks`). Collective.
+#[cfg(feature = "hdf5")]
+pub fn write_hdf5_ranks(
+    path: &Path,
+    snapshot: &Snapshot,
+    stream: &RootStream<'_>,
+) -> Result<(), FileError> {
+    crate::h5::write_ranks(path, snapshot, stream)
+}
+
+/// Without the `hdf5` feature: refused.
+#[cfg(not(feature = "hdf5"))]
+pub fn write_hdf5_ranks(
+    path: &Path,
+    snapshot: &Snapshot,
+    _stream: &RootStream<'_>,
+) -> Result<(), FileError> {
+    write_hdf5(path, snapshot)
 }
 
 /// Without the `hdf5` feature: refused (the configuration check refuses HDF5 output before a

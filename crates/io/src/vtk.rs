@@ -7,7 +7,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::files::{FileError, write_atomic};
+use mote_core::comm::{self, RootStream};
+
+use crate::files::{FileError, Partial, write_atomic};
 
 /// One per-particle array of a snapshot.
 pub enum Field<'a> {
@@ -41,57 +43,88 @@ pub fn write_vtu(
     points: &[f64],
     fields: &[Field<'_>],
 ) -> Result<(), FileError> {
+    if !points.len().is_multiple_of(3) {
+        return Err(FileError {
+            path: path.to_path_buf(),
+            message: format!("{} point coordinates are not xyz triples", points.len()),
+        });
+    }
+    write_vtu_ranks(
+        path,
+        time,
+        points,
+        fields,
+        &RootStream::one(points.len() / 3),
+    )
+}
+
+/// [`write_vtu`] of points split between ranks: each rank passes its rows (`stream`: rank `r`'s
+/// follow those of the ranks below it in the file) and rank 0 writes the one file, receiving
+/// each array's pieces in turn ([`RootStream::stream`]): the file is the one process's, byte
+/// for byte, and no rank holds more than its rows and one group of pieces. A refusal (a field
+/// of the wrong length on any rank) is every rank's; a failure to write is rank 0's (the other
+/// ranks return `Ok`). Collective.
+pub fn write_vtu_ranks(
+    path: &Path,
+    time: Option<f64>,
+    points: &[f64],
+    fields: &[Field<'_>],
+    stream: &RootStream<'_>,
+) -> Result<(), FileError> {
     let refuse = |message: String| FileError {
         path: path.to_path_buf(),
         message,
     };
-    if !points.len().is_multiple_of(3) {
-        return Err(refuse(format!(
-            "{} point coordinates are not xyz triples",
+    let mine = stream.mine();
+    let mut problem = (points.len() != 3 * mine).then(|| {
+        format!(
+            "{} point coordinates for {mine} points; not written",
             points.len()
-        )));
-    }
-    let n = points.len() / 3;
+        )
+    });
     for f in fields {
         let (name, _, comps, bytes) = f.describe();
         let values = bytes.len() / 8;
-        if values != n * comps {
-            return Err(refuse(format!(
-                "array `{name}` holds {values} values for {n} points of {comps} component(s); \
+        if problem.is_none() && values != mine * comps {
+            problem = Some(format!(
+                "array `{name}` holds {values} values for {mine} points of {comps} component(s); \
                  not written"
-            )));
+            ));
         }
     }
+    comm::agree(stream.comm(), problem.as_deref().map(|m| (1, m)))
+        .map_err(|e| refuse(e.to_string()))?;
+    let n = stream.total();
     let field_data = time.map_or(String::new(), |t| {
         format!(
             "<FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" format=\"ascii\">{t:?}</DataArray>\n</FieldData>\n"
         )
     });
-    let connectivity: Vec<u64> = (0..n as u64).collect();
-    let offsets: Vec<u64> = (1..=n as u64).collect();
-    let types: Vec<u8> = vec![1; n]; // VTK_VERTEX
-    // Every array in document order: the point data, the points, the cells.
-    let mut arrays: Vec<(&str, &str, usize, &[u8])> = fields.iter().map(Field::describe).collect();
-    arrays.push(("Points", "Float64", 3, bytemuck::cast_slice(points)));
-    arrays.push((
-        "connectivity",
-        "UInt64",
-        1,
-        bytemuck::cast_slice(&connectivity),
-    ));
-    arrays.push(("offsets", "UInt64", 1, bytemuck::cast_slice(&offsets)));
-    arrays.push(("types", "UInt8", 1, &types));
+    // Every array in document order: the point data, the points, the cells (name, type,
+    // components, bytes per value).
+    let mut arrays: Vec<(&str, &str, usize, usize)> = fields
+        .iter()
+        .map(|f| {
+            let (name, ty, comps, _) = f.describe();
+            (name, ty, comps, 8)
+        })
+        .collect();
+    arrays.push(("Points", "Float64", 3, 8));
+    arrays.push(("connectivity", "UInt64", 1, 8));
+    arrays.push(("offsets", "UInt64", 1, 8));
+    arrays.push(("types", "UInt8", 1, 1));
     // The appended blocks go in the reverse of the document order. VTK reads each array at its
     // offset whatever the order; meshio re-bases the offsets one block at a time and looks each
     // raw offset up among the elements in document order, so with blocks in document order an
     // element it had already re-based could take a later array's raw offset and be read twice
     // (a 2-body snapshot read its points from the connectivity). In reverse order the element
     // it looks for always comes first.
+    let size_of = |k: usize| n * arrays[k].2 * arrays[k].3;
     let mut offset_of = vec![0usize; arrays.len()];
     let mut offset = 0usize;
-    for (k, (_, _, _, bytes)) in arrays.iter().enumerate().rev() {
+    for k in (0..arrays.len()).rev() {
         offset_of[k] = offset;
-        offset += 8 + bytes.len();
+        offset += 8 + size_of(k);
     }
     let element = |k: usize| {
         let (name, ty, comps, _) = arrays[k];
@@ -116,13 +149,34 @@ pub fn write_vtu(
          <Cells>\n      {con}\n      {off}\n      {typ}\n</Cells>\n\
          </Piece>\n</UnstructuredGrid>\n<AppendedData encoding=\"raw\">\n_"
     );
-    let mut bytes = header.into_bytes();
-    for (_, _, _, b) in arrays.iter().rev() {
-        bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(b);
+    let mut out = Partial::create(path, stream.is_root());
+    out.put(header.as_bytes());
+    // The cells, generated on rank 0 in runs (vertex k: connectivity k, offset k + 1, type 1).
+    const RUN: usize = 1 << 16;
+    out.put(&(n as u64).to_le_bytes());
+    for start in (0..n).step_by(RUN) {
+        out.put(&vec![1u8; RUN.min(n - start)]); // VTK_VERTEX
     }
-    bytes.extend_from_slice(b"\n</AppendedData>\n</VTKFile>\n");
-    write_atomic(path, &bytes)
+    for shift in [1u64, 0] {
+        out.put(&((8 * n) as u64).to_le_bytes());
+        for start in (0..n).step_by(RUN) {
+            let run: Vec<u64> = (start as u64..(start + RUN).min(n) as u64)
+                .map(|k| k + shift)
+                .collect();
+            out.put(bytemuck::cast_slice(&run));
+        }
+    }
+    let mut column = |bytes: &[u8], width: usize| {
+        out.put(&((width * n) as u64).to_le_bytes());
+        stream.stream(bytes, width, |_, piece| out.put(piece));
+    };
+    column(bytemuck::cast_slice(points), 24);
+    for field in fields.iter().rev() {
+        let (_, _, comps, bytes) = field.describe();
+        column(bytes, 8 * comps);
+    }
+    out.put(b"\n</AppendedData>\n</VTKFile>\n");
+    out.finish()
 }
 
 /// Writes the `.pvd` collection listing `(time, file)` pairs, atomically.

@@ -42,7 +42,7 @@ use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, Weight};
-use mote_core::comm::{self, Share};
+use mote_core::comm::{self, RootStream, Share};
 use mote_core::memory::{self, ReserveOptions};
 use mote_core::{Backend, CpuBackend, DeviceSpec, MachineInfo, Precision, Real};
 use mote_gpu::meshless::{OnDevice, Scheme, Simulation};
@@ -1330,22 +1330,23 @@ impl MeshlessRun<'_> {
         } else {
             "This run writes no checkpoint (a moving cloud or a relaxation run)".to_string()
         };
-        // What a checkpoint reads, brought to the host by every rank before rank 0 writes it:
-        // a split cloud gathered on rank 0 (`None` elsewhere, and on one process, whose cloud
-        // is whole), and the floor events so far.
+        // What a checkpoint reads, brought to the host by every rank before the ranks write
+        // it: a split cloud's own particles (`None` on one process, whose cloud is whole), and
+        // the floor events so far.
         type Saved<R, const D: usize> = (Option<Cloud<R, D>>, Option<u64>);
         let checkpoint_state = |sim: &mut Simulation<R, D>| -> Result<Saved<R, D>, RunError> {
             if !resumable {
                 return Ok((None, None));
             }
             sim.sync()?;
-            let whole = sim.gather()?;
+            let part = sim.own_part()?;
             let floors = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
-            Ok((whole, floors))
+            Ok((part, floors))
         };
+        // Every rank passes its rows; rank 0 writes the one-process file (collective).
         #[allow(clippy::too_many_arguments)]
         let save = |sim: &Simulation<R, D>,
-                    whole: &Option<Cloud<R, D>>,
+                    part: &Option<Cloud<R, D>>,
                     floor_events: Option<u64>,
                     time: f64,
                     totals: &Totals,
@@ -1356,7 +1357,8 @@ impl MeshlessRun<'_> {
             if !resumable {
                 return Ok(());
             }
-            let cloud = whole.as_ref().unwrap_or(sim.cloud());
+            let cloud = part.as_ref().unwrap_or(sim.cloud());
+            let stream = RootStream::new(world.as_ref(), cloud.len());
             let header = MeshlessHeader {
                 mote_version: env!("CARGO_PKG_VERSION").to_string(),
                 physics: "meshless".to_string(),
@@ -1366,7 +1368,7 @@ impl MeshlessRun<'_> {
                 precision: R::PRECISION,
                 config: c.to_toml(),
                 snapshots: snapshots.to_vec(),
-                particles: cloud.len(),
+                particles: stream.total(),
                 variables: cloud.variables(),
                 mood: totals.mood,
                 floor_events,
@@ -1379,18 +1381,24 @@ impl MeshlessRun<'_> {
                 &header,
                 cloud.ids(),
                 &state,
+                &stream,
             )?)
         };
         let mut time = match self.resume {
             Some(r) => r.header.time,
             None => {
                 row(&mut sim, 0.0, 0.0, &mut totals, &outflow, &mut csv)?;
-                // Every rank takes part in gathering a split cloud; rank 0 writes.
-                let (whole, orders) = snapshot_state(&mut sim)?;
-                on_root(world.as_ref(), || {
-                    let cloud = whole.as_ref().unwrap_or(sim.cloud());
-                    write_snapshot(&sink, &sim, cloud, &orders, &rest, 0.0, &mut snapshots)
-                })?;
+                // Every rank passes its rows of a split cloud; rank 0 writes.
+                let (part, orders) = snapshot_state(&mut sim)?;
+                let cloud = part.as_ref().unwrap_or(sim.cloud());
+                agreed(write_snapshot(
+                    &sink,
+                    &sim,
+                    (cloud, &orders),
+                    &rest,
+                    0.0,
+                    &mut snapshots,
+                ))?;
                 0.0
             }
         };
@@ -1413,32 +1421,19 @@ impl MeshlessRun<'_> {
                 Ok(a) => a,
                 Err(StepFailure::Gpu(e)) => return Err(e.into()),
                 Err(StepFailure::Collapsed { stable, reference }) => {
-                    let (whole, floors) = checkpoint_state(&mut sim)?;
-                    on_root(world.as_ref(), || {
-                        save(
-                            &sim, &whole, floors, time, &totals, &snapshots, reference, &outflow,
-                        )
-                    })?;
-                    // The particle that limits the step is found in the whole cloud: rank 0's
-                    // gathered copy (a split cloud's), told to the other ranks.
-                    let whole = match whole {
-                        Some(w) => Some(w),
-                        None if resumable => None,
-                        None => {
-                            sim.sync()?;
-                            sim.gather()?
-                        }
-                    };
+                    let (part, floors) = checkpoint_state(&mut sim)?;
+                    agreed(save(
+                        &sim, &part, floors, time, &totals, &snapshots, reference, &outflow,
+                    ))?;
+                    sim.sync()?;
                     let reason = collapse_reason(
                         &sim,
-                        whole.as_ref().unwrap_or(sim.cloud()),
+                        (sim.cloud(), sim.share()),
                         c,
                         (stable, reference),
                         (time, end),
                         &format!("{last_state} "),
                     );
-                    let reason = comm::broadcast_bytes(world.as_ref(), 0, reason.as_bytes());
-                    let reason = String::from_utf8_lossy(&reason).into_owned();
                     return Err(fail(steps + 1, reason));
                 }
                 Err(StepFailure::Unstable(stable)) => {
@@ -1471,19 +1466,22 @@ impl MeshlessRun<'_> {
                 });
             }
             if due.snapshot {
-                let (whole, orders) = snapshot_state(&mut sim)?;
-                on_root(world.as_ref(), || {
-                    let cloud = whole.as_ref().unwrap_or(sim.cloud());
-                    write_snapshot(&sink, &sim, cloud, &orders, &rest, time, &mut snapshots)
-                })?;
+                let (part, orders) = snapshot_state(&mut sim)?;
+                let cloud = part.as_ref().unwrap_or(sim.cloud());
+                agreed(write_snapshot(
+                    &sink,
+                    &sim,
+                    (cloud, &orders),
+                    &rest,
+                    time,
+                    &mut snapshots,
+                ))?;
             }
             if due.checkpoint {
-                let (whole, floors) = checkpoint_state(&mut sim)?;
-                on_root(world.as_ref(), || {
-                    save(
-                        &sim, &whole, floors, time, &totals, &snapshots, reference, &outflow,
-                    )
-                })?;
+                let (part, floors) = checkpoint_state(&mut sim)?;
+                agreed(save(
+                    &sim, &part, floors, time, &totals, &snapshots, reference, &outflow,
+                ))?;
                 outputs.saved();
             }
             if let Some(signal) = due.stop {
@@ -1667,7 +1665,7 @@ pub(crate) fn unstable_reason(stable: f64) -> String {
 /// last good state is, with a trailing space, or nothing) and what to change.
 pub(crate) fn collapse_reason<R: GpuFloat, const D: usize>(
     sim: &Simulation<R, D>,
-    cloud: &Cloud<R, D>,
+    (cloud, share): (&Cloud<R, D>, Share<'_>),
     c: &MeshlessConfig,
     (stable, reference): (f64, f64),
     (time, end): (f64, f64),
@@ -1680,7 +1678,7 @@ pub(crate) fn collapse_reason<R: GpuFloat, const D: usize>(
          run.min_dt_ratio to go on)",
         c.run.min_dt_ratio,
         (end - time) / stable,
-        limiting_particle(sim, cloud),
+        limiting_particle(sim, cloud, share),
     )
 }
 
@@ -1739,15 +1737,19 @@ impl Totals {
 }
 
 /// Which interior particle has the fastest wave (along any axis) in the current state: the one
-/// that limits the time step, for the message of a collapsing step.
+/// that limits the time step, for the message of a collapsing step. Found among each rank's
+/// own particles of `cloud` (`share`) and agreed: the one-process answer (the first in the
+/// one-process order of the fastest, a NaN speed the worst there is) on every rank.
+/// Collective.
 fn limiting_particle<R: GpuFloat, const D: usize>(
     sim: &Simulation<R, D>,
     cloud: &Cloud<R, D>,
+    share: Share<'_>,
 ) -> String {
     let m = cloud.variables();
     let mut u = vec![R::zero(); m];
     let mut worst: Option<(usize, f64)> = None;
-    for i in (0..cloud.len()).filter(|&i| cloud.tags()[i] == INTERIOR) {
+    for i in share.own().filter(|&i| cloud.tags()[i] == INTERIOR) {
         for (v, x) in u.iter_mut().enumerate() {
             *x = cloud.state(v)[i];
         }
@@ -1764,7 +1766,25 @@ fn limiting_particle<R: GpuFloat, const D: usize>(
             }
         }
     }
-    match worst {
+    // The fastest over the ranks (NaN above every speed; 0: no interior particle), then the
+    // lowest one-process index among the ranks that hold it, whose rank tells the others.
+    let key = |s: f64| {
+        if s.is_nan() {
+            u64::MAX
+        } else {
+            comm::order_key(s)
+        }
+    };
+    let fastest = comm::max_of(share.comm, worst.map_or(0, |(_, s)| key(s)));
+    let global = |i: usize| share.first + i - share.own_start;
+    let candidate = worst.filter(|&(_, s)| key(s) == fastest);
+    let lowest = !comm::max_of(
+        share.comm,
+        candidate.map_or(0, |(i, _)| !(global(i) as u64)),
+    );
+    let mine = candidate.filter(|&(i, _)| global(i) as u64 == lowest);
+    let holder = comm::max_of(share.comm, mine.map_or(0, |_| share.comm.rank() as u64));
+    let text = match mine {
         Some((i, speed)) => {
             let pos: Vec<String> = (0..D)
                 .map(|d| format!("{:.6e}", cloud.positions()[d][i].as_f64()))
@@ -1773,15 +1793,21 @@ fn limiting_particle<R: GpuFloat, const D: usize>(
                 .map(|v| format!("{:.6e}", cloud.state(v)[i].as_f64()))
                 .collect();
             format!(
-                "particle id {} (index {i}) at ({}) limits it, with wave speed {speed:.3e} and \
+                "particle id {} (index {}) at ({}) limits it, with wave speed {speed:.3e} and \
                  state ({})",
                 cloud.ids()[i],
+                global(i),
                 pos.join(", "),
                 state.join(", ")
             )
         }
         None => "no interior particle limits it".to_string(),
+    };
+    if fastest == 0 {
+        return text;
     }
+    let told = comm::broadcast_bytes(share.comm, holder as usize, text.as_bytes());
+    String::from_utf8_lossy(&told).into_owned()
 }
 
 /// The largest nominal spacing over the axes of `cloud`.
@@ -1808,35 +1834,41 @@ fn range<R: Real>(u: &[R], tags: &[u32], share: Share<'_>) -> (f64, f64) {
 /// A snapshot of every particle at `time` in the configured formats: `snapshots/snap_NNNNN.vtu`
 /// (with the `.pvd` listing all so far) and/or `snapshots/snap_NNNNN.hdf5` (with
 /// `snapshots.json`; the run's precision, the Gadget names for a gas).
-/// What a snapshot reads of the simulation, brought to the host (a collective step on ranks:
-/// every rank calls it before rank 0 writes): a split cloud gathered on rank 0 (`None` on the
-/// other ranks, and on one process, whose [`Simulation::cloud`] is whole), and the
-/// reconstruction orders of the whole cloud (rank 0's; on the other ranks their own).
+/// What a snapshot writes of the simulation, brought to the host: this rank's rows, a split
+/// cloud's own particles (`None` on one process, whose [`Simulation::cloud`] is whole), and
+/// their reconstruction orders.
 fn snapshot_state<R: GpuFloat, const D: usize>(
     sim: &mut Simulation<R, D>,
 ) -> Result<(Option<Cloud<R, D>>, Vec<u8>), RunError> {
     sim.sync()?;
-    Ok(match sim.gather()? {
-        Some(whole) => {
-            let orders = whole.orders().to_vec();
-            (Some(whole), orders)
+    Ok(match sim.own_part()? {
+        Some(part) => {
+            let orders = part.orders().to_vec();
+            (Some(part), orders)
         }
         None => (None, sim.orders()?),
     })
 }
 
-/// Writes a snapshot of the whole `cloud` ([`snapshot_state`]'s), with its `orders`; `sim`
-/// converts the states to primitive variables.
+/// Writes a snapshot of `cloud` (this rank's rows: [`snapshot_state`]'s), with its `orders`;
+/// `sim` converts the states to primitive variables. Rank 0 writes the files, the other ranks'
+/// rows streamed to it in order; a failure is rank 0's. Collective.
 fn write_snapshot<R: GpuFloat, const D: usize>(
     sink: &SnapshotSink<'_>,
     sim: &Simulation<R, D>,
-    cloud: &Cloud<R, D>,
-    orders: &[u8],
+    (cloud, orders): (&Cloud<R, D>, &[u8]),
     rest: &ProblemRest<D>,
     time: f64,
     list: &mut Vec<(f64, String)>,
 ) -> Result<(), RunError> {
-    let number = snapshot::next_number(sink.dir, list)?;
+    let world = comm::world();
+    let stream = RootStream::new(world.as_ref(), cloud.len());
+    // Only rank 0 touches the run directory; its answer is every rank's before rows travel.
+    let number = agreed(if stream.is_root() {
+        snapshot::next_number(sink.dir, list).map_err(RunError::from)
+    } else {
+        Ok(0)
+    })?;
     let (n, m) = (cloud.len(), cloud.variables());
     let primitive = primitive_fields(sim, cloud, rest);
     // The exact solution at the snapshot's time, in the variables a picture shows (the
@@ -1875,7 +1907,7 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
         for (name, values) in exact_names.iter().zip(&exact_values) {
             fields.push(Field::F64(name, values));
         }
-        snapshot::add_vtk(sink.dir, number, time, list, &points, &fields)?;
+        snapshot::add_vtk(sink.dir, number, time, list, &points, &fields, &stream)?;
     }
     if sink.format.hdf5() {
         let (lo, hi) = cloud.domain().bounds();
@@ -1959,7 +1991,8 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
         }
         let mut header = sink.header(Family::Meshless, D, time, box_size);
         header.spacing = cloud.spacing().to_vec();
-        snapshot::add_hdf5(sink.dir, number, list, &Snapshot { header, columns })?;
+        let snapshot = Snapshot { header, columns };
+        snapshot::add_hdf5(sink.dir, number, list, &snapshot, &stream)?;
     }
     Ok(())
 }

@@ -406,6 +406,7 @@ fn checkpoint_seeds() -> Vec<Vec<u8>> {
         &meshless,
         &[1, 2, 3],
         &[&[1.0f32, 2.0, 3.0], &[0.5, 0.5, 0.5]],
+        &mote_core::comm::RootStream::one(3),
     )
     .unwrap();
     vec![std::fs::read(g).unwrap(), std::fs::read(m).unwrap()]
