@@ -167,8 +167,9 @@ fn column<T: H5Type + bytemuck::Pod>(
     };
     let mut pending: Vec<T> = Vec::new();
     let mut written = 0;
-    // Whole chunks only (and the rest at the end): each chunk is compressed once, in order,
-    // as one process writes it.
+    // Whole chunks only (and the rest at the end): each chunk is compressed once and stored
+    // in order, as one process writes it, whatever the pieces' sizes (HDF5 would merge a chunk
+    // written in parts, decompressing it again).
     let mut flush = |pending: &mut Vec<T>, all: bool, dataset: &mut Option<hdf5::Result<_>>| {
         let rows = pending.len() / k;
         let take = if all {

@@ -42,7 +42,7 @@ use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, Weight};
-use mote_core::comm::{self, RootStream, Share};
+use mote_core::comm::{self, Comm, RootStream, Share};
 use mote_core::memory::{self, ReserveOptions};
 use mote_core::{Backend, CpuBackend, DeviceSpec, MachineInfo, Precision, Real};
 use mote_gpu::meshless::{OnDevice, Scheme, Simulation};
@@ -1343,7 +1343,8 @@ impl MeshlessRun<'_> {
             let floors = sim.floor_events().map(|f| f + floors_before.unwrap_or(0));
             Ok((part, floors))
         };
-        // Every rank passes its rows; rank 0 writes the one-process file (collective).
+        // Every rank of `ranks` passes its rows; rank 0 writes the one-process file
+        // (collective over `ranks`).
         #[allow(clippy::too_many_arguments)]
         let save = |sim: &Simulation<R, D>,
                     part: &Option<Cloud<R, D>>,
@@ -1352,13 +1353,14 @@ impl MeshlessRun<'_> {
                     totals: &Totals,
                     snapshots: &[(f64, String)],
                     first_dt: f64,
-                    outflow: &[f64]|
+                    outflow: &[f64],
+                    ranks: &dyn Comm|
          -> Result<(), RunError> {
             if !resumable {
                 return Ok(());
             }
             let cloud = part.as_ref().unwrap_or(sim.cloud());
-            let stream = RootStream::new(world.as_ref(), cloud.len());
+            let stream = RootStream::new(ranks, cloud.len());
             let header = MeshlessHeader {
                 mote_version: env!("CARGO_PKG_VERSION").to_string(),
                 physics: "meshless".to_string(),
@@ -1391,14 +1393,10 @@ impl MeshlessRun<'_> {
                 // Every rank passes its rows of a split cloud; rank 0 writes.
                 let (part, orders) = snapshot_state(&mut sim)?;
                 let cloud = part.as_ref().unwrap_or(sim.cloud());
-                agreed(write_snapshot(
-                    &sink,
-                    &sim,
-                    (cloud, &orders),
-                    &rest,
-                    0.0,
-                    &mut snapshots,
-                ))?;
+                by_row_holders(part.is_some(), world.as_ref(), |ranks| {
+                    let rows = (cloud, &orders[..]);
+                    write_snapshot(&sink, &sim, rows, &rest, 0.0, &mut snapshots, ranks)
+                })?;
                 0.0
             }
         };
@@ -1422,9 +1420,12 @@ impl MeshlessRun<'_> {
                 Err(StepFailure::Gpu(e)) => return Err(e.into()),
                 Err(StepFailure::Collapsed { stable, reference }) => {
                     let (part, floors) = checkpoint_state(&mut sim)?;
-                    agreed(save(
-                        &sim, &part, floors, time, &totals, &snapshots, reference, &outflow,
-                    ))?;
+                    by_row_holders(part.is_some(), world.as_ref(), |ranks| {
+                        save(
+                            &sim, &part, floors, time, &totals, &snapshots, reference, &outflow,
+                            ranks,
+                        )
+                    })?;
                     sim.sync()?;
                     let reason = collapse_reason(
                         &sim,
@@ -1468,20 +1469,18 @@ impl MeshlessRun<'_> {
             if due.snapshot {
                 let (part, orders) = snapshot_state(&mut sim)?;
                 let cloud = part.as_ref().unwrap_or(sim.cloud());
-                agreed(write_snapshot(
-                    &sink,
-                    &sim,
-                    (cloud, &orders),
-                    &rest,
-                    time,
-                    &mut snapshots,
-                ))?;
+                by_row_holders(part.is_some(), world.as_ref(), |ranks| {
+                    let rows = (cloud, &orders[..]);
+                    write_snapshot(&sink, &sim, rows, &rest, time, &mut snapshots, ranks)
+                })?;
             }
             if due.checkpoint {
                 let (part, floors) = checkpoint_state(&mut sim)?;
-                agreed(save(
-                    &sim, &part, floors, time, &totals, &snapshots, reference, &outflow,
-                ))?;
+                by_row_holders(part.is_some(), world.as_ref(), |ranks| {
+                    save(
+                        &sim, &part, floors, time, &totals, &snapshots, reference, &outflow, ranks,
+                    )
+                })?;
                 outputs.saved();
             }
             if let Some(signal) = due.stop {
@@ -1850,9 +1849,24 @@ fn snapshot_state<R: GpuFloat, const D: usize>(
     })
 }
 
+/// Runs `write` with the ranks that hold rows of the run's files: on a `split` cloud every
+/// rank (each its own rows; collective, the outcome agreed), else rank 0 alone, holding every
+/// row ([`on_root`]: a replicated run's ranks all hold the whole state).
+fn by_row_holders(
+    split: bool,
+    world: &dyn Comm,
+    write: impl FnOnce(&dyn Comm) -> Result<(), RunError>,
+) -> Result<(), RunError> {
+    if split {
+        agreed(write(world))
+    } else {
+        on_root(world, || write(&comm::SingleProcess))
+    }
+}
+
 /// Writes a snapshot of `cloud` (this rank's rows: [`snapshot_state`]'s), with its `orders`;
-/// `sim` converts the states to primitive variables. Rank 0 writes the files, the other ranks'
-/// rows streamed to it in order; a failure is rank 0's. Collective.
+/// `sim` converts the states to primitive variables. Rank 0 of `ranks` writes the files, the
+/// other ranks' rows streamed to it in order; a failure is rank 0's. Collective over `ranks`.
 fn write_snapshot<R: GpuFloat, const D: usize>(
     sink: &SnapshotSink<'_>,
     sim: &Simulation<R, D>,
@@ -1860,15 +1874,19 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
     rest: &ProblemRest<D>,
     time: f64,
     list: &mut Vec<(f64, String)>,
+    ranks: &dyn Comm,
 ) -> Result<(), RunError> {
-    let world = comm::world();
-    let stream = RootStream::new(world.as_ref(), cloud.len());
+    let stream = RootStream::new(ranks, cloud.len());
     // Only rank 0 touches the run directory; its answer is every rank's before rows travel.
-    let number = agreed(if stream.is_root() {
-        snapshot::next_number(sink.dir, list).map_err(RunError::from)
-    } else {
-        Ok(0)
-    })?;
+    let number = stream
+        .is_root()
+        .then(|| snapshot::next_number(sink.dir, list));
+    let failure = number
+        .as_ref()
+        .and_then(|n| n.as_ref().err())
+        .map(ToString::to_string);
+    comm::agree(ranks, failure.as_deref().map(|m| (1, m)))?;
+    let number = number.map_or(Ok(0), |n| n)?;
     let (n, m) = (cloud.len(), cloud.variables());
     let primitive = primitive_fields(sim, cloud, rest);
     // The exact solution at the snapshot's time, in the variables a picture shows (the

@@ -13,4 +13,5 @@ mod meshless;
 mod pictures;
 mod runner;
 mod schedule;
+mod streamed;
 mod units;
