@@ -1,10 +1,9 @@
 //! Conserved quantities and structure measures of an N-body state, accumulated in `f64`.
 
-use mote_core::comm::{self, Comm};
-use mote_core::{CpuBackend, ParticleData, Real};
-
-use crate::direct::reference::CompensatedSum;
 use crate::solver::ForceSolver;
+use mote_core::comm::Comm;
+use mote_core::sum::ExactSum;
+use mote_core::{CpuBackend, ParticleData, Real};
 
 /// Energies, momenta and the virial ratio of a state.
 ///
@@ -30,12 +29,13 @@ pub struct Diagnostics {
     pub centre_of_mass: [f64; 3],
 }
 
-/// Particles per block of the sums (the blocks' sums are combined in order).
+/// Particles per block of the threaded sums.
 const BLOCK: usize = 1024;
 
-/// Compensated sums of the per-particle quantities, in a thread-count independent order.
-#[derive(Clone, Copy, Default)]
-struct Sums([CompensatedSum; 11]);
+/// Exact sums of the per-particle quantities (`mote_core::sum`): the same bits whatever the
+/// order of the particles, the number of threads or the ranks they are spread over.
+#[derive(Clone, Default)]
+struct Sums([ExactSum; 11]);
 
 /// One particle's terms: kinetic energy, momentum, angular momentum about the origin, mass and
 /// mass-weighted position.
@@ -63,23 +63,12 @@ impl Sums {
         }
     }
 
-    /// `b`'s totals added to `a`'s sums (the blocks combined left to right).
+    /// `b`'s sums added to `a`'s (exactly).
     fn combine(mut a: Sums, b: Sums) -> Sums {
-        for (x, y) in a.0.iter_mut().zip(b.0) {
-            x.add(y.value());
+        for (x, y) in a.0.iter_mut().zip(&b.0) {
+            x.merge(y);
         }
         a
-    }
-
-    /// Each sum and its compensation, for sending.
-    fn to_words(self) -> [f64; 22] {
-        std::array::from_fn(|k| self.0[k / 2].parts()[k % 2])
-    }
-
-    fn from_words(w: [f64; 22]) -> Self {
-        Sums(std::array::from_fn(|k| {
-            CompensatedSum::from_parts(w[2 * k], w[2 * k + 1])
-        }))
     }
 
     fn diagnostics(self, potential: f64) -> Diagnostics {
@@ -125,90 +114,36 @@ impl Diagnostics {
         potential: f64,
         backend: CpuBackend,
     ) -> Self {
-        let (x, y, z) = p.positions().components();
-        let (vx, vy, vz) = p.velocities().components();
-        let m = p.masses();
-        let map = |r: std::ops::Range<usize>| {
-            let mut s = Sums::default();
-            for i in r {
-                s.add(terms(
-                    m[i].as_f64(),
-                    [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()],
-                    [vx[i].as_f64(), vy[i].as_f64(), vz[i].as_f64()],
-                ));
-            }
-            s
-        };
         let s = backend
-            .map_reduce(p.len(), BLOCK, map, Sums::combine)
+            .map_reduce(p.len(), BLOCK, |r| Self::sums(p, r), Sums::combine)
             .unwrap_or_default();
         s.diagnostics(potential)
     }
 
-    /// Measures the particles of ranks that own them (`p`, this rank's; `slots`, their
-    /// indices in the one-process arrays) with a potential energy computed elsewhere: each
-    /// one-process block of [`Diagnostics::with_potential`]'s sums is summed on one rank, its
-    /// particles sent there, and the blocks' sums are combined in order on every rank, so the
-    /// numbers are one process's bit for bit while no rank holds more than its share.
-    /// Collective.
-    pub fn owned<R: Real>(
-        comm: &dyn Comm,
-        p: &ParticleData<R>,
-        slots: &[usize],
-        potential: f64,
-    ) -> Self {
-        let (size, me) = (comm.size(), comm.rank());
-        let n = comm::sum_of(comm, p.len() as u64) as usize;
-        let ranges = comm::even_ranges(n.div_ceil(BLOCK), size);
-        let owner = |slot: usize| ranges.partition_point(|r| r.end <= slot / BLOCK);
+    /// The sums over particles `r` of `p`.
+    fn sums<R: Real>(p: &ParticleData<R>, r: std::ops::Range<usize>) -> Sums {
         let (x, y, z) = p.positions().components();
         let (vx, vy, vz) = p.velocities().components();
         let m = p.masses();
-        // slot, mass, position, velocity: eight words per particle.
-        let mut to: Vec<Vec<f64>> = vec![Vec::new(); size];
-        for (i, &slot) in slots.iter().enumerate() {
-            to[owner(slot)].extend([
-                f64::from_bits(slot as u64),
+        let mut s = Sums::default();
+        for i in r {
+            s.add(terms(
                 m[i].as_f64(),
-                x[i].as_f64(),
-                y[i].as_f64(),
-                z[i].as_f64(),
-                vx[i].as_f64(),
-                vy[i].as_f64(),
-                vz[i].as_f64(),
-            ]);
+                [x[i].as_f64(), y[i].as_f64(), z[i].as_f64()],
+                [vx[i].as_f64(), vy[i].as_f64(), vz[i].as_f64()],
+            ));
         }
-        let counts: Vec<usize> = to.iter().map(|v| v.len() * 8).collect();
-        let send: Vec<f64> = to.concat();
-        let (recv, _) = comm::exchange(comm, bytemuck::cast_slice(&send), &counts);
-        let mut got: Vec<[f64; 8]> = recv
-            .chunks_exact(64)
-            .map(|b| {
-                std::array::from_fn(|k| {
-                    f64::from_le_bytes(b[8 * k..8 * k + 8].try_into().expect("8 bytes"))
-                })
-            })
-            .collect();
-        got.sort_unstable_by_key(|r| r[0].to_bits());
-        let mut mine: Vec<[f64; 22]> = Vec::with_capacity(ranges[me].len());
-        let mut at = 0;
-        for b in ranges[me].clone() {
-            let end = ((b + 1) * BLOCK).min(n);
-            let mut s = Sums::default();
-            while at < got.len() && (got[at][0].to_bits() as usize) < end {
-                let r = got[at];
-                s.add(terms(r[1], [r[2], r[3], r[4]], [r[5], r[6], r[7]]));
-                at += 1;
-            }
-            mine.push(s.to_words());
-        }
-        assert_eq!(at, got.len(), "every particle summed in its block");
-        let (all, _) = comm::all_gather_varied(comm, &mine);
-        all.into_iter()
-            .map(Sums::from_words)
-            .reduce(Sums::combine)
-            .unwrap_or_default()
-            .diagnostics(potential)
+        s
+    }
+
+    /// Measures the particles of ranks that own them (`p`, this rank's) with a potential
+    /// energy computed elsewhere: each rank sums its own particles and the exact sums are
+    /// reduced over the ranks, so the numbers are one process's bit for bit while no rank
+    /// holds or receives more than its share. Collective.
+    pub fn owned<R: Real>(comm: &dyn Comm, p: &ParticleData<R>, potential: f64) -> Self {
+        let mut s = Self::sums(p, 0..p.len());
+        ExactSum::reduce(&mut s.0, comm);
+        s.diagnostics(potential)
     }
 
     /// `|E - E0| / |E0|`, the relative energy error against an initial energy `e0`.

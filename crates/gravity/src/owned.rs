@@ -8,8 +8,9 @@
 //! order (each particle's *slot*, its index in the one-process arrays, [`Slots`]) and has the
 //! solver compute the accelerations of this rank's particles (direct summation), or its own
 //! cost-balanced share of every particle's, sent to their owners (the tree's groups): the same
-//! sums as on one process, so results are bitwise identical on any number of ranks. Output gathers the state
-//! to rank 0 in slot order ([`gather_whole`]): the one-process files.
+//! sums as on one process, so results are bitwise identical on any number of ranks. Output
+//! copies each rank's rows of the one-process arrays to it ([`rows_in_slot_order`]), which the
+//! ranks stream to rank 0 in order: the one-process files.
 //!
 //! The CPU tree needs no gathered sources ([`ForceSolver::owned_accelerations`], decision 0029):
 //! each rank builds its part of the one-process tree and receives the part of the other ranks'
@@ -172,24 +173,28 @@ impl Ownership {
     }
 }
 
-/// Every rank's particles on rank 0, in slot order (the one-process arrays: what the files
-/// hold); `None` on the other ranks. Collective.
-pub fn gather_whole<R: Real>(
+/// This rank's rows of the one-process arrays (what a run's files hold, in slot order): the
+/// particles whose slots fall in this rank's even range of the slots (`comm::even_ranges`),
+/// copied from their owners with every component, in slot order. Rank `r`'s rows follow those
+/// of the ranks below it, so the ranks stream them to rank 0 in rank order
+/// (`mote_core::comm::RootStream`) without any rank holding them all. Collective.
+pub fn rows_in_slot_order<R: Real>(
     comm: &dyn Comm,
     p: &ParticleData<R>,
     slots: &Slots,
-) -> Option<ParticleData<R>> {
-    // A copy outside any reservation: rank 0's grows to every particle.
+) -> ParticleData<R> {
+    // A copy outside any reservation: a rank's rows need not be as many as its particles.
     let components: [&[R]; COMPONENTS] = Component::ALL.map(|c| p.component(c));
-    let mut all = ParticleData::restore(components, p.ids());
-    all.migrate(comm, &vec![0; all.len()])
+    let mut rows = ParticleData::restore(components, p.ids());
+    let n = comm::sum_of(comm, p.len() as u64) as usize;
+    let ranges = comm::even_ranges(n, comm.size());
+    let owner = |slot: usize| ranges.partition_point(|r| r.end <= slot) as u32;
+    let destinations: Vec<u32> = p.ids().iter().map(|&id| owner(slots.slot(id))).collect();
+    rows.migrate(comm, &destinations)
         .expect("an unreserved copy grows");
-    if comm.rank() != 0 {
-        return None;
-    }
-    let keys: Vec<usize> = all.ids().iter().map(|&id| slots.slot(id)).collect();
-    all.apply_permutation(&Permutation::sorting_by_key(&keys));
-    Some(all)
+    let keys: Vec<usize> = rows.ids().iter().map(|&id| slots.slot(id)).collect();
+    rows.apply_permutation(&Permutation::sorting_by_key(&keys));
+    rows
 }
 
 /// A force solver over owned particles: before each evaluation, every rank's positions and

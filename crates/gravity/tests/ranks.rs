@@ -123,14 +123,15 @@ fn a_ranks_essential_tree_holds_remote_entries_only() {
 
 /// Eight yoshida4 steps with each rank holding its own particles (`mote_gravity::owned`):
 /// migration after every step, and a cut by measured cost whenever the ranks' work drifts apart
-/// by more than `threshold`. Rank 0's gathered final state and every rank's potential energy.
+/// by more than `threshold`. This rank's rows of the final state in slot order (what it passes
+/// to the files) and every rank's potential energy.
 fn run_owned<R: Real>(
     p: &ParticleData<R>,
     tree: bool,
     comm: Arc<dyn Comm>,
     threshold: f64,
-) -> (Option<ParticleData<R>>, f64, u64, u64) {
-    use mote_gravity::owned::{OwnedSolver, Ownership, Slots, gather_whole};
+) -> (ParticleData<R>, f64, u64, u64) {
+    use mote_gravity::owned::{OwnedSolver, Ownership, Slots, rows_in_slot_order};
     let slots = Arc::new(Slots::of(p.ids()));
     let (mut own, local) = Ownership::start(comm.clone(), p.clone(), threshold);
     let held = local.len();
@@ -149,8 +150,19 @@ fn run_owned<R: Real>(
     // gathers every source.
     assert_eq!(sim.solver().holds_every_particle(), !tree);
     let w = sim.diagnostics(CpuBackend::threads(2)).potential;
-    let whole = gather_whole(comm.as_ref(), &sim.particles, &slots);
-    (whole, w, own.rebalances(), own.migrated())
+    let rows = rows_in_slot_order(comm.as_ref(), &sim.particles, &slots);
+    (rows, w, own.rebalances(), own.migrated())
+}
+
+/// The ranks' rows one after the other.
+fn concatenated<R: Real>(parts: &[&ParticleData<R>]) -> ParticleData<R> {
+    use mote_core::Component;
+    let columns: Vec<Vec<R>> = Component::ALL
+        .iter()
+        .map(|&c| parts.iter().flat_map(|p| p.component(c).to_vec()).collect())
+        .collect();
+    let ids: Vec<u64> = parts.iter().flat_map(|p| p.ids().to_vec()).collect();
+    ParticleData::restore(std::array::from_fn(|k| &columns[k][..]), &ids)
 }
 
 fn check_owned<R: Real>(tree: bool) {
@@ -162,11 +174,14 @@ fn check_owned<R: Real>(tree: bool) {
         let threshold = if tree { 1.01 } else { 2.0 };
         let ranks = thread_ranks(k);
         let results = on_thread_ranks(&ranks, |c| run_owned(&p, tree, c, threshold));
-        let whole = results[0].0.as_ref().expect("rank 0 gathers");
+        let rows: Vec<&ParticleData<R>> = results.iter().map(|r| &r.0).collect();
+        let whole = concatenated(&rows);
         assert!(
-            bits(&one) == bits(whole),
-            "tree {tree}, {k} owning ranks: the gathered state differs from one process's"
+            bits(&one) == bits(&whole),
+            "tree {tree}, {k} owning ranks: the ranks' rows differ from one process's state"
         );
+        let even = mote_core::comm::even_ranges(p.len(), k);
+        assert!(rows.iter().zip(&even).all(|(r, e)| r.len() == e.len()));
         assert_eq!(whole.ids(), p.ids(), "one-process order");
         for (rank, (w, (_, _, rebalances, _))) in results.iter().map(|r| (r.1, r)).enumerate() {
             assert_eq!(
@@ -178,7 +193,6 @@ fn check_owned<R: Real>(tree: bool) {
                 *rebalances, results[0].2,
                 "every rank cuts at the same steps"
             );
-            assert!(rank == 0 || results[rank].0.is_none());
         }
         let migrated: u64 = results.iter().map(|r| r.3).sum();
         if tree {
@@ -322,8 +336,9 @@ fn the_locally_essential_tree_gives_one_process_forces() {
     }
 }
 
-/// The diagnostics of particles spread over ranks (`Diagnostics::owned`: each one-process block
-/// summed on one rank) are one process's bit for bit, on 1 to 5 ranks, for any holding.
+/// The diagnostics of particles spread over ranks (`Diagnostics::owned`: each rank sums its own,
+/// exactly, and the sums are reduced) are one process's bit for bit, on 1 to 5 ranks, for any
+/// holding and order.
 #[test]
 fn diagnostics_over_owning_ranks_are_one_process_numbers() {
     use mote_gravity::Diagnostics;
@@ -346,8 +361,7 @@ fn diagnostics_over_owning_ranks_are_one_process_numbers() {
             q.retain(|i| i % k == rank);
             let reversed = mote_core::Permutation::new((0..q.len()).rev().collect()).unwrap();
             q.apply_permutation(&reversed);
-            let slots: Vec<usize> = q.ids().iter().map(|&id| id as usize).collect();
-            Diagnostics::owned(comm.as_ref(), &q, &slots, w)
+            Diagnostics::owned(comm.as_ref(), &q, w)
         });
         for (rank, d) in results.iter().enumerate() {
             assert_eq!(

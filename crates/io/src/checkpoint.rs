@@ -123,8 +123,15 @@ fn write_framed(
     out.finish()
 }
 
-/// Writes `header` and the particles to `path`, atomically.
-pub fn write<R: Real>(path: &Path, header: &Header, p: &ParticleData<R>) -> Result<(), FileError> {
+/// Writes `header` and the particles to `path`, atomically. `p` is this rank's rows of
+/// `stream` ([`RootStream::one`] on one process): rank 0 writes the one-process file; a failure
+/// is rank 0's. Collective.
+pub fn write<R: Real>(
+    path: &Path,
+    header: &Header,
+    p: &ParticleData<R>,
+    stream: &RootStream<'_>,
+) -> Result<(), FileError> {
     let json = serde_json::to_vec(header).expect("serialisable header");
     let r = std::mem::size_of::<R>();
     let mut arrays: Vec<(&[u8], usize)> = Component::ALL
@@ -132,7 +139,7 @@ pub fn write<R: Real>(path: &Path, header: &Header, p: &ParticleData<R>) -> Resu
         .map(|&c| (bytemuck::cast_slice(p.component(c)), r))
         .collect();
     arrays.push((bytemuck::cast_slice(p.ids()), 8));
-    write_framed(path, &json, &arrays, &RootStream::one(p.len()))
+    write_framed(path, &json, &arrays, stream)
 }
 
 /// Writes a meshless checkpoint: `header`, the particle `ids` and one `state` array per

@@ -24,14 +24,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use mote_core::comm::{self, Comm, RankFailure};
+use mote_core::comm::{self, Comm, RankFailure, RootStream};
 use mote_core::memory::{self, MemoryModel, ReserveOptions, reserve};
 use mote_core::{
     Budgeted, CapacityError, CpuBackend, DeviceSpec, MachineInfo, ParticleData, PrecisionJob, Real,
 };
 use mote_gpu::{Gpu, GpuDirectSolver, GpuError, GpuTreeSolver};
 use mote_gravity::initial_conditions as ic;
-use mote_gravity::owned::{OwnedSolver, Ownership, Slots, gather_whole};
+use mote_gravity::owned::{OwnedSolver, Ownership, Slots, rows_in_slot_order};
 use mote_gravity::{
     Diagnostics, DirectSolver, ForceSolver, GravityError, Integrator, KernelChoice, Simulation,
     Softening, SolverKind, TreeSolver,
@@ -184,6 +184,38 @@ pub fn agreed<T>(result: Result<T, RunError>) -> Result<T, RunError> {
         failure.as_ref().map(|(c, m)| (*c, m.as_str())),
     )?;
     result
+}
+
+/// The number of the next snapshot of the run in `dir` (after those in `list`): rank 0 looks
+/// (only it touches the run directory), and its answer, or its failure, is every rank's of
+/// `stream` before any rows travel. Collective.
+pub(crate) fn snapshot_number(
+    dir: &Path,
+    list: &[(f64, String)],
+    stream: &RootStream<'_>,
+) -> Result<u64, RunError> {
+    let number = stream.is_root().then(|| snapshot::next_number(dir, list));
+    let failure = number
+        .as_ref()
+        .and_then(|n| n.as_ref().err())
+        .map(ToString::to_string);
+    comm::agree(stream.comm(), failure.as_deref().map(|m| (1, m)))?;
+    Ok(number.map_or(Ok(0), |n| n)?)
+}
+
+/// Runs `write` with the ranks that hold rows of the run's files: where each rank holds its own
+/// (`split`), every rank (collective, the outcome agreed); else rank 0 alone, holding every row
+/// ([`on_root`]: every rank holds the whole state).
+pub(crate) fn by_row_holders(
+    split: bool,
+    world: &dyn Comm,
+    write: impl FnOnce(&dyn Comm) -> Result<(), RunError>,
+) -> Result<(), RunError> {
+    if split {
+        agreed(write(world))
+    } else {
+        on_root(world, || write(&comm::SingleProcess))
+    }
 }
 
 /// `write`, on rank 0 only (the rank that writes the run directory), agreed by every rank.
@@ -570,17 +602,19 @@ impl SnapshotSink<'_> {
 /// `.pvd` listing all so far) and/or `snapshots/snap_NNNNN.hdf5` (with `snapshots.json`).
 /// Velocities and accelerations are converted from the engine's (G = 1) to the run's units
 /// (`sqrt(G)` and `G` times; see [`crate::units`]); `time` is the run's. The HDF5 file keeps the
-/// run's precision.
+/// run's precision. `p` is this rank's rows of the files (its slot range on ranks that own
+/// their particles, [`rows_in_slot_order`]); rank 0 of `ranks` writes, the others' rows
+/// streamed to it. Collective over `ranks`.
 fn write_snapshot<R: Real>(
     sink: &SnapshotSink<'_>,
     p: &ParticleData<R>,
     time: f64,
     units: &Units,
     list: &mut Vec<(f64, String)>,
+    ranks: &dyn Comm,
 ) -> Result<(), RunError> {
-    let number = snapshot::next_number(sink.dir, list)?;
-    // Rank 0 writes the whole state it gathered (`gather_whole`).
-    let stream = comm::RootStream::one(p.len());
+    let stream = RootStream::new(ranks, p.len());
+    let number = snapshot_number(sink.dir, list, &stream)?;
     let (vt, g) = (units.time_factor(), units.g);
     if sink.format.vtk() {
         let interleave = |s: mote_core::Vec3Span<'_, R>, scale: f64| -> Vec<f64> {
@@ -1003,25 +1037,19 @@ fn open_solver<R: Real>(c: &GravityConfig) -> Result<Box<dyn ForceSolver<R>>, Ru
 }
 
 /// The diagnostics of a run's state: of its particles on one process; on ranks that own their
-/// particles, the potential energy from every rank together and the other sums in the
-/// one-process blocks, each summed on one rank (`Diagnostics::owned`; `slots` places the
-/// particles): the one-process numbers, bit for bit, on every rank. Collective.
+/// particles (`slots` places them), the potential energy from every rank together and the
+/// other sums over each rank's own particles, exact and reduced (`Diagnostics::owned`): the
+/// one-process numbers, bit for bit, on every rank. Collective.
 fn measure<R: Real>(
     sim: &mut Simulation<R>,
     slots: Option<&Slots>,
     backend: CpuBackend,
 ) -> Diagnostics {
-    let Some(slots) = slots else {
+    if slots.is_none() {
         return sim.diagnostics(backend);
-    };
+    }
     let potential = sim.potential();
-    let own: Vec<usize> = sim
-        .particles
-        .ids()
-        .iter()
-        .map(|&id| slots.slot(id))
-        .collect();
-    Diagnostics::owned(comm::world().as_ref(), &sim.particles, &own, potential)
+    Diagnostics::owned(comm::world().as_ref(), &sim.particles, potential)
 }
 
 /// [`check_finite`] of a run's state: on ranks that own their particles (`slots` places them),
@@ -1217,12 +1245,11 @@ fn drive<R: Real>(
     let estimate = |t: f64| ((end - t) / dt).ceil().max(0.0) as u64;
     let total_steps = sim.steps() + estimate(sim.time());
     let mut snapshots = start.snapshots;
-    // The whole state, where every rank holds all of it, or rank 0's gathered copy (`None` on
-    // the other ranks).
-    let whole = |sim: &Simulation<R>| -> Option<ParticleData<R>> {
-        owned.then(|| gather_whole(world.as_ref(), &sim.particles, &slots))?
+    // This rank's rows of the files on ranks that own their particles (`None` where every rank
+    // holds the whole state and rank 0 writes it alone).
+    let rows = |sim: &Simulation<R>| -> Option<ParticleData<R>> {
+        owned.then(|| rows_in_slot_order(world.as_ref(), &sim.particles, &slots))
     };
-    let mut gathered = whole(&sim);
     let placed = owned.then_some(slots.as_ref());
     let first = measure(&mut sim, placed, backend);
     let e0 = start.initial_energy.unwrap_or(first.total);
@@ -1252,18 +1279,19 @@ fn drive<R: Real>(
         };
     if fresh {
         on_root(world.as_ref(), || {
-            write_row(&mut csv, 0, sim.time(), &first, 0.0)?;
-            write_snapshot(
-                &sink,
-                gathered.as_ref().unwrap_or(&sim.particles),
-                sim.time() / s,
-                &units,
-                &mut snapshots,
-            )
+            Ok(write_row(&mut csv, 0, sim.time(), &first, 0.0)?)
+        })?;
+        let part = rows(&sim);
+        by_row_holders(owned, world.as_ref(), |ranks| {
+            let p = part.as_ref().unwrap_or(&sim.particles);
+            write_snapshot(&sink, p, sim.time() / s, &units, &mut snapshots, ranks)
         })?;
     }
     let checkpoint_path = dir.join("checkpoint.mote");
-    let save = |sim: &Simulation<R>, p: &ParticleData<R>, snapshots: &[(f64, String)]| {
+    let save = |sim: &Simulation<R>,
+                p: &ParticleData<R>,
+                snapshots: &[(f64, String)],
+                ranks: &dyn Comm| {
         let header = checkpoint::Header {
             mote_version: env!("CARGO_PKG_VERSION").to_string(),
             step: sim.steps(),
@@ -1273,7 +1301,12 @@ fn drive<R: Real>(
             initial_energy: e0,
             snapshots: snapshots.to_vec(),
         };
-        checkpoint::write(&checkpoint_path, &header, p)
+        checkpoint::write(
+            &checkpoint_path,
+            &header,
+            p,
+            &RootStream::new(ranks, p.len()),
+        )
     };
     let mut time = sim.time();
     let mut last = first;
@@ -1291,9 +1324,9 @@ fn drive<R: Real>(
         let mut due = outputs.after_step(k, time);
         // A signal or the wall clock may reach one rank and not another.
         due.agree(world.as_ref());
-        // The files hold the whole state in the one-process order: rank 0 gathers it.
-        gathered = if due.snapshot || due.checkpoint {
-            whole(&sim)
+        // The files hold the state in the one-process order: each rank's rows of it.
+        let part = if due.snapshot || due.checkpoint {
+            rows(&sim)
         } else {
             None
         };
@@ -1325,23 +1358,15 @@ fn drive<R: Real>(
             });
         }
         if due.snapshot {
-            on_root(world.as_ref(), || {
-                write_snapshot(
-                    &sink,
-                    gathered.as_ref().unwrap_or(&sim.particles),
-                    time / s,
-                    &units,
-                    &mut snapshots,
-                )
+            by_row_holders(owned, world.as_ref(), |ranks| {
+                let p = part.as_ref().unwrap_or(&sim.particles);
+                write_snapshot(&sink, p, time / s, &units, &mut snapshots, ranks)
             })?;
         }
         if due.checkpoint {
-            on_root(world.as_ref(), || {
-                Ok(save(
-                    &sim,
-                    gathered.as_ref().unwrap_or(&sim.particles),
-                    &snapshots,
-                )?)
+            by_row_holders(owned, world.as_ref(), |ranks| {
+                let p = part.as_ref().unwrap_or(&sim.particles);
+                Ok(save(&sim, p, &snapshots, ranks)?)
             })?;
             outputs.saved();
         }

@@ -33,16 +33,6 @@ impl CompensatedSum {
     pub fn value(&self) -> f64 {
         self.sum + self.compensation
     }
-
-    /// The running sum and its compensation (to send a partial sum elsewhere).
-    pub fn parts(&self) -> [f64; 2] {
-        [self.sum, self.compensation]
-    }
-
-    /// A partial sum from its [`CompensatedSum::parts`].
-    pub fn from_parts(sum: f64, compensation: f64) -> Self {
-        Self { sum, compensation }
-    }
 }
 
 /// The acceleration of target `i` in `f64`.

@@ -59,8 +59,8 @@ use crate::config::{Source, parse_memory_limit};
 use crate::files::{CsvWriter, FileError, create_run_dir, partial_path, write_atomic, write_json};
 use crate::runner::SnapshotSink;
 use crate::runner::{
-    Progress, ResumeError, RunError, agreed, check_resume, effective_memory_limit,
-    explicit_memory_limit, on_root,
+    Progress, ResumeError, RunError, agreed, by_row_holders, check_resume, effective_memory_limit,
+    explicit_memory_limit, on_root, snapshot_number,
 };
 use crate::schedule::{Outputs, parse_wall_interval};
 use crate::snapshot::{self, Column, Family, Snapshot, Values as Stored};
@@ -1849,21 +1849,6 @@ fn snapshot_state<R: GpuFloat, const D: usize>(
     })
 }
 
-/// Runs `write` with the ranks that hold rows of the run's files: on a `split` cloud every
-/// rank (each its own rows; collective, the outcome agreed), else rank 0 alone, holding every
-/// row ([`on_root`]: a replicated run's ranks all hold the whole state).
-fn by_row_holders(
-    split: bool,
-    world: &dyn Comm,
-    write: impl FnOnce(&dyn Comm) -> Result<(), RunError>,
-) -> Result<(), RunError> {
-    if split {
-        agreed(write(world))
-    } else {
-        on_root(world, || write(&comm::SingleProcess))
-    }
-}
-
 /// Writes a snapshot of `cloud` (this rank's rows: [`snapshot_state`]'s), with its `orders`;
 /// `sim` converts the states to primitive variables. Rank 0 of `ranks` writes the files, the
 /// other ranks' rows streamed to it in order; a failure is rank 0's. Collective over `ranks`.
@@ -1877,16 +1862,7 @@ fn write_snapshot<R: GpuFloat, const D: usize>(
     ranks: &dyn Comm,
 ) -> Result<(), RunError> {
     let stream = RootStream::new(ranks, cloud.len());
-    // Only rank 0 touches the run directory; its answer is every rank's before rows travel.
-    let number = stream
-        .is_root()
-        .then(|| snapshot::next_number(sink.dir, list));
-    let failure = number
-        .as_ref()
-        .and_then(|n| n.as_ref().err())
-        .map(ToString::to_string);
-    comm::agree(ranks, failure.as_deref().map(|m| (1, m)))?;
-    let number = number.map_or(Ok(0), |n| n)?;
+    let number = snapshot_number(sink.dir, list, &stream)?;
     let (n, m) = (cloud.len(), cloud.variables());
     let primitive = primitive_fields(sim, cloud, rest);
     // The exact solution at the snapshot's time, in the variables a picture shows (the

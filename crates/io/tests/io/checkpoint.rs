@@ -19,7 +19,13 @@ fn round_trip_is_bitwise_and_corruption_is_refused() {
     let path = d.path().join("c.mote");
     let mut p = mote_gravity::initial_conditions::plummer::<f32>(50, 2).unwrap();
     p.swap_remove(3);
-    write(&path, &header(), &p).unwrap();
+    write(
+        &path,
+        &header(),
+        &p,
+        &mote_core::comm::RootStream::one(p.len()),
+    )
+    .unwrap();
     let (h, arrays) = read_header(&path).unwrap();
     assert_eq!(h, header());
     let q = read_particles::<f32>(&path, &arrays).unwrap();

@@ -517,7 +517,8 @@ fn a_resumed_meshless_run_repeats_the_uninterrupted_one() {
         initial_energy: 0.0,
         snapshots: Vec::new(),
     };
-    mote_io::checkpoint::write(&gravity, &header, &particles).unwrap();
+    let one = mote_core::comm::RootStream::one(particles.len());
+    mote_io::checkpoint::write(&gravity, &header, &particles, &one).unwrap();
     let err = resume_meshless(&gravity, &[], "test", &mut |_| {}).unwrap_err();
     assert!(
         err.to_string().contains("gravity run's checkpoint"),

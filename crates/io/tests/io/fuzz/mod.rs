@@ -383,7 +383,13 @@ fn checkpoint_seeds() -> Vec<Vec<u8>> {
         initial_energy: -0.25,
         snapshots: vec![(0.0, "snapshots/snap_00000.vtu".into())],
     };
-    write(&g, &header, &particles).unwrap();
+    write(
+        &g,
+        &header,
+        &particles,
+        &mote_core::comm::RootStream::one(particles.len()),
+    )
+    .unwrap();
     let m = dir.path().join("m.mote");
     let meshless = MeshlessHeader {
         mote_version: "0.1.0".into(),
