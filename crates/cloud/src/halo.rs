@@ -170,7 +170,8 @@ impl Halo {
         let send_counts: Vec<usize> = self.send_counts.iter().map(|c| c * record).collect();
         let recv_counts: Vec<usize> = self.recv_counts.iter().map(|c| c * record).collect();
         let mut recv = vec![T::zeroed(); self.recv.len() * width];
-        self.comm.all_to_all_bytes(
+        // Messages to the bordering ranks only (point to point on MPI).
+        self.comm.sparse_exchange_bytes(
             bytemuck::cast_slice(&send),
             &send_counts,
             bytemuck::cast_slice_mut(&mut recv),

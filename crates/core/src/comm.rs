@@ -52,6 +52,22 @@ pub trait Comm: Send + Sync + fmt::Debug {
         recv_counts: &[usize],
     );
 
+    /// [`all_to_all_bytes`](Self::all_to_all_bytes) where most counts are zero (a halo
+    /// exchange between bordering ranks, pieces streamed to one rank): only the ranks with a
+    /// message exchange anything, point to point, so a rank waits for its peers' messages, not
+    /// for every rank. The counts must match both ways (`recv_counts[r]` is what rank `r` sends
+    /// this one): a rank posts a receive only where it expects bytes. By default the
+    /// all-to-all itself (one process, thread ranks).
+    fn sparse_exchange_bytes(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    ) {
+        self.all_to_all_bytes(send, send_counts, recv, recv_counts);
+    }
+
     /// Bytes this rank has received from other ranks so far (for the scaling figures).
     fn bytes_received(&self) -> u64;
 
@@ -476,7 +492,7 @@ impl<'a> RootStream<'a> {
                 let mut recv = vec![0u8; recv_counts.iter().sum()];
                 let send = if sending { mine } else { &[] };
                 self.comm
-                    .all_to_all_bytes(send, &send_counts, &mut recv, &recv_counts);
+                    .sparse_exchange_bytes(send, &send_counts, &mut recv, &recv_counts);
                 if me == 0 {
                     write(first, &recv);
                 }

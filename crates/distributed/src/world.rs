@@ -174,6 +174,57 @@ impl Comm for World {
         self.received.fetch_add(got as u64, Ordering::Relaxed);
     }
 
+    fn sparse_exchange_bytes(
+        &self,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    ) {
+        comm::check_exchange(self.size, send, send_counts, recv, recv_counts);
+        let (send_at, recv_at) = (offsets(send_counts), offsets(recv_counts));
+        let me = self.rank;
+        recv[recv_at[me]..][..recv_counts[me]]
+            .copy_from_slice(&send[send_at[me]..][..send_counts[me]]);
+        // MPI's counts are 32-bit: a message travels in pieces of at most `call_limit()`
+        // bytes, which both sides cut alike and MPI delivers in order (one tag, one pair).
+        let piece = call_limit();
+        let mut into: Vec<(usize, &mut [u8])> = Vec::new();
+        let mut rest = &mut recv[..];
+        for (r, &c) in recv_counts.iter().enumerate() {
+            let (head, tail) = rest.split_at_mut(c);
+            rest = tail;
+            if r != me && c > 0 {
+                into.push((r, head));
+            }
+        }
+        let comm = self.comm.lock().expect("no MPI call panicked");
+        mpi::request::scope(|scope| {
+            let mut requests = Vec::new();
+            for (r, buf) in into {
+                let from = comm.process_at_rank(r as i32);
+                for part in buf.chunks_mut(piece) {
+                    requests.push(from.immediate_receive_into_with_tag(scope, part, SPARSE_TAG));
+                }
+            }
+            for (r, &c) in send_counts.iter().enumerate() {
+                if r == me || c == 0 {
+                    continue;
+                }
+                let to = comm.process_at_rank(r as i32);
+                for part in send[send_at[r]..][..c].chunks(piece) {
+                    requests.push(to.immediate_send_with_tag(scope, part, SPARSE_TAG));
+                }
+            }
+            for request in requests {
+                request.wait();
+            }
+        });
+        drop(comm);
+        let got = recv.len() - recv_counts[me];
+        self.received.fetch_add(got as u64, Ordering::Relaxed);
+    }
+
     fn bytes_received(&self) -> u64 {
         self.received.load(Ordering::Relaxed)
     }
@@ -183,6 +234,9 @@ impl Comm for World {
         SimpleCommunicator::world().abort(code)
     }
 }
+
+/// The tag of [`Comm::sparse_exchange_bytes`]'s messages (every other call is a collective).
+const SPARSE_TAG: i32 = 31;
 
 /// Where each rank's part starts in a buffer of the parts in rank order.
 fn offsets(counts: &[usize]) -> Vec<usize> {
