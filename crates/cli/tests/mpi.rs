@@ -460,6 +460,29 @@ fn a_failure_on_one_rank_stops_every_rank_with_a_message_naming_it() {
     );
 }
 
+/// Rank 0 cannot write a split cloud's first snapshot (the other ranks have streamed their rows
+/// to it): every rank stops with rank 0's message, nothing half-written is left.
+#[test]
+fn a_snapshot_rank_0_cannot_write_stops_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("write");
+    let sets = ["problem.resolution=24", "run.end_time=0.05"];
+    let fault = [("MOTE_FAULT", "write@0")];
+    let out = example("kelvin_helmholtz.toml", Some(3), &dir, &sets, &fault);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert_eq!(e.matches("error:").count(), 1, "one message: {e}");
+    assert!(
+        e.contains("snap_00000.vtu") && e.contains("injected: MOTE_FAULT=write@0"),
+        "{e}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.join("snapshots"))
+        .unwrap()
+        .map(|f| f.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "nothing half-written: {left:?}");
+}
+
 #[test]
 fn a_signal_stops_every_rank_at_one_step_with_a_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();

@@ -61,6 +61,13 @@ impl Partial {
     pub fn create(path: &Path, root: bool) -> Self {
         let (file, error) = if root {
             match File::create(partial_path(path)) {
+                // A test's fault (`MOTE_FAULT=write@0`): the file cannot be written.
+                Ok(f) if mote_core::comm::fault("write", 0) => (
+                    Some(BufWriter::new(f)),
+                    Some(io::Error::other(
+                        "no space left (injected: MOTE_FAULT=write@0)",
+                    )),
+                ),
                 Ok(f) => (Some(BufWriter::new(f)), None),
                 Err(e) => (None, Some(e)),
             }
