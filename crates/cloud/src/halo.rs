@@ -561,10 +561,18 @@ pub(crate) fn keep_own<R: Real, const D: usize>(cloud: &mut Cloud<R, D>, own: Ra
     cloud.truncate(own.len());
 }
 
-/// The own particles of `part` (this rank's local cloud of a split simulation), every array, in
-/// the one-process order: this rank's rows of a run's files, which the ranks stream to rank 0
-/// in rank order ([`mote_core::comm::RootStream`]) so that no rank holds the whole cloud.
-pub fn own_part<R: Real, const D: usize>(halo: &Halo, mut part: Cloud<R, D>) -> Cloud<R, D> {
+/// A copy of the own particles of `local` (this rank's cloud of a split simulation), every
+/// array, with `orders` (one per local particle: the current reconstruction orders) in place of
+/// the cloud's, in the one-process order: this rank's rows of a run's files, which the ranks
+/// stream to rank 0 in rank order ([`mote_core::comm::RootStream`]) so that no rank holds the
+/// whole cloud.
+pub fn own_part<R: Real, const D: usize>(
+    halo: &Halo,
+    local: &Cloud<R, D>,
+    orders: &[u8],
+) -> Cloud<R, D> {
+    let mut part = local.clone();
+    part.orders_mut().copy_from_slice(orders);
     keep_own(&mut part, halo.own());
     part
 }

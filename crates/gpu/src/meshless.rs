@@ -689,13 +689,16 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         }
     }
     fn own_part(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
-        let orders = self.orders()?;
-        let Some(halo) = self.sim.halo() else {
+        if self.sim.halo().is_none() {
             return Ok(None);
-        };
-        let mut local = self.sim.cloud.clone();
-        local.orders_mut().copy_from_slice(&orders);
-        Ok(Some(mote_cloud::halo::own_part(halo, local)))
+        }
+        let orders = self.orders()?;
+        let halo = self.sim.halo().expect("split");
+        Ok(Some(mote_cloud::halo::own_part(
+            halo,
+            &self.sim.cloud,
+            &orders,
+        )))
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         // MOOD's orders exist from its first step on; before it (the initial snapshot) every
@@ -885,14 +888,13 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + 'static> Stepper<R, D> for
         self.kinetic.share()
     }
     fn own_part(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+        if self.kinetic.sim.halo().is_none() {
+            return Ok(None);
+        }
         let orders = self.orders()?;
         self.sync()?;
-        let Some(halo) = self.kinetic.sim.halo() else {
-            return Ok(None);
-        };
-        let mut local = self.cloud.clone();
-        local.orders_mut().copy_from_slice(&orders);
-        Ok(Some(mote_cloud::halo::own_part(halo, local)))
+        let halo = self.kinetic.sim.halo().expect("split");
+        Ok(Some(mote_cloud::halo::own_part(halo, &self.cloud, &orders)))
     }
     fn orders(&mut self) -> Result<Vec<u8>, GpuError> {
         self.kinetic.orders()

@@ -195,7 +195,10 @@ fn column<T: H5Type + bytemuck::Pod>(
             if !matches!(dataset, Some(Ok(_))) {
                 return;
             }
-            pending.extend(bytemuck::pod_collect_to_vec::<u8, T>(bytes));
+            // Copied once into the typed buffer (the piece's bytes need not be aligned for `T`).
+            let at = pending.len();
+            pending.resize(at + bytes.len() / size_of::<T>(), T::zeroed());
+            bytemuck::cast_slice_mut::<T, u8>(&mut pending[at..]).copy_from_slice(bytes);
             flush(&mut pending, false, &mut dataset);
         },
     );

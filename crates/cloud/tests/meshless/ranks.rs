@@ -870,7 +870,7 @@ fn a_split_cloud_sums_and_gathers_as_one_process() {
                 .map(|t| t.to_bits())
                 .collect();
             let errors = format!("{:?}", exact::errors_all_of(&sim.cloud, share, exact_state));
-            let part = mote_cloud::halo::own_part(halo, sim.cloud.clone());
+            let part = mote_cloud::halo::own_part(halo, &sim.cloud, sim.cloud.orders());
             let stream = mote_core::comm::RootStream::new(halo.comm(), part.len());
             let mut gathered = Vec::new();
             for a in arrays(&part) {

@@ -5,7 +5,6 @@
 
 use mote_cloud::exact;
 use mote_cloud::mood::MoodStats;
-use mote_core::comm::Share;
 use mote_core::{Precision, Real};
 use mote_gpu::GpuFloat;
 use mote_gpu::meshless::Simulation;
@@ -206,7 +205,7 @@ impl<R: GpuFloat, const D: usize> MeshlessSession for Session<R, D> {
             Err(StepFailure::Collapsed { stable, reference }) => {
                 let reason = collapse_reason(
                     &self.sim,
-                    (self.sim.cloud(), Share::whole(self.sim.cloud().len())),
+                    (self.sim.cloud(), self.sim.share()),
                     &self.config,
                     (stable, reference),
                     (time, end),
