@@ -35,7 +35,7 @@ use mote_core::comm::{self, Comm, Share};
 
 use crate::cloud::Cloud;
 use crate::error::CloudError;
-use crate::search::{NeighbourList, SearchGrid, SlotLayout};
+use crate::search::{NeighbourList, NeighbourSearch, SearchGrid, SlotLayout};
 
 /// Particles per block of the one-process order that ranks own whole (or, on a replicated
 /// cloud, compute: the passes' ranges, `scheme::on_own_blocks`).
@@ -238,14 +238,23 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
     comm: Arc<dyn Comm>,
 ) -> Result<(Cloud<R, D>, Halo), CloudError> {
     let n = cloud.len();
-    let (size, rank) = (comm.size(), comm.rank());
-    let ranges = own_ranges(n, size);
-    let mine = ranges[rank].clone();
-    // Own particles, then ring 1 (their neighbours), then ring 2 (ring 1's neighbours).
-    let mut holds = vec![false; n];
-    holds[mine.clone()].fill(true);
+    let mine = own_ranges(n, comm.size())[comm.rank()].clone();
+    let holds = rings_of(list, mine.clone(), rings, n);
+    Ok(keep_held(cloud.clone(), &holds, |i| i, mine, n, comm))
+}
+
+/// Marks the local particles `own` and `rings` rings (1 or 2) of neighbours around them in
+/// `list` (of `len` local particles).
+fn rings_of<L: SlotLayout>(
+    list: &NeighbourList<L>,
+    own: Range<usize>,
+    rings: usize,
+    len: usize,
+) -> Vec<bool> {
+    let mut holds = vec![false; len];
+    holds[own.clone()].fill(true);
     let mut first_ring = Vec::new();
-    for i in mine.clone() {
+    for i in own {
         for j in list.neighbours(i) {
             let j = j as usize;
             if !holds[j] {
@@ -261,7 +270,26 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
             }
         }
     }
-    let held: Vec<usize> = (0..n).filter(|&i| holds[i]).collect();
+    holds
+}
+
+/// This rank's part of a split cloud: the particles of `cloud` that `holds` marks (in order:
+/// `global(i)`, the one-process index of local particle `i`, ascending), which include the
+/// rank's own particles `mine` of the one-process order (of `total` particles), and the
+/// [`Halo`] that refreshes the others from their owners (who learn which of their particles
+/// each rank reads). Collective.
+fn keep_held<R: Real, const D: usize>(
+    mut cloud: Cloud<R, D>,
+    holds: &[bool],
+    global: impl Fn(usize) -> usize,
+    mine: Range<usize>,
+    total: usize,
+    comm: Arc<dyn Comm>,
+) -> (Cloud<R, D>, Halo) {
+    let size = comm.size();
+    let ranges = own_ranges(total, size);
+    let kept: Vec<usize> = (0..cloud.len()).filter(|&i| holds[i]).collect();
+    let held: Vec<usize> = kept.iter().map(|&i| global(i)).collect();
     let own_start = held.partition_point(|&i| i < mine.start);
     let own = own_start..own_start + mine.len();
     // The halo in ascending one-process index: grouped by owner in rank order, since the
@@ -289,27 +317,67 @@ pub fn split<R: Real, const D: usize, L: SlotLayout>(
         })
         .collect();
     let send_counts: Vec<usize> = asked_bytes.iter().map(|b| b / 8).collect();
-    // The local cloud: the held particles first, in order, then dropped.
-    let mut local = cloud.clone();
-    let mut order = held.clone();
+    // The held particles first, in order, then dropped.
+    let n = cloud.len();
+    let mut order = kept;
     order.extend((0..n).filter(|&i| !holds[i]));
     let perm = Permutation::new(order).expect("a permutation of the particles");
-    local.apply_permutation(&perm);
-    local.truncate(held.len());
-    Ok((
-        local,
+    cloud.apply_permutation(&perm);
+    cloud.truncate(held.len());
+    (
+        cloud,
         Halo {
             comm,
             own,
             first: mine.start,
-            total: n,
+            total,
             global: held,
             send,
             send_counts,
             recv,
             recv_counts,
         },
-    ))
+    )
+}
+
+/// [`split`] from this rank's own particles alone: `own` holds the one-process particles
+/// `first..first + own.len()` of `total`, which must be this rank's range of [`own_ranges`].
+/// The rank gathers every particle within `rings` search radii of its own (with a margin:
+/// [`around`]), searches them within `radius` on the whole cloud's bins (its extent agreed
+/// over the ranks), and keeps its own particles and their `rings` rings of neighbours: the
+/// halo of [`split`] on the whole cloud, found without the whole cloud or its neighbour lists.
+/// Returns the search too (the whole cloud's bins), which gives the part the one-process lists
+/// of its own particles (and ring 1's, with two rings). Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn split_own<R: Real, const D: usize, L: SlotLayout>(
+    own: Cloud<R, D>,
+    first: usize,
+    total: usize,
+    radius: f64,
+    rings: usize,
+    backend: mote_core::CpuBackend,
+    comm: Arc<dyn Comm>,
+) -> Result<(Cloud<R, D>, Halo, NeighbourSearch), CloudError> {
+    let mine = first..first + own.len();
+    if own_ranges(total, comm.size()).get(comm.rank()) != Some(&mine) {
+        return Err(CloudError::invalid(
+            "own particles",
+            format!("{mine:?} of {total}"),
+            "this rank's range of the one-process order (halo::own_ranges)",
+        ));
+    }
+    let (min, max) = extent(comm.as_ref(), own.positions(), 0..own.len());
+    let mut search = NeighbourSearch::new(radius)?.with_bounds(&min, &max);
+    // A neighbour's neighbour lies within two radii; the margin covers the rounding of
+    // distances and cell coordinates (what it adds is dropped below).
+    let width = rings as f64 * radius * 1.01;
+    let (local, wide) = around(own, first, total, width, comm.clone())?;
+    let mut list = NeighbourList::<L>::default();
+    search.build(&local, backend, &mut list)?;
+    let holds = rings_of(&list, wide.own(), rings, local.len());
+    drop(list);
+    let (part, halo) = keep_held(local, &holds, |i| wide.global[i], mine, total, comm);
+    Ok((part, halo, search))
 }
 
 /// The extremes of the particles `rows` of `pos` over every rank: on a split cloud whose ranks

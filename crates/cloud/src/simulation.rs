@@ -164,9 +164,14 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// other ranks after it. Every rank passes the same cloud; each ends with its own particles'
     /// one-process states, bit for bit. Collective (construction and every step).
     ///
-    /// `boundaries` are [`with_boundaries`](Self::with_boundaries)'s (empty for a periodic
-    /// cloud), prepared on the whole cloud: each rank imposes them on its own boundary
-    /// particles and the halo's take their owners' states.
+    /// The rank finds its halo from its own particles ([`crate::halo::split_own`]: the
+    /// particles within the rings' reach, pruned to the rings of its own lists), so neither the
+    /// whole cloud's neighbour lists nor its search are built; the whole `cloud` is dropped
+    /// once the rank has cut its own rows. With boundary conditions the whole cloud is searched
+    /// once more: `boundaries` are [`with_boundaries`](Self::with_boundaries)'s (empty for a
+    /// periodic cloud), prepared on the whole cloud as one process prepares them (the same
+    /// errors on every rank); each rank imposes them on its own boundary particles and the
+    /// halo's take their owners' states.
     ///
     /// Either formulation, limiters, WENO and MOOD; then motion ([`with_motion`](Self::with_motion):
     /// a halo by distance, particles migrating at reorderings) or a source term with an IMEX
@@ -184,20 +189,6 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         mut boundaries: Boundaries<R, D>,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
-        // The one-process lists give the halo; the rank's part is searched on the one-process
-        // bins, so its lists are the one-process lists.
-        let mut search = NeighbourSearch::new(radius)?;
-        let mut whole = NeighbourList::<L>::default();
-        search.build(&cloud, backend, &mut whole)?;
-        // The boundary particles' conditions, interior neighbours and initial states are
-        // found on the whole cloud, as one process finds them (the same errors on every rank),
-        // where conditions are given (as the program attaches them to one process's run).
-        if boundaries.has_conditions() {
-            boundaries.prepare(&cloud, &whole)?;
-            let (mut state, _) = cloud.state_and_geometry();
-            boundaries.apply(0.0, &mut state);
-        }
-        let (min, max) = NeighbourSearch::extent(&cloud);
         // Two rings where a pass reads what a neighbour's list gives (the conservative
         // formulation's reverse coefficients, WENO's stencil validity) and for a boundary
         // particle's interior neighbour (up to two hops away); one ring otherwise.
@@ -207,10 +198,37 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         } else {
             1
         };
-        let (part, halo) = crate::halo::split(&cloud, &whole, rings, comm)?;
-        drop((cloud, whole));
+        let (part, halo, mut search) = if boundaries.has_conditions() {
+            // The boundary particles' conditions, interior neighbours and initial states are
+            // found on the whole cloud with its neighbour lists, as one process finds them (the
+            // same errors on every rank); the lists give the halo.
+            let mut search = NeighbourSearch::new(radius)?;
+            let mut whole = NeighbourList::<L>::default();
+            search.build(&cloud, backend, &mut whole)?;
+            boundaries.prepare(&cloud, &whole)?;
+            let (mut state, _) = cloud.state_and_geometry();
+            boundaries.apply(0.0, &mut state);
+            let (min, max) = NeighbourSearch::extent(&cloud);
+            let (part, halo) = crate::halo::split(&cloud, &whole, rings, comm)?;
+            drop((cloud, whole));
+            (
+                part,
+                halo,
+                NeighbourSearch::new(radius)?.with_bounds(&min, &max),
+            )
+        } else {
+            // Without conditions the rank finds its halo from its own particles (the whole
+            // cloud's lists are never built).
+            let total = cloud.len();
+            let mine = crate::halo::own_ranges(total, comm.size())[comm.rank()].clone();
+            crate::halo::keep_own(&mut cloud, mine.clone());
+            crate::halo::split_own::<R, D, L>(
+                cloud, mine.start, total, radius, rings, backend, comm,
+            )?
+        };
+        // The rank's part is searched on the one-process bins, so the lists of its own
+        // particles (and ring 1's, with two rings) are the one-process lists.
         boundaries.localise(&halo);
-        let mut search = NeighbourSearch::new(radius)?.with_bounds(&min, &max);
         let mut list = NeighbourList::<L>::default();
         search.build(&part, backend, &mut list)?;
         list.set_halo(std::sync::Arc::new(halo));

@@ -897,3 +897,69 @@ fn a_split_cloud_sums_and_gathers_as_one_process() {
         }
     }
 }
+
+/// A fixed split cloud's halo found from the rank's own particles alone
+/// (`halo::split_own`: every particle within the rings' reach, pruned to the rings of the
+/// local lists) is the halo of the whole cloud's neighbour graph (`halo::split`): the same
+/// particles with the same positions and ids, the same particles sent, on 1-4 ranks, one and
+/// two rings, periodic and with walls; and the own particles' lists (ring 1's too, with two
+/// rings) are the one-process lists.
+#[test]
+fn a_halo_from_own_particles_is_the_graph_halo() {
+    use mote_cloud::halo;
+    use mote_cloud::{NeighbourList, NeighbourSearch};
+    let backend = CpuBackend::threads(1);
+    for walls in [false, true] {
+        let cloud = blast(walls);
+        let n = cloud.len();
+        let r = radius(3);
+        let mut whole = NeighbourList::<RowMajor>::default();
+        NeighbourSearch::new(r)
+            .unwrap()
+            .build(&cloud, backend, &mut whole)
+            .unwrap();
+        for rings in [1, 2] {
+            for k in 1..=4 {
+                on_thread_ranks(&thread_ranks(k), |comm| {
+                    let (graph_part, graph) =
+                        halo::split(&cloud, &whole, rings, comm.clone()).unwrap();
+                    let mine = halo::own_ranges(n, k)[comm.rank()].clone();
+                    let own = rows(&cloud, mine.clone());
+                    let (part, found, mut search) = halo::split_own::<f64, 2, RowMajor>(
+                        own, mine.start, n, r, rings, backend, comm,
+                    )
+                    .unwrap();
+                    let case = format!("rings {rings}, walls {walls}, rank of {k}");
+                    assert_eq!(found.global(), graph.global(), "{case}: held particles");
+                    assert_eq!(found.own(), graph.own(), "{case}: own particles");
+                    assert_eq!(found.sent_len(), graph.sent_len(), "{case}: sent");
+                    assert!(k == 1 || found.halo_len() > 0, "{case}: a halo");
+                    for i in 0..part.len() {
+                        assert_eq!(part.position_of(i), graph_part.position_of(i), "{case}");
+                        assert_eq!(part.ids()[i], graph_part.ids()[i], "{case}");
+                    }
+                    let mut list = NeighbourList::<RowMajor>::default();
+                    search.build(&part, backend, &mut list).unwrap();
+                    let g = found.global();
+                    let complete: Vec<usize> = if rings == 1 {
+                        found.own().collect()
+                    } else {
+                        let mut c: Vec<usize> = found
+                            .own()
+                            .flat_map(|i| list.neighbours(i).map(|j| j as usize))
+                            .collect();
+                        c.extend(found.own());
+                        c.sort_unstable();
+                        c.dedup();
+                        c
+                    };
+                    for i in complete {
+                        let local: Vec<usize> = list.neighbours(i).map(|j| g[j as usize]).collect();
+                        let one: Vec<usize> = whole.neighbours(g[i]).map(|j| j as usize).collect();
+                        assert_eq!(local, one, "{case}: the list of particle {}", g[i]);
+                    }
+                });
+            }
+        }
+    }
+}
