@@ -116,111 +116,37 @@ impl<R: Real, const D: usize> Cloud<R, D> {
         options: LatticeOptions,
         variables: usize,
     ) -> Result<Self, CloudError> {
-        let LatticeOptions {
-            spacing,
-            jitter,
-            seed,
-            boundary_layers,
-        } = options;
-        if !(spacing.is_finite() && spacing > 0.0) {
-            return Err(CloudError::invalid("spacing", spacing, "finite and > 0"));
-        }
-        if !(0.0..1.0).contains(&jitter) {
+        let sites = Sites::new(&domain, options)?;
+        let total = sites.count(&domain);
+        sites.rows(domain, 0..total, total, variables)
+    }
+
+    /// The number of particles [`lattice`](Self::lattice) places (without placing them).
+    pub fn lattice_len(domain: &Domain<D>, options: LatticeOptions) -> Result<usize, CloudError> {
+        Ok(Sites::new(domain, options)?.count(domain))
+    }
+
+    /// The particles `rows` of [`lattice`](Self::lattice)'s cloud (of
+    /// [`lattice_len`](Self::lattice_len) particles), the same in every bit (the jitter's
+    /// random stream is drawn through the earlier sites), with the ids they have there: a rank's
+    /// part of a lattice too large for one process's memory. Takes time in proportion to
+    /// `rows.end`.
+    pub fn lattice_rows(
+        domain: Domain<D>,
+        options: LatticeOptions,
+        variables: usize,
+        rows: std::ops::Range<usize>,
+    ) -> Result<Self, CloudError> {
+        let sites = Sites::new(&domain, options)?;
+        let total = sites.count(&domain);
+        if rows.start > rows.end || rows.end > total {
             return Err(CloudError::invalid(
-                "jitter",
-                jitter,
-                "in [0, 1) (a fraction of the spacing)",
+                "lattice rows",
+                format!("{rows:?}"),
+                format!("a range within the lattice's {total} particles"),
             ));
         }
-        let (lo, _) = domain.bounds();
-        let lengths = domain.lengths();
-        let cells: [usize; D] =
-            std::array::from_fn(|a| ((lengths[a] / spacing).round() as usize).max(1));
-        let dx: [f64; D] = match domain.shape() {
-            Shape::Box { .. } => std::array::from_fn(|a| lengths[a] / cells[a] as f64),
-            Shape::Sphere { .. } => [spacing; D],
-        };
-        let periodic = domain.periodic();
-        // Layers extend the lattice index range on non-periodic axes.
-        let extra: [usize; D] =
-            std::array::from_fn(|a| if periodic[a] { 0 } else { boundary_layers });
-        let counts: [usize; D] = std::array::from_fn(|a| cells[a] + 2 * extra[a]);
-        let total: usize = counts.iter().product();
-        if total > u32::MAX as usize {
-            return Err(CloudError::invalid(
-                "particle count",
-                total,
-                "at most 2^32 - 1 (32-bit neighbour indices)",
-            ));
-        }
-        let mut cloud = Self::new(domain, dx, variables)?;
-        let mut rng = Rng::new(seed);
-        let mut pos: Vec<[f64; D]> = Vec::new();
-        let mut tags: Vec<u32> = Vec::new();
-        let mut index = [0usize; D];
-        for _ in 0..total {
-            let mut x = [0.0; D];
-            for a in 0..D {
-                x[a] = lo[a] + (index[a] as f64 - extra[a] as f64 + 0.5) * dx[a];
-            }
-            let tag = match domain.shape() {
-                Shape::Box { .. } => (0..D)
-                    .find_map(|a| {
-                        if index[a] < extra[a] {
-                            Some(Self::face_tag(a, false))
-                        } else if index[a] >= extra[a] + cells[a] {
-                            Some(Self::face_tag(a, true))
-                        } else {
-                            None
-                        }
-                    })
-                    .unwrap_or(INTERIOR),
-                Shape::Sphere { centre, radius } => {
-                    let r = (0..D)
-                        .map(|a| (x[a] - centre[a]).powi(2))
-                        .sum::<f64>()
-                        .sqrt();
-                    if r <= radius {
-                        INTERIOR
-                    } else if r <= radius + boundary_layers as f64 * spacing {
-                        1
-                    } else {
-                        u32::MAX
-                    }
-                }
-            };
-            // Jitter draws happen for every lattice site, kept or not, so that a particle's
-            // displacement depends only on the seed and its site.
-            let shift: [f64; D] = std::array::from_fn(|_| jitter * (rng.uniform() - 0.5));
-            if tag != u32::MAX {
-                if tag == INTERIOR {
-                    for a in 0..D {
-                        x[a] += shift[a] * dx[a];
-                    }
-                }
-                pos.push(domain.wrap(x));
-                tags.push(tag);
-            }
-            // Next lattice index, first axis fastest.
-            for a in 0..D {
-                index[a] += 1;
-                if index[a] < counts[a] {
-                    break;
-                }
-                index[a] = 0;
-            }
-        }
-        cloud.resize(pos.len())?;
-        let volume = R::cast(dx.iter().product());
-        for (i, (x, &t)) in pos.iter().zip(&tags).enumerate() {
-            for a in 0..D {
-                cloud.position[a].as_mut_slice()[i] = R::cast(x[a]);
-            }
-            cloud.tag.as_mut_slice()[i] = t;
-        }
-        cloud.volume.as_mut_slice().fill(volume);
-        cloud.order.as_mut_slice().fill(1);
-        Ok(cloud)
+        sites.rows(domain, rows, total, variables)
     }
 
     /// A cloud of given particles (initial conditions from a file): their positions, volumes,
@@ -544,6 +470,187 @@ impl<R: Real, const D: usize> Budgeted for Cloud<R, D> {
     }
 }
 
+/// The lattice sites of a domain ([`Cloud::lattice`]): the spacing per axis, the site counts
+/// with boundary layers, and the jitter.
+struct Sites<const D: usize> {
+    lo: [f64; D],
+    cells: [usize; D],
+    dx: [f64; D],
+    extra: [usize; D],
+    counts: [usize; D],
+    total: usize,
+    options: LatticeOptions,
+}
+
+impl<const D: usize> Sites<D> {
+    fn new(domain: &Domain<D>, options: LatticeOptions) -> Result<Self, CloudError> {
+        let LatticeOptions {
+            spacing,
+            jitter,
+            boundary_layers,
+            ..
+        } = options;
+        if !(spacing.is_finite() && spacing > 0.0) {
+            return Err(CloudError::invalid("spacing", spacing, "finite and > 0"));
+        }
+        if !(0.0..1.0).contains(&jitter) {
+            return Err(CloudError::invalid(
+                "jitter",
+                jitter,
+                "in [0, 1) (a fraction of the spacing)",
+            ));
+        }
+        let (lo, _) = domain.bounds();
+        let lengths = domain.lengths();
+        let cells: [usize; D] =
+            std::array::from_fn(|a| ((lengths[a] / spacing).round() as usize).max(1));
+        let dx: [f64; D] = match domain.shape() {
+            Shape::Box { .. } => std::array::from_fn(|a| lengths[a] / cells[a] as f64),
+            Shape::Sphere { .. } => [spacing; D],
+        };
+        let periodic = domain.periodic();
+        // Layers extend the lattice index range on non-periodic axes.
+        let extra: [usize; D] =
+            std::array::from_fn(|a| if periodic[a] { 0 } else { boundary_layers });
+        let counts: [usize; D] = std::array::from_fn(|a| cells[a] + 2 * extra[a]);
+        let total: usize = counts.iter().product();
+        if total > u32::MAX as usize {
+            return Err(CloudError::invalid(
+                "particle count",
+                total,
+                "at most 2^32 - 1 (32-bit neighbour indices)",
+            ));
+        }
+        Ok(Self {
+            lo,
+            cells,
+            dx,
+            extra,
+            counts,
+            total,
+            options,
+        })
+    }
+
+    /// Visits the sites in lattice order (first axis fastest) while `visit(site position, tag)`
+    /// returns true: the unjittered position and the tag (`u32::MAX`: outside a sphere, no
+    /// particle).
+    fn walk(&self, domain: &Domain<D>, mut visit: impl FnMut([f64; D], u32) -> bool) {
+        let (dx, extra, cells) = (self.dx, self.extra, self.cells);
+        let mut index = [0usize; D];
+        for _ in 0..self.total {
+            let x: [f64; D] = std::array::from_fn(|a| {
+                self.lo[a] + (index[a] as f64 - extra[a] as f64 + 0.5) * dx[a]
+            });
+            let tag = match domain.shape() {
+                Shape::Box { .. } => (0..D)
+                    .find_map(|a| {
+                        if index[a] < extra[a] {
+                            Some(Cloud::<f64, D>::face_tag(a, false))
+                        } else if index[a] >= extra[a] + cells[a] {
+                            Some(Cloud::<f64, D>::face_tag(a, true))
+                        } else {
+                            None
+                        }
+                    })
+                    .unwrap_or(INTERIOR),
+                Shape::Sphere { centre, radius } => {
+                    let r = (0..D)
+                        .map(|a| (x[a] - centre[a]).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
+                    if r <= radius {
+                        INTERIOR
+                    } else if r
+                        <= radius + self.options.boundary_layers as f64 * self.options.spacing
+                    {
+                        1
+                    } else {
+                        u32::MAX
+                    }
+                }
+            };
+            if !visit(x, tag) {
+                return;
+            }
+            // Next lattice index, first axis fastest.
+            for a in 0..D {
+                index[a] += 1;
+                if index[a] < self.counts[a] {
+                    break;
+                }
+                index[a] = 0;
+            }
+        }
+    }
+
+    /// The number of particles: every site of a box, those inside a sphere and its layers.
+    fn count(&self, domain: &Domain<D>) -> usize {
+        match domain.shape() {
+            Shape::Box { .. } => self.total,
+            Shape::Sphere { .. } => {
+                let mut n = 0;
+                self.walk(domain, |_, tag| {
+                    n += usize::from(tag != u32::MAX);
+                    true
+                });
+                n
+            }
+        }
+    }
+
+    /// The cloud of the particles `rows` (indices among the `total` particles, in lattice order).
+    fn rows<R: Real>(
+        &self,
+        domain: Domain<D>,
+        rows: std::ops::Range<usize>,
+        total: usize,
+        variables: usize,
+    ) -> Result<Cloud<R, D>, CloudError> {
+        let mut cloud = Cloud::new(domain, self.dx, variables)?;
+        let mut rng = Rng::new(self.options.seed);
+        let jitter = self.options.jitter;
+        let mut pos: Vec<[f64; D]> = Vec::with_capacity(rows.len());
+        let mut tags: Vec<u32> = Vec::with_capacity(rows.len());
+        let mut particle = 0;
+        self.walk(&domain, |mut x, tag| {
+            if particle >= rows.end {
+                return false;
+            }
+            // Jitter draws happen for every lattice site, kept or not, so that a particle's
+            // displacement depends only on the seed and its site.
+            let shift: [f64; D] = std::array::from_fn(|_| jitter * (rng.uniform() - 0.5));
+            if tag != u32::MAX {
+                if particle >= rows.start {
+                    if tag == INTERIOR {
+                        for a in 0..D {
+                            x[a] += shift[a] * self.dx[a];
+                        }
+                    }
+                    pos.push(domain.wrap(x));
+                    tags.push(tag);
+                }
+                particle += 1;
+            }
+            true
+        });
+        cloud.next_id = rows.start as u64;
+        cloud.resize(pos.len())?;
+        let volume = R::cast(self.dx.iter().product());
+        for (i, (x, &t)) in pos.iter().zip(&tags).enumerate() {
+            for a in 0..D {
+                cloud.position[a].as_mut_slice()[i] = R::cast(x[a]);
+            }
+            cloud.tag.as_mut_slice()[i] = t;
+        }
+        cloud.volume.as_mut_slice().fill(volume);
+        cloud.order.as_mut_slice().fill(1);
+        // Fresh ids continue after the whole lattice's, as one process's would.
+        cloud.next_id = total as u64;
+        Ok(cloud)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -648,6 +755,46 @@ mod tests {
         let area = interior as f64 * 0.05 * 0.05;
         assert!((area - std::f64::consts::PI).abs() < 0.05, "{area}");
         assert!(c.tags().contains(&1));
+    }
+
+    /// A lattice's rows generated apart are the whole lattice's, every array bit for bit and
+    /// every id, cut anywhere (a jittered box with boundary layers, a sphere with its shell):
+    /// the jitter's stream runs through the earlier sites.
+    #[test]
+    fn lattice_rows_are_the_whole_lattice_cut() {
+        let options = LatticeOptions {
+            spacing: 0.1,
+            jitter: 0.4,
+            seed: 11,
+            boundary_layers: 2,
+        };
+        let domains = [
+            Domain::<2>::new_box([0.0, 0.0], [1.0, 0.7], [false, true]).unwrap(),
+            Domain::<2>::new_sphere([0.0, 0.0], 0.6).unwrap(),
+        ];
+        for d in domains {
+            let whole = Cloud::<f64, 2>::lattice(d, options, 3).unwrap();
+            let n = whole.len();
+            assert_eq!(Cloud::<f64, 2>::lattice_len(&d, options).unwrap(), n);
+            for cuts in [vec![0, n], vec![0, 1, 37, 37, n - 2, n], vec![0, n / 2, n]] {
+                let mut next = 0;
+                for w in cuts.windows(2) {
+                    let part = Cloud::<f64, 2>::lattice_rows(d, options, 3, w[0]..w[1]).unwrap();
+                    assert_eq!(part.len(), w[1] - w[0]);
+                    for i in 0..part.len() {
+                        let g = w[0] + i;
+                        assert_eq!(part.position_of(i), whole.position_of(g), "site {g}");
+                        assert_eq!(part.ids()[i], whole.ids()[g]);
+                        assert_eq!(part.tags()[i], whole.tags()[g]);
+                        assert_eq!(part.volumes()[i], whole.volumes()[g]);
+                    }
+                    assert_eq!(part.next_id, whole.next_id, "fresh ids after the lattice's");
+                    next += part.len();
+                }
+                assert_eq!(next, n);
+            }
+            assert!(Cloud::<f64, 2>::lattice_rows(d, options, 3, 0..n + 1).is_err());
+        }
     }
 
     #[test]
