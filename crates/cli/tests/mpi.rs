@@ -389,6 +389,34 @@ fn a_failure_on_one_rank_stops_every_rank_with_a_message_naming_it() {
     assert!(e.contains("rank 1 of 3: initial conditions"), "{e}");
     assert!(!dir.exists(), "a refused run writes nothing");
 
+    // A user's initial state that is bad (a negative density near the top) on the particles
+    // of the last ranks only: each rank generates its own particles, and every rank stops with
+    // the message one process gives (the first bad particle along the Morton curve), naming
+    // the rank that found it. Nothing is written.
+    let sets = [
+        "problem.resolution=24",
+        "problem.periodic=true",
+        "problem.initial.density=\"1 - 2 * (y > 0.9)\"",
+    ];
+    let dir = tmp.path().join("initial-one");
+    let one = example("custom_explosion.toml", None, &dir, &sets, &[]);
+    assert!(!one.status.success());
+    let one = stderr(&one);
+    let message = one
+        .split("error: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{one}"))
+        .trim()
+        .to_string();
+    assert!(message.contains("problem.initial.density"), "{one}");
+    let dir = tmp.path().join("initial");
+    let out = example("custom_explosion.toml", Some(3), &dir, &sets, &[]);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert_eq!(e.matches("error:").count(), 1, "one message: {e}");
+    assert!(e.contains(" of 3: ") && e.contains(&message), "{e}");
+    assert!(!dir.exists(), "a refused run writes nothing");
+
     // Memory rank 2 cannot reserve.
     let dir = tmp.path().join("memory");
     let out = plummer(

@@ -359,11 +359,13 @@ pub fn split_own<R: Real, const D: usize, L: SlotLayout>(
     comm: Arc<dyn Comm>,
 ) -> Result<(Cloud<R, D>, Halo, NeighbourSearch), CloudError> {
     let mine = first..first + own.len();
-    if own_ranges(total, comm.size()).get(comm.rank()) != Some(&mine) {
+    // Agreed, so that no rank waits for one that refused.
+    let wrong = u64::from(own_ranges(total, comm.size()).get(comm.rank()) != Some(&mine));
+    if comm::max_of(comm.as_ref(), wrong) == 1 {
         return Err(CloudError::invalid(
             "own particles",
             format!("{mine:?} of {total}"),
-            "this rank's range of the one-process order (halo::own_ranges)",
+            "every rank's rows its range of the one-process order (halo::own_ranges)",
         ));
     }
     let (min, max) = extent(comm.as_ref(), own.positions(), 0..own.len());

@@ -8,6 +8,7 @@
 //! with every particle at reconstruction order 1; the caller sets the scheme's order.
 
 use mote_core::Real;
+use mote_core::comm::Comm;
 
 use crate::boundary::{Boundaries, Dirichlet, Front, FrontAhead, Inflow, Outflow, SlipWall};
 use crate::cloud::{Cloud, LatticeOptions};
@@ -38,7 +39,7 @@ fn gas_conserved<const D: usize>(gamma: f64, rho: f64, v: [f64; D], p: f64, out:
 }
 
 /// How a problem's cloud is laid out.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ProblemOptions {
     /// Particles per unit length of the problem's coordinates (the spacing is its inverse),
     /// except for the isentropic vortex, whose box is 10 wide: there, particles per side.
@@ -49,6 +50,12 @@ pub struct ProblemOptions {
     pub seed: u64,
     /// Layers of boundary particles outside each non-periodic face.
     pub boundary_layers: usize,
+    /// Generate only this rank's part: its own range of the one-process particle order
+    /// ([`crate::halo::own_ranges`] of the Morton-ordered cloud), bit for bit the one-process
+    /// particles and states, without any rank holding the whole cloud (the lattice's rows are
+    /// generated apart and sorted along the Morton curve over the ranks). Problems built from
+    /// these options honour it; `None` (or one rank) builds the whole cloud. Collective.
+    pub ranks: Option<std::sync::Arc<dyn Comm>>,
 }
 
 /// A problem ready to run.
@@ -97,9 +104,21 @@ fn lattice<R: Real, const D: usize>(
         seed: options.seed,
         boundary_layers: options.boundary_layers,
     };
-    let mut cloud = Cloud::lattice(domain, lattice, variables)?;
-    cloud.reorder_morton();
-    Ok(cloud)
+    match &options.ranks {
+        Some(comm) if comm.size() > 1 => {
+            // The rank's rows of the lattice order, then its rows of the Morton order.
+            let total = Cloud::<R, D>::lattice_len(&domain, lattice)?;
+            let rows = crate::halo::own_ranges(total, comm.size())[comm.rank()].clone();
+            let mut cloud = Cloud::lattice_rows(domain, lattice, variables, rows.clone())?;
+            crate::halo::reorder(&mut cloud, rows.start, total, comm.as_ref())?;
+            Ok(cloud)
+        }
+        _ => {
+            let mut cloud = Cloud::lattice(domain, lattice, variables)?;
+            cloud.reorder_morton();
+            Ok(cloud)
+        }
+    }
 }
 
 /// Sets every particle of `cloud` to the Euler state `state(x) = (density, velocity, pressure)`.
@@ -460,10 +479,18 @@ pub fn sedov<R: Real>(
     let solution = exact::Sedov::new(gamma, 2)?;
     let deposit = 2.0 * spacing(options)?;
     let inside = |[x, y]: [f64; 2]| (x - 0.5).hypot(y - 0.5) < deposit;
-    let volume: f64 = (0..cloud.len())
+    let inside_volumes: Vec<f64> = (0..cloud.len())
         .filter(|&i| inside(cloud.position_of(i)))
         .map(|i| cloud.volumes()[i].as_f64())
-        .sum();
+        .collect();
+    // On ranks, the few volumes gathered in rank order (the one-process order) and summed as
+    // one process sums them.
+    let volume: f64 = match &options.ranks {
+        Some(comm) => mote_core::comm::all_gather_varied(comm.as_ref(), &inside_volumes).0,
+        None => inside_volumes,
+    }
+    .iter()
+    .sum();
     let hot = (gamma - 1.0) * ENERGY / volume;
     fill_gas(&mut cloud, &eq, |x| {
         (1.0, [0.0; 2], if inside(x) { hot } else { AMBIENT })
@@ -874,6 +901,7 @@ mod tests {
             jitter: 0.2,
             seed: 3,
             boundary_layers,
+            ranks: None,
         }
     }
 

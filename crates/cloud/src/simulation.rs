@@ -189,45 +189,89 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         mut boundaries: Boundaries<R, D>,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
-        // Two rings where a pass reads what a neighbour's list gives (the conservative
-        // formulation's reverse coefficients, WENO's stencil validity) and for a boundary
-        // particle's interior neighbour (up to two hops away); one ring otherwise.
+        if !boundaries.has_conditions() {
+            // Without conditions the rank keeps its own rows and finds its halo from them.
+            let total = cloud.len();
+            let mine = crate::halo::own_ranges(total, comm.size())[comm.rank()].clone();
+            crate::halo::keep_own(&mut cloud, mine.clone());
+            return Self::split_part(
+                cloud, mine.start, total, radius, scheme, tableau, backend, comm,
+            );
+        }
+        // The boundary particles' conditions, interior neighbours and initial states are found
+        // on the whole cloud with its neighbour lists, as one process finds them (the same
+        // errors on every rank); the lists give the halo (rings as in `split_part`).
         let boundary = cloud.tags().iter().any(|&t| t != INTERIOR);
         let rings = if boundary || scheme.reads_neighbour_lists() {
             2
         } else {
             1
         };
-        let (part, halo, mut search) = if boundaries.has_conditions() {
-            // The boundary particles' conditions, interior neighbours and initial states are
-            // found on the whole cloud with its neighbour lists, as one process finds them (the
-            // same errors on every rank); the lists give the halo.
-            let mut search = NeighbourSearch::new(radius)?;
-            let mut whole = NeighbourList::<L>::default();
-            search.build(&cloud, backend, &mut whole)?;
-            boundaries.prepare(&cloud, &whole)?;
-            let (mut state, _) = cloud.state_and_geometry();
-            boundaries.apply(0.0, &mut state);
-            let (min, max) = NeighbourSearch::extent(&cloud);
-            let (part, halo) = crate::halo::split(&cloud, &whole, rings, comm)?;
-            drop((cloud, whole));
-            (
-                part,
-                halo,
-                NeighbourSearch::new(radius)?.with_bounds(&min, &max),
-            )
+        let mut search = NeighbourSearch::new(radius)?;
+        let mut whole = NeighbourList::<L>::default();
+        search.build(&cloud, backend, &mut whole)?;
+        boundaries.prepare(&cloud, &whole)?;
+        let (mut state, _) = cloud.state_and_geometry();
+        boundaries.apply(0.0, &mut state);
+        let (min, max) = NeighbourSearch::extent(&cloud);
+        let (part, halo) = crate::halo::split(&cloud, &whole, rings, comm)?;
+        drop((cloud, whole));
+        let search = NeighbourSearch::new(radius)?.with_bounds(&min, &max);
+        Self::on_part(part, halo, search, scheme, tableau, backend, boundaries)
+    }
+
+    /// [`split`](Self::split) from this rank's own particles alone (a cloud without boundary
+    /// conditions): `own` holds the one-process particles `first..first + own.len()` of
+    /// `total`, this rank's range of [`crate::halo::own_ranges`] (as
+    /// [`crate::problems::ProblemOptions::ranks`] generates it). No rank holds the whole
+    /// cloud at any point. Collective.
+    #[allow(clippy::too_many_arguments)]
+    pub fn split_part(
+        own: Cloud<R, D>,
+        first: usize,
+        total: usize,
+        radius: f64,
+        scheme: Muscl<R, D, E>,
+        tableau: Tableau,
+        backend: CpuBackend,
+        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
+    ) -> Result<Self, CloudError> {
+        // Two rings where a pass reads what a neighbour's list gives (the conservative
+        // formulation's reverse coefficients, WENO's stencil validity) and for a boundary
+        // particle's interior neighbour (up to two hops away); one ring otherwise. The ranks
+        // agree (one may hold boundary particles, another none).
+        let boundary = u64::from(own.tags().iter().any(|&t| t != INTERIOR));
+        let boundary = mote_core::comm::max_of(comm.as_ref(), boundary) == 1;
+        let rings = if boundary || scheme.reads_neighbour_lists() {
+            2
         } else {
-            // Without conditions the rank finds its halo from its own particles (the whole
-            // cloud's lists are never built).
-            let total = cloud.len();
-            let mine = crate::halo::own_ranges(total, comm.size())[comm.rank()].clone();
-            crate::halo::keep_own(&mut cloud, mine.clone());
-            crate::halo::split_own::<R, D, L>(
-                cloud, mine.start, total, radius, rings, backend, comm,
-            )?
+            1
         };
-        // The rank's part is searched on the one-process bins, so the lists of its own
-        // particles (and ring 1's, with two rings) are the one-process lists.
+        let (part, halo, search) =
+            crate::halo::split_own::<R, D, L>(own, first, total, radius, rings, backend, comm)?;
+        Self::on_part(
+            part,
+            halo,
+            search,
+            scheme,
+            tableau,
+            backend,
+            Boundaries::new(),
+        )
+    }
+
+    /// The simulation of a rank's `part` of a split cloud with its `halo`, searched with
+    /// `search` (the whole cloud's bins), so that the lists of its own particles (and ring 1's,
+    /// with two rings) are the one-process lists.
+    fn on_part(
+        part: Cloud<R, D>,
+        halo: crate::halo::Halo,
+        mut search: NeighbourSearch,
+        scheme: Muscl<R, D, E>,
+        tableau: Tableau,
+        backend: CpuBackend,
+        mut boundaries: Boundaries<R, D>,
+    ) -> Result<Self, CloudError> {
         boundaries.localise(&halo);
         let mut list = NeighbourList::<L>::default();
         search.build(&part, backend, &mut list)?;

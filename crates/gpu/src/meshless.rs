@@ -195,6 +195,41 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         })
     }
 
+    /// [`split`](Self::split) from this rank's own particles alone (`own`: the one-process
+    /// particles `first..first + own.len()` of `total`, the rank's range of
+    /// `mote_cloud::halo::own_ranges`), for a cloud without boundary conditions
+    /// ([`MeshlessSimulation::split_part`]): no rank ever holds the whole cloud.
+    #[allow(clippy::too_many_arguments)]
+    pub fn split_part<E>(
+        own: Cloud<R, D>,
+        first: usize,
+        total: usize,
+        equation: E,
+        radius: f64,
+        scheme: &Scheme,
+        cpu: CpuBackend,
+        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
+    ) -> Result<Self, GpuError>
+    where
+        E: Equation<R, D> + 'static,
+    {
+        let sim = MeshlessSimulation::split_part(
+            own,
+            first,
+            total,
+            radius,
+            muscl(equation, scheme)?,
+            scheme.tableau.clone(),
+            cpu,
+            comm,
+        )?;
+        Ok(Self {
+            inner: Box::new(OnCpu {
+                sim: sim.with_mood(scheme.mood)?,
+            }),
+        })
+    }
+
     /// The conservation law `equation` solved through its kinetic (Jin-Xin) relaxation system
     /// ([`KineticRelaxation`], kinetic speed `speed`, relaxation time `epsilon`): the cloud's
     /// state `u` becomes the Maxwellian `2 D M` kinetic variables, which `scheme` transports

@@ -80,6 +80,7 @@ fn quadrant_riemann_problem_runs_with_positive_density_and_pressure() {
         jitter: 0.2,
         seed: 8,
         boundary_layers: 2,
+        ranks: None,
     };
     let Problem {
         cloud,
@@ -116,6 +117,7 @@ fn double_mach_reflection_runs_with_positive_density_and_pressure() {
         jitter: 0.0,
         seed: 1,
         boundary_layers: 2,
+        ranks: None,
     };
     let Problem {
         cloud,

@@ -53,6 +53,7 @@ fn sod(opts: Sod) -> (f64, u64, MoodStats) {
         jitter: 0.2,
         seed: 5,
         boundary_layers: 2,
+        ranks: None,
     };
     let Problem {
         mut cloud,
@@ -178,6 +179,7 @@ fn top_hat(mood: MoodSettings, limiter: Limiter) -> (f64, f64, f64, MoodStats) {
         jitter: 0.2,
         seed: 3,
         boundary_layers: 0,
+        ranks: None,
     };
     let mut cloud = problems::burgers_top_hat::<f64>(&options).unwrap().cloud;
     for o in cloud.orders_mut() {

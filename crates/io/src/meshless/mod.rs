@@ -869,35 +869,46 @@ type BuildProblem<'a, R, const D: usize, E> =
     dyn Fn(&ProblemOptions) -> Result<Problem<R, D, E>, CloudError> + 'a;
 
 /// What makes a run's simulation of its problem: the configured simulation, neighbours within
-/// the radius, on the backend.
+/// the radius, on the backend; the problem's cloud is the whole cloud, or with `Some((first,
+/// total))` this rank's own particles `first..first + len` of `total`
+/// ([`ProblemOptions::ranks`]).
 type MakeSimulation<R, const D: usize, E> =
     fn(
         &MeshlessConfig,
         Problem<R, D, E>,
         f64,
         Backend,
+        Option<(usize, usize)>,
     ) -> Result<(Simulation<R, D>, ProblemRest<D>), RunError>;
 
 /// The configured simulation of `problem` with neighbours within `radius`, on `backend`, with
-/// its motion and adaptivity.
+/// its motion and adaptivity; `part` as [`MakeSimulation`]'s.
 fn simulation<R: GpuFloat, const D: usize, E>(
     c: &MeshlessConfig,
     problem: Problem<R, D, E>,
     radius: f64,
     backend: Backend,
+    part: Option<(usize, usize)>,
 ) -> Result<(Simulation<R, D>, ProblemRest<D>), RunError>
 where
     E: Equation<R, D> + OnDevice<D> + Clone + 'static,
 {
     let (cloud, equation, boundaries, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
-    let motion = motion_of(&c.motion, &equation, &cloud)?;
     // On several ranks the cloud is split between them (each holds its own particles and a
     // halo; decisions 0030, 0031); an adaptive one runs with the state on every rank.
     let world = mote_core::comm::world();
+    // A part's ranks agree (a rank may hold no particle to ask).
+    let motion = match part {
+        Some(_) => agreed(motion_of(&c.motion, &equation, &cloud))?,
+        None => motion_of(&c.motion, &equation, &cloud)?,
+    };
     let adaptive = motion.is_some() && c.adaptivity.every > 0;
-    let mut sim = match backend {
-        Backend::Cpu(cpu) if world.size() > 1 && !adaptive => {
+    let mut sim = match (backend, part) {
+        (Backend::Cpu(cpu), Some((first, total))) => {
+            Simulation::split_part(cloud, first, total, equation, radius, &scheme, cpu, world)
+        }
+        (Backend::Cpu(cpu), None) if world.size() > 1 && !adaptive => {
             Simulation::split(cloud, equation, boundaries, radius, &scheme, cpu, world)
         }
         _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend),
@@ -926,10 +937,12 @@ fn relaxed_simulation<const D: usize, E>(
     problem: Problem<f64, D, E>,
     radius: f64,
     backend: Backend,
+    part: Option<(usize, usize)>,
 ) -> Result<(Simulation<f64, D>, ProblemRest<D>), RunError>
 where
     E: Equation<f64, D> + Clone + 'static,
 {
+    debug_assert!(part.is_none(), "a relaxation run's cloud is built whole");
     let r = c.relaxation.as_ref().expect("a relaxation run");
     let (cloud, equation, _periodic, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
@@ -958,9 +971,11 @@ where
         "none" => Ok(None),
         "flow" => {
             // Asked of a real state (the first particle's): a made-up one could trip the
-            // equation's positivity floors and count an event.
-            let probe: Vec<R> = (0..cloud.variables()).map(|v| cloud.state(v)[0]).collect();
-            if equation.flow_velocity(&probe).is_none() {
+            // equation's positivity floors and count an event. (A rank's part may hold none:
+            // the other ranks ask.)
+            let probe: Option<Vec<R>> = (!cloud.is_empty())
+                .then(|| (0..cloud.variables()).map(|v| cloud.state(v)[0]).collect());
+            if probe.is_some_and(|p| equation.flow_velocity(&p).is_none()) {
                 return Err(RunError::Refused(format!(
                     "motion.kind = \"flow\": the equation `{}` has no flow velocity to move \
                      the particles with (use a prescribed motion)",
@@ -1079,6 +1094,16 @@ impl MeshlessRun<'_> {
         let started = SystemTime::now();
         let clock = Instant::now();
         let factor = self.radius_factor::<D>();
+        // On several CPU ranks each rank generates only its own particles of a lattice problem
+        // (`ProblemOptions::ranks`) and the cloud is split from them; a relaxation run, an
+        // adaptive one (the state on every rank), a device run and initial conditions from a
+        // file build the whole cloud on every rank.
+        let world = mote_core::comm::world();
+        let parts = world.size() > 1
+            && price
+            && c.relaxation.is_none()
+            && c.problem.kind != ProblemKind::File
+            && !(c.motion.kind != "none" && c.adaptivity.every > 0);
         let options = ProblemOptions {
             resolution: c.problem.resolution.expect("filled by with_defaults"),
             jitter: c.problem.jitter,
@@ -1088,6 +1113,7 @@ impl MeshlessRun<'_> {
             // only hold particles with no interior particle within two neighbour hops (at
             // corners), which the boundary conditions refuse.
             boundary_layers: (factor.floor() as usize).max(1),
+            ranks: parts.then(|| world.clone()),
         };
         let given = c
             .run
@@ -1110,24 +1136,50 @@ impl MeshlessRun<'_> {
                 .map_or((options.resolution as f64).powi(D as i32), |n| n as f64);
             self.price(build, make, &options, interior.min(1e18) as usize, limit)?;
         }
-        let mut problem = build(&options)?;
+        let (mut problem, part) = if parts {
+            // A part's set-up may fail on some ranks only (a user's initial state).
+            let problem = agreed(build(&options).map_err(RunError::from))?;
+            if problem.boundaries.has_conditions() {
+                // Boundary conditions are prepared on the whole cloud: built again, whole.
+                let whole = ProblemOptions {
+                    ranks: None,
+                    ..options.clone()
+                };
+                (build(&whole)?, None)
+            } else {
+                let mut total = [problem.cloud.len() as u64];
+                world.sum_u64(&mut total);
+                let total = total[0] as usize;
+                let first = mote_cloud::halo::own_ranges(total, world.size())[world.rank()].start;
+                (problem, Some((first, total)))
+            }
+        } else {
+            (build(&options)?, None)
+        };
         if let Some(r) = self.resume {
-            load_state(&mut problem.cloud, r)?;
+            match part {
+                Some(rows) => agreed(load_state(&mut problem.cloud, r, Some(rows)))?,
+                None => load_state(&mut problem.cloud, r, None)?,
+            }
         }
         let radius = factor * max_spacing(&problem.cloud);
-        if price && let Some(limit) = limit {
-            self.price(build, make, &options, problem.cloud.len(), limit)?;
-        }
-        let (n, interior) = (
-            problem.cloud.len(),
+        let mut counts = [
+            problem.cloud.len() as u64,
             problem
                 .cloud
                 .tags()
                 .iter()
                 .filter(|&&t| t == INTERIOR)
-                .count(),
-        );
-        let (mut sim, rest) = make(c, problem, radius, backend)?;
+                .count() as u64,
+        ];
+        if part.is_some() {
+            world.sum_u64(&mut counts);
+        }
+        let (n, interior) = (counts[0] as usize, counts[1] as usize);
+        if price && let Some(limit) = limit {
+            self.price(build, make, &options, n, limit)?;
+        }
+        let (mut sim, rest) = make(c, problem, radius, backend, part)?;
         // Buffers are reserved (sized once, frozen) against a limit the user set; the default
         // budget only prices the run.
         // Each rank reserves its own memory: agreed, since one rank's machine may refuse.
@@ -1151,7 +1203,6 @@ impl MeshlessRun<'_> {
         }
         // On several MPI ranks rank 0 writes the run directory and every rank agrees on each
         // write's outcome (`on_root`, as the gravity runner does; decision 0027).
-        let world = mote_core::comm::world();
         if let Some(r) = self.resume {
             sim.restore_clock(r.header.simulation_time, r.header.step);
         } else {
@@ -1575,12 +1626,13 @@ impl MeshlessRun<'_> {
     ) -> Result<(), RunError> {
         let small = ProblemOptions {
             resolution: options.resolution.min(16),
-            ..*options
+            ranks: None,
+            ..options.clone()
         };
         let prototype = build(&small)?;
         let radius = self.radius_factor::<D>() * max_spacing(&prototype.cloud);
         let cpu = Backend::Cpu(CpuBackend::threads(self.config.run.threads));
-        let (mut sim, _) = make(self.config, prototype, radius, cpu)?;
+        let (mut sim, _) = make(self.config, prototype, radius, cpu, None)?;
         let model = sim.memory_model();
         let slots = (particles as f64 * model.slots_per_particle()).ceil() as usize;
         let needed = model.bytes(particles, slots);
@@ -1682,12 +1734,16 @@ pub(crate) fn collapse_reason<R: GpuFloat, const D: usize>(
 }
 
 /// Loads the state of checkpoint `r` into `cloud` (built from the same configuration), after
-/// checking that the cloud has the checkpoint's particles.
+/// checking that the cloud has the checkpoint's particles: the whole cloud, or with
+/// `Some((first, total))` a rank's part, the checkpoint's rows `first..first + len` of `total`.
 fn load_state<R: Real, const D: usize>(
     cloud: &mut mote_cloud::Cloud<R, D>,
     r: Resume<'_>,
+    part: Option<(usize, usize)>,
 ) -> Result<(), RunError> {
     let (ids, state) = checkpoint::read_meshless_state::<R>(r.path, r.header, r.arrays)?;
+    let (first, total) = part.unwrap_or((0, cloud.len()));
+    let rows = first..first + cloud.len();
     let mismatch = |what: String| FileError {
         path: r.path.to_path_buf(),
         message: format!(
@@ -1695,21 +1751,22 @@ fn load_state<R: Real, const D: usize>(
              changed, e.g. problem.resolution, problem.seed or scheme.radius?)"
         ),
     };
-    if cloud.len() != ids.len() || cloud.variables() != state.len() {
+    if total != ids.len() || cloud.variables() != state.len() {
         return Err(mismatch(format!(
-            "{} particles with {} variables built, {} with {} in the checkpoint",
-            cloud.len(),
+            "{total} particles with {} variables built, {} with {} in the checkpoint",
             cloud.variables(),
             ids.len(),
             state.len()
         ))
         .into());
     }
-    if cloud.ids() != ids.as_slice() {
+    if cloud.ids() != &ids[rows.clone()] {
         return Err(mismatch("the particle ids differ".into()).into());
     }
     for (v, values) in state.iter().enumerate() {
-        cloud.state_var_mut(v).copy_from_slice(values);
+        cloud
+            .state_var_mut(v)
+            .copy_from_slice(&values[rows.clone()]);
     }
     Ok(())
 }
