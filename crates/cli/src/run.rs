@@ -152,9 +152,13 @@ pub fn resume(args: &ResumeArgs, threads: Option<usize>) -> Result<(), CliError>
     if let Some(t) = threads {
         overrides.push(format!("run.threads={t}"));
     }
-    let (header, _) = agreed(
-        mote_io::checkpoint::read_any(&args.checkpoint).map_err(|e| CliError::Run(e.to_string())),
+    // Which kind of run: the header alone (the resume checks the whole file, and reads each
+    // rank's rows only).
+    let opened = agreed(
+        mote_io::checkpoint::open(&args.checkpoint, false)
+            .map_err(|e| CliError::Run(e.to_string())),
     )?;
+    let header = opened.header().clone();
     let mut reporter = Reporter::new(args.quiet || mote_core::comm::world().rank() > 0);
     let commit = env!("MOTE_GIT_COMMIT");
     let refused = |e: mote_io::runner::ResumeError| match e {

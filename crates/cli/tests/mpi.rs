@@ -389,14 +389,17 @@ fn a_failure_on_one_rank_stops_every_rank_with_a_message_naming_it() {
     assert!(e.contains("rank 1 of 3: initial conditions"), "{e}");
     assert!(!dir.exists(), "a refused run writes nothing");
 
-    // A user's initial state that is bad (a negative density near the top) on the particles
-    // of the last ranks only: each rank generates its own particles, and every rank stops with
-    // the message one process gives (the first bad particle along the Morton curve), naming
-    // the rank that found it. Nothing is written.
+    // A user's initial state that is bad (a negative density at the right end of the top row
+    // of a 24^2 lattice, between the rows of the 16^2 one the memory estimate builds: in the
+    // last quadrant of the Morton curve) on the particles of the last ranks only: each rank
+    // generates its own particles, and every rank stops with the message one process gives
+    // (the first bad particle along the Morton curve), naming the rank that found it. Nothing
+    // is written.
     let sets = [
         "problem.resolution=24",
+        "problem.jitter=0",
         "problem.periodic=true",
-        "problem.initial.density=\"1 - 2 * (y > 0.9)\"",
+        "problem.initial.density=\"1 - 2 * (y > 0.975) * (x > 0.75)\"",
     ];
     let dir = tmp.path().join("initial-one");
     let one = example("custom_explosion.toml", None, &dir, &sets, &[]);

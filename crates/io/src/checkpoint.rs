@@ -13,6 +13,7 @@
 //! one array per conserved variable; the cloud itself is rebuilt from the configuration on
 //! resume (its construction is deterministic) and checked against the ids.
 
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use mote_cloud::mood::MoodStats;
@@ -185,38 +186,173 @@ pub fn read_any(path: &Path) -> Result<(AnyHeader, Vec<u8>), FileError> {
 /// Any byte sequence gets an answer, never a panic: the layout, the checksum, the format
 /// version and the header are checked before anything is trusted.
 pub fn parse_any(path: &Path, bytes: &[u8]) -> Result<(AnyHeader, Vec<u8>), FileError> {
+    let (header, arrays) = verify(path, &mut std::io::Cursor::new(bytes), true)?;
+    Ok((
+        header,
+        bytes[arrays.start as usize..arrays.end as usize].to_vec(),
+    ))
+}
+
+/// Checks a checkpoint read through `file`: the layout, the checksum (with `checksum`: the
+/// whole file read a piece at a time), the format version and the header. Returns the header
+/// and the byte range of the arrays. Any byte sequence gets an answer, never a panic.
+fn verify<F: Read + Seek>(
+    path: &Path,
+    file: &mut F,
+    checksum: bool,
+) -> Result<(AnyHeader, std::ops::Range<u64>), FileError> {
     let bad = |m: String| FileError {
         path: path.to_path_buf(),
         message: m,
     };
-    if bytes.len() < 24 || &bytes[..8] != MAGIC {
+    let io = |e: std::io::Error| bad(e.to_string());
+    let size = file.seek(SeekFrom::End(0)).map_err(io)?;
+    let mut head = [0u8; 20];
+    if size < 24 || read_at(file, 0, &mut head).is_err() || &head[..8] != MAGIC {
         return Err(bad("not a mote checkpoint".into()));
     }
-    let (body, tail) = bytes.split_at(bytes.len() - 4);
-    if crc32fast::hash(body) != u32::from_le_bytes(tail.try_into().expect("4 bytes")) {
-        return Err(bad("checksum mismatch: the checkpoint is corrupt".into()));
+    let body = size - 4;
+    if checksum {
+        let mut crc = crc32fast::Hasher::new();
+        let mut piece = vec![0u8; 1 << 20];
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut at = 0;
+        while at < body {
+            let n = (body - at).min(piece.len() as u64) as usize;
+            file.read_exact(&mut piece[..n]).map_err(io)?;
+            crc.update(&piece[..n]);
+            at += n as u64;
+        }
+        let mut tail = [0u8; 4];
+        file.read_exact(&mut tail).map_err(io)?;
+        if crc.finalize() != u32::from_le_bytes(tail) {
+            return Err(bad("checksum mismatch: the checkpoint is corrupt".into()));
+        }
     }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    let version = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
     if version != VERSION {
         return Err(bad(format!(
             "checkpoint format {version}; this mote reads {VERSION}"
         )));
     }
-    let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
-    let end = usize::try_from(len)
-        .ok()
-        .and_then(|l| l.checked_add(20))
-        .filter(|&e| e <= bytes.len() - 4)
+    let len = u64::from_le_bytes(head[12..20].try_into().expect("8 bytes"));
+    let end = len
+        .checked_add(20)
+        .filter(|&e| e <= body)
         .ok_or_else(|| bad("truncated header".into()))?;
-    let json = &bytes[20..end];
+    let mut json = vec![0u8; (end - 20) as usize];
+    read_at(file, 20, &mut json).map_err(io)?;
     let value: serde_json::Value =
-        serde_json::from_slice(json).map_err(|e| bad(format!("header: {e}")))?;
+        serde_json::from_slice(&json).map_err(|e| bad(format!("header: {e}")))?;
     let header = if value.get("physics").and_then(|p| p.as_str()) == Some("meshless") {
         AnyHeader::Meshless(serde_json::from_value(value).map_err(|e| bad(format!("header: {e}")))?)
     } else {
         AnyHeader::Gravity(serde_json::from_value(value).map_err(|e| bad(format!("header: {e}")))?)
     };
-    Ok((header, bytes[end..bytes.len() - 4].to_vec()))
+    Ok((header, end..body))
+}
+
+/// Reads `out.len()` bytes of `file` from byte `at`.
+fn read_at<F: Read + Seek>(file: &mut F, at: u64, out: &mut [u8]) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(at))?;
+    file.read_exact(out)
+}
+
+/// A checkpoint opened for reading in rows: its header, checked with the file
+/// ([`open`]), and where each array lies, so that a rank of a run split between ranks reads
+/// only its own rows and no rank holds the whole file.
+#[derive(Debug)]
+pub struct Opened {
+    path: std::path::PathBuf,
+    header: AnyHeader,
+    /// Each array's first byte and length, in order.
+    arrays: Vec<(u64, u64)>,
+}
+
+/// Opens checkpoint `path`: checks its layout, format version, header and the framing of its
+/// arrays and, with `checksum`, its checksum (the whole file read a piece at a time: nothing
+/// larger than a piece is held). On several ranks one rank's check is enough (they read the
+/// same file; the result is agreed). Reads no array.
+pub fn open(path: &Path, checksum: bool) -> Result<Opened, FileError> {
+    let bad = |m: &str| FileError {
+        path: path.to_path_buf(),
+        message: m.to_string(),
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| FileError {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let (header, range) = verify(path, &mut file, checksum)?;
+    let mut arrays = Vec::new();
+    let mut at = range.start;
+    while at < range.end {
+        let mut len = [0u8; 8];
+        if range.end - at < 8 || read_at(&mut file, at, &mut len).is_err() {
+            return Err(bad("truncated arrays"));
+        }
+        let len = u64::from_le_bytes(len);
+        let end = len
+            .checked_add(at + 8)
+            .filter(|&e| e <= range.end)
+            .ok_or_else(|| bad("truncated arrays"))?;
+        arrays.push((at + 8, len));
+        at = end;
+    }
+    Ok(Opened {
+        path: path.to_path_buf(),
+        header,
+        arrays,
+    })
+}
+
+impl Opened {
+    /// The checkpoint's header.
+    pub fn header(&self) -> &AnyHeader {
+        &self.header
+    }
+
+    /// The particle ids and state arrays (one per variable, in precision `R`) of the rows
+    /// `rows` of a meshless checkpoint, with [`read_meshless_state`]'s checks of the whole
+    /// arrays' lengths. Reads those rows only.
+    pub fn meshless_rows<R: Real>(
+        &self,
+        rows: std::ops::Range<usize>,
+    ) -> Result<(Vec<u64>, Vec<Vec<R>>), FileError> {
+        let bad = |m: String| FileError {
+            path: self.path.clone(),
+            message: m,
+        };
+        let AnyHeader::Meshless(header) = &self.header else {
+            return Err(bad(
+                "a gravity run's checkpoint, not a meshless run's".into()
+            ));
+        };
+        let lens: Vec<usize> = self.arrays.iter().map(|&(_, l)| l as usize).collect();
+        check_meshless::<R>(&self.path, header, &lens)?;
+        if rows.start > rows.end || rows.end > header.particles {
+            return Err(bad(format!(
+                "rows {rows:?} of {} particles",
+                header.particles
+            )));
+        }
+        let mut file = std::fs::File::open(&self.path).map_err(|e| bad(e.to_string()))?;
+        let mut read = |k: usize, width: usize| -> Result<Vec<u8>, FileError> {
+            let mut out = vec![0u8; rows.len() * width];
+            read_at(
+                &mut file,
+                self.arrays[k].0 + (rows.start * width) as u64,
+                &mut out,
+            )
+            .map_err(|e| bad(e.to_string()))?;
+            Ok(out)
+        };
+        let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&read(0, 8)?);
+        let size = std::mem::size_of::<R>();
+        let state = (1..self.arrays.len())
+            .map(|k| Ok(bytemuck::pod_collect_to_vec(&read(k, size)?)))
+            .collect::<Result<_, FileError>>()?;
+        Ok((ids, state))
+    }
 }
 
 /// Splits checkpoint `arrays` (from [`read_any`]) into their byte ranges, in order.
@@ -253,6 +389,24 @@ pub fn read_meshless_state<R: Real>(
     header: &MeshlessHeader,
     arrays: &[u8],
 ) -> Result<(Vec<u64>, Vec<Vec<R>>), FileError> {
+    let parts = split_arrays(path, arrays)?;
+    let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+    check_meshless::<R>(path, header, &lens)?;
+    let ids: Vec<u64> = bytemuck::pod_collect_to_vec(parts[0]);
+    let state = parts[1..]
+        .iter()
+        .map(|p| bytemuck::pod_collect_to_vec(p))
+        .collect();
+    Ok((ids, state))
+}
+
+/// Checks a meshless checkpoint's arrays (of byte lengths `lens`) against its `header`: the
+/// precision `R`, the ids and one array per variable, each of the header's particle count.
+fn check_meshless<R: Real>(
+    path: &Path,
+    header: &MeshlessHeader,
+    lens: &[usize],
+) -> Result<(), FileError> {
     let bad = |m: String| FileError {
         path: path.to_path_buf(),
         message: m,
@@ -264,32 +418,24 @@ pub fn read_meshless_state<R: Real>(
             R::PRECISION
         )));
     }
-    let parts = split_arrays(path, arrays)?;
-    if header.variables.checked_add(1) != Some(parts.len()) {
+    if header.variables.checked_add(1) != Some(lens.len()) {
         return Err(bad(format!(
             "{} arrays; the header announces ids and {} variables",
-            parts.len(),
+            lens.len(),
             header.variables
         )));
     }
     let n = header.particles;
     let size = std::mem::size_of::<R>();
-    if n.checked_mul(8) != Some(parts[0].len())
-        || parts[1..]
-            .iter()
-            .any(|p| n.checked_mul(size) != Some(p.len()))
+    if n.checked_mul(8) != Some(lens[0])
+        || lens[1..].iter().any(|&l| n.checked_mul(size) != Some(l))
     {
         return Err(bad(format!(
             "array lengths do not match {n} particles in {}",
             header.precision
         )));
     }
-    let ids: Vec<u64> = bytemuck::pod_collect_to_vec(parts[0]);
-    let state = parts[1..]
-        .iter()
-        .map(|p| bytemuck::pod_collect_to_vec(p))
-        .collect();
-    Ok((ids, state))
+    Ok(())
 }
 
 /// Reads the particles of a checkpoint whose arrays (`arrays`, from [`read_header`]) are in

@@ -290,13 +290,17 @@ pub fn resume_meshless(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<MeshlessReport, ResumeError> {
-    // Every rank reads the checkpoint: agreed, since one rank may fail where the others read.
-    let (header, arrays) = agreed(checkpoint::read_any(checkpoint_path).map_err(RunError::File))
-        .map_err(|e| match e {
-            RunError::File(f) => ResumeError::File(f),
-            other => ResumeError::Run(other),
+    // Every rank opens the checkpoint (rank 0 checks its checksum, reading it through once) and
+    // later reads the rows it needs: agreed, since one rank may fail where the others read.
+    let first = mote_core::comm::world().rank() == 0;
+    let opened =
+        agreed(checkpoint::open(checkpoint_path, first).map_err(RunError::File)).map_err(|e| {
+            match e {
+                RunError::File(f) => ResumeError::File(f),
+                other => ResumeError::Run(other),
+            }
         })?;
-    let AnyHeader::Meshless(header) = header else {
+    let AnyHeader::Meshless(header) = opened.header().clone() else {
         return Err(FileError {
             path: checkpoint_path.to_path_buf(),
             message: "a gravity run's checkpoint, not a meshless run's".into(),
@@ -326,7 +330,7 @@ pub fn resume_meshless(
         progress,
         resume: Some(Resume {
             header: &header,
-            arrays: &arrays,
+            opened: &opened,
             path: checkpoint_path,
         }),
         session: false,
@@ -338,7 +342,8 @@ pub fn resume_meshless(
 #[derive(Clone, Copy)]
 struct Resume<'a> {
     header: &'a MeshlessHeader,
-    arrays: &'a [u8],
+    /// The checkpoint, whose rows each rank reads.
+    opened: &'a checkpoint::Opened,
     path: &'a Path,
 }
 
@@ -1741,7 +1746,6 @@ fn load_state<R: Real, const D: usize>(
     r: Resume<'_>,
     part: Option<(usize, usize)>,
 ) -> Result<(), RunError> {
-    let (ids, state) = checkpoint::read_meshless_state::<R>(r.path, r.header, r.arrays)?;
     let (first, total) = part.unwrap_or((0, cloud.len()));
     let rows = first..first + cloud.len();
     let mismatch = |what: String| FileError {
@@ -1751,22 +1755,22 @@ fn load_state<R: Real, const D: usize>(
              changed, e.g. problem.resolution, problem.seed or scheme.radius?)"
         ),
     };
-    if total != ids.len() || cloud.variables() != state.len() {
+    if total != r.header.particles || cloud.variables() != r.header.variables {
         return Err(mismatch(format!(
             "{total} particles with {} variables built, {} with {} in the checkpoint",
             cloud.variables(),
-            ids.len(),
-            state.len()
+            r.header.particles,
+            r.header.variables
         ))
         .into());
     }
-    if cloud.ids() != &ids[rows.clone()] {
+    // This rank's rows only (on one process, all of them).
+    let (ids, state) = r.opened.meshless_rows::<R>(rows)?;
+    if cloud.ids() != ids.as_slice() {
         return Err(mismatch("the particle ids differ".into()).into());
     }
     for (v, values) in state.iter().enumerate() {
-        cloud
-            .state_var_mut(v)
-            .copy_from_slice(&values[rows.clone()]);
+        cloud.state_var_mut(v).copy_from_slice(values);
     }
     Ok(())
 }

@@ -148,8 +148,38 @@ fn a_meshless_checkpoint_written_from_ranks_is_the_one_process_file() {
             checkpoint::write_meshless(path, &header, &r.ids[mine], &state, &stream).unwrap();
         },
     );
-    let (read, _) = checkpoint::read_any(&tmp.path().join("3")).unwrap();
-    assert!(matches!(read, checkpoint::AnyHeader::Meshless(h) if h.particles == n));
+    let path = tmp.path().join("3");
+    let (read, _) = checkpoint::read_any(&path).unwrap();
+    assert!(matches!(read, checkpoint::AnyHeader::Meshless(ref h) if h.particles == n));
+    // Read back by rows (what each rank of a resumed split run reads): the rows written.
+    let opened = checkpoint::open(&path, true).unwrap();
+    assert_eq!(opened.header(), &read);
+    for rows in [0..n, 0..1, 17..2_500, 4_999..n, n..n] {
+        let (ids, state) = opened.meshless_rows::<f64>(rows.clone()).unwrap();
+        assert_eq!(ids, &r.ids[rows.clone()]);
+        assert_eq!(state[0], &r.values[rows.clone()]);
+        assert_eq!(state[1], &r.points[rows.clone()]);
+    }
+    assert!(opened.meshless_rows::<f64>(0..n + 1).is_err());
+    assert!(
+        opened.meshless_rows::<f32>(0..1).is_err(),
+        "the wrong precision"
+    );
+    // A corrupt byte is found by the checksum (the rank that checks it); a truncated file by
+    // the arrays' framing, checksum or not.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let bad = tmp.path().join("corrupt");
+    let at = bytes.len() - 100;
+    bytes[at] ^= 1;
+    std::fs::write(&bad, &bytes).unwrap();
+    let e = checkpoint::open(&bad, true).unwrap_err();
+    assert!(e.message.contains("checksum"), "{e}");
+    assert!(checkpoint::open(&bad, false).is_ok());
+    bytes.truncate(bytes.len() - 1_000);
+    std::fs::write(&bad, &bytes).unwrap();
+    for checksum in [true, false] {
+        assert!(checkpoint::open(&bad, checksum).is_err());
+    }
 }
 
 /// Contiguous, and compressed with rows of several ranks in one chunk and chunks of one rank's

@@ -442,6 +442,19 @@ fn checkpoint_target(bytes: &[u8]) -> bool {
         AnyHeader::Meshless(h) => {
             let ok = read_meshless_state::<f64>(path, &h, &arrays).is_ok()
                 | read_meshless_state::<f32>(path, &h, &arrays).is_ok();
+            // `mote resume` opens the file and reads each rank's rows from it: a file of these
+            // bytes opens as they parse (or its arrays' framing is refused), and any rows
+            // answer without a panic.
+            let file = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(file.path(), bytes).unwrap();
+            if let Ok(opened) = mote_io::checkpoint::open(file.path(), true) {
+                assert_eq!(opened.header(), &AnyHeader::Meshless(h.clone()));
+                let n = h.particles;
+                for rows in [0..n.min(2), n / 2..n, n..n.saturating_add(1)] {
+                    let _ = opened.meshless_rows::<f64>(rows.clone());
+                    let _ = opened.meshless_rows::<f32>(rows);
+                }
+            }
             let _ = mote_io::MeshlessConfig::parse(
                 &Source {
                     file: Some(path),
