@@ -420,6 +420,23 @@ fn a_failure_on_one_rank_stops_every_rank_with_a_message_naming_it() {
     assert!(e.contains(" of 3: ") && e.contains(&message), "{e}");
     assert!(!dir.exists(), "a refused run writes nothing");
 
+    // A kinetic speed below the subcharacteristic bound, on a relaxation run whose ranks each
+    // generated their own particles: the fastest particle is agreed over the ranks, so every
+    // rank refuses with one process's message (naming the same particle).
+    let sets = ["problem.resolution=1000", "relaxation.speed=0.5"];
+    let dir = tmp.path().join("slow-one");
+    let one = example("relaxed_burgers.toml", None, &dir, &sets, &[]);
+    assert!(!one.status.success());
+    let one = stderr(&one);
+    assert!(one.contains("at particle id"), "{one}");
+    let dir = tmp.path().join("slow");
+    let out = example("relaxed_burgers.toml", Some(3), &dir, &sets, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert_eq!(e.matches("error:").count(), 1, "one message: {e}");
+    assert!(e.contains(one.trim()), "{e}\nagainst one process's\n{one}");
+    assert!(!dir.exists(), "a refused run writes nothing");
+
     // Memory rank 2 cannot reserve.
     let dir = tmp.path().join("memory");
     let out = plummer(

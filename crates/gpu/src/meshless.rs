@@ -244,7 +244,10 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// With `ranks`, this rank's part of the kinetic cloud split between them (as
     /// [`split`](Self::split); every rank passes the same cloud): each solves the relaxation
     /// of its own particles, and [`cloud`](Self::cloud) holds the macroscopic state of its own
-    /// and halo particles.
+    /// and halo particles. With `part` too (`Some((first, total))`), `cloud` is this rank's own
+    /// particles only, the one-process particles `first..first + len` of `total` (as
+    /// [`split_part`](Self::split_part)): the fastest particle is agreed over the ranks, and
+    /// no rank holds the whole cloud.
     #[allow(clippy::too_many_arguments)]
     pub fn relaxed<E>(
         cloud: Cloud<R, D>,
@@ -256,6 +259,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         scheme: &Scheme,
         backend: Backend,
         ranks: Option<std::sync::Arc<dyn mote_core::comm::Comm>>,
+        part: Option<(usize, usize)>,
     ) -> Result<Self, GpuError>
     where
         E: Equation<R, D> + Clone + 'static,
@@ -266,7 +270,11 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         let Backend::Cpu(cpu) = backend else {
             return refuse("on a device", "the cpu backend");
         };
-        if cloud.tags().iter().any(|&t| t != INTERIOR) {
+        // A part's ranks agree (their parts differ); whole clouds are the same on every rank.
+        let parted = ranks.as_ref().filter(|_| part.is_some());
+        let boundary = u64::from(cloud.tags().iter().any(|&t| t != INTERIOR));
+        let boundary = parted.map_or(boundary, |c| mote_core::comm::max_of(c.as_ref(), boundary));
+        if boundary == 1 {
             return refuse(
                 "with boundary particles",
                 "a periodic cloud (boundary conditions of the kinetic variables are not built)",
@@ -291,6 +299,22 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
                 }
             }
         }
+        let mut fastest = (fastest.0, cloud.ids().get(fastest.1).copied().unwrap_or(0));
+        if let Some(comm) = parted {
+            // Each rank's fastest (none on a rank without particles), folded in rank order as
+            // one process folds its particles: the first fastest, or the last NaN.
+            let mine = [u64::from(!cloud.is_empty()), fastest.0.to_bits(), fastest.1];
+            let mut all = vec![0u64; 3 * comm.size()];
+            mote_core::comm::all_gather(comm.as_ref(), &mine, &vec![3; comm.size()], &mut all);
+            let mut found: Option<(f64, u64)> = None;
+            for r in all.chunks_exact(3).filter(|r| r[0] == 1) {
+                let s = f64::from_bits(r[1]);
+                if found.is_none_or(|(best, _)| s > best || s.is_nan()) {
+                    found = Some((s, r[2]));
+                }
+            }
+            fastest = found.unwrap_or((0.0, 0));
+        }
         let needed = D as f64 * fastest.0;
         let speed = speed.unwrap_or(if needed > 0.0 { 1.1 * needed } else { 1.0 });
         if speed < needed || needed.is_nan() {
@@ -300,8 +324,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
                 format!(
                     "at least {needed:.6} ({D} times the largest wave speed along an axis of the \
                      initial state, {:.6}, at particle id {}): below it the relaxation is unstable",
-                    fastest.0,
-                    cloud.ids()[fastest.1]
+                    fastest.0, fastest.1
                 ),
             )
             .into());
@@ -318,8 +341,25 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         }
         let transport = muscl(relax.transport(), scheme)?;
         let rk = scheme.tableau.clone();
-        let (sim, cloud) = match ranks {
-            Some(comm) => {
+        let (sim, cloud) = match (ranks, part) {
+            (Some(comm), Some((first, total))) => {
+                let sim = MeshlessSimulation::split_part(
+                    kinetic, first, total, radius, transport, rk, cpu, comm,
+                )?;
+                // The macroscopic state of the own particles is the initial state itself (as
+                // one process shows it); the halo's comes from their owners.
+                let halo = sim.halo().expect("a split simulation");
+                let mut local = sim.cloud.with_variables(m)?;
+                let own = halo.own();
+                let (mut columns, _) = local.state_and_geometry();
+                for (v, column) in columns.iter_mut().enumerate() {
+                    column[own.clone()].copy_from_slice(cloud.state(v));
+                }
+                halo.exchange_columns(&mut columns);
+                drop(columns);
+                (sim, local)
+            }
+            (Some(comm), None) => {
                 let sim = MeshlessSimulation::split(
                     kinetic,
                     radius,
@@ -341,7 +381,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
                 }
                 (sim, local)
             }
-            None => (
+            (None, _) => (
                 MeshlessSimulation::new(kinetic, radius, transport, rk, cpu)?,
                 cloud,
             ),

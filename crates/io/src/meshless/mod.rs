@@ -947,16 +947,16 @@ fn relaxed_simulation<const D: usize, E>(
 where
     E: Equation<f64, D> + Clone + 'static,
 {
-    debug_assert!(part.is_none(), "a relaxation run's cloud is built whole");
     let r = c.relaxation.as_ref().expect("a relaxation run");
     let (cloud, equation, _periodic, rest) = split(c, problem);
     let scheme = scheme_of(&c.scheme)?;
     let tableau = ImexTableau::by_name(&c.scheme.stepper)?;
-    // On several ranks the kinetic cloud is split between them (decision 0030).
+    // On several ranks the kinetic cloud is split between them (decision 0030), from each
+    // rank's own particles where it generated only those (decision 0033).
     let world = mote_core::comm::world();
     let ranks = (world.size() > 1 && matches!(backend, Backend::Cpu(_))).then_some(world);
     let sim = Simulation::relaxed(
-        cloud, equation, r.speed, r.epsilon, tableau, radius, &scheme, backend, ranks,
+        cloud, equation, r.speed, r.epsilon, tableau, radius, &scheme, backend, ranks, part,
     )
     .map_err(run_error)?;
     Ok((sim, rest))
@@ -1100,13 +1100,12 @@ impl MeshlessRun<'_> {
         let clock = Instant::now();
         let factor = self.radius_factor::<D>();
         // On several CPU ranks each rank generates only its own particles of a lattice problem
-        // (`ProblemOptions::ranks`) and the cloud is split from them; a relaxation run, an
-        // adaptive one (the state on every rank), a device run and initial conditions from a
-        // file build the whole cloud on every rank.
+        // (`ProblemOptions::ranks`) and the cloud is split from them; an adaptive run (the
+        // state on every rank), a device run and initial conditions from a file build the
+        // whole cloud on every rank.
         let world = mote_core::comm::world();
         let parts = world.size() > 1
             && price
-            && c.relaxation.is_none()
             && c.problem.kind != ProblemKind::File
             && !(c.motion.kind != "none" && c.adaptivity.every > 0);
         let options = ProblemOptions {
