@@ -200,13 +200,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         }
         // The boundary particles' conditions, interior neighbours and initial states are found
         // on the whole cloud with its neighbour lists, as one process finds them (the same
-        // errors on every rank); the lists give the halo (rings as in `split_part`).
-        let boundary = cloud.tags().iter().any(|&t| t != INTERIOR);
-        let rings = if boundary || scheme.reads_neighbour_lists() {
-            2
-        } else {
-            1
-        };
+        // errors on every rank); the lists give the halo.
+        let rings = halo_rings(cloud.tags().iter().any(|&t| t != INTERIOR), &scheme);
         let mut search = NeighbourSearch::new(radius)?;
         let mut whole = NeighbourList::<L>::default();
         search.build(&cloud, backend, &mut whole)?;
@@ -236,17 +231,10 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         backend: CpuBackend,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
-        // Two rings where a pass reads what a neighbour's list gives (the conservative
-        // formulation's reverse coefficients, WENO's stencil validity) and for a boundary
-        // particle's interior neighbour (up to two hops away); one ring otherwise. The ranks
-        // agree (one may hold boundary particles, another none).
+        // The ranks agree on boundary particles (one may hold some, another none).
         let boundary = u64::from(own.tags().iter().any(|&t| t != INTERIOR));
         let boundary = mote_core::comm::max_of(comm.as_ref(), boundary) == 1;
-        let rings = if boundary || scheme.reads_neighbour_lists() {
-            2
-        } else {
-            1
-        };
+        let rings = halo_rings(boundary, &scheme);
         let (part, halo, search) =
             crate::halo::split_own::<R, D, L>(own, first, total, radius, rings, backend, comm)?;
         Self::on_part(
@@ -443,14 +431,8 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         } else {
             first
         };
-        // Two radii where a pass reads what a neighbour's list gives (WENO's stencil validity;
-        // the conservative formulation's coefficients, not on moving clouds); one otherwise:
-        // the neighbours' records come by exchange.
-        let reach = if self.scheme.reads_neighbour_lists() {
-            2.0
-        } else {
-            1.0
-        };
+        // A radius per ring (a moving cloud has no boundary particles).
+        let reach = halo_rings(false, &self.scheme) as f64;
         let width = reach * self.search.radius() + skin;
         let (local, halo) = crate::halo::around(part, first, total, width, comm)?;
         let own = halo.own();
@@ -1063,6 +1045,21 @@ fn wrap_axis<R: Real>(
             };
         }
     });
+}
+
+/// The rings of neighbours a split cloud's halo holds: two where a pass reads what a
+/// neighbour's list gives (the conservative formulation's reverse coefficients, WENO's stencil
+/// validity) and for a boundary particle's interior neighbour (up to two hops away, with
+/// `boundary` particles in the cloud); one otherwise (every neighbour record comes by exchange).
+fn halo_rings<R: Real, const D: usize, E: Equation<R, D>>(
+    boundary: bool,
+    scheme: &Muscl<R, D, E>,
+) -> usize {
+    if boundary || scheme.reads_neighbour_lists() {
+        2
+    } else {
+        1
+    }
 }
 
 /// Searches neighbours and fits the MLS moments at the cloud's current positions.
