@@ -287,7 +287,7 @@ pub struct Boundaries<R: Real, const D: usize> {
     /// Initial states, `m` per boundary particle.
     initial: Vec<R>,
     variables: usize,
-    /// Whether a split cloud's rank holds its part of these ([`Boundaries::localise`]).
+    /// Whether a split cloud's rank holds its part of these ([`Boundaries::prepare_own`]).
     localised: bool,
 }
 
@@ -298,6 +298,62 @@ struct BoundaryParticle<const D: usize> {
     interior: usize,
     normal: [f64; D],
     position: [f64; D],
+}
+
+/// Why a boundary particle could not be prepared, with what its message names.
+#[derive(Clone, Copy, Debug)]
+enum Failure<const D: usize> {
+    /// No condition for the particle's tag.
+    NoCondition { tag: u32, position: [f64; D] },
+    /// No interior particle within two neighbour hops.
+    NoInterior { tag: u32, position: [f64; D] },
+}
+
+impl<const D: usize> Failure<D> {
+    /// The error, for the particle with (one-process) index `i`.
+    fn error(self, i: usize) -> CloudError {
+        match self {
+            Failure::NoCondition { tag, position } => CloudError::invalid(
+                "boundary conditions",
+                format!(
+                    "none for tag {tag} ({}), which particle {i} at {position:?} carries",
+                    describe_tag::<D>(tag)
+                ),
+                "a condition for every boundary tag of the cloud",
+            ),
+            Failure::NoInterior { tag, position } => CloudError::invalid(
+                "boundary particle",
+                format!("{i} at {position:?} (tag {tag})"),
+                "an interior particle within two neighbour hops: widen the radius or use \
+                 fewer boundary layers",
+            ),
+        }
+    }
+
+    /// The failure of particle `i` as words that travel between ranks: kind, index, tag and
+    /// position (up to three coordinates).
+    fn record(self, i: usize) -> [u64; 6] {
+        let (kind, tag, position) = match self {
+            Failure::NoCondition { tag, position } => (0, tag, position),
+            Failure::NoInterior { tag, position } => (1, tag, position),
+        };
+        let mut r = [kind, i as u64, tag as u64, 0, 0, 0];
+        for (w, x) in r[3..].iter_mut().zip(position) {
+            *w = x.to_bits();
+        }
+        r
+    }
+
+    /// The failure a [`record`](Self::record) holds.
+    fn from_record(r: &[u64; 6]) -> Self {
+        let tag = r[2] as u32;
+        let position = std::array::from_fn(|d| f64::from_bits(r[3 + d]));
+        if r[0] == 0 {
+            Failure::NoCondition { tag, position }
+        } else {
+            Failure::NoInterior { tag, position }
+        }
+    }
 }
 
 impl<R: Real, const D: usize> Default for Boundaries<R, D> {
@@ -361,6 +417,49 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
         cloud: &Cloud<R, D>,
         list: &NeighbourList<L>,
     ) -> Result<(), CloudError> {
+        self.start(cloud)?;
+        for i in 0..cloud.len() {
+            if let Some(p) = self.find(cloud, list, i).map_err(|f| f.error(i))? {
+                self.keep(cloud, p);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`prepare`](Self::prepare) on a rank's part of a split cloud (`halo`, two rings of
+    /// neighbours, searched on the whole cloud's bins): its own boundary particles, in local
+    /// indices. Their lists and their neighbours' are the one-process lists and local indices
+    /// order as one-process ones, so each finds its one-process nearest interior particle. The
+    /// halo's boundary particles take their owners' states by exchange. A failure is agreed:
+    /// every rank returns the one-process error (the first failing particle in the one-process
+    /// order, the lowest failing rank's). Collective.
+    pub fn prepare_own<L: SlotLayout>(
+        &mut self,
+        cloud: &Cloud<R, D>,
+        list: &NeighbourList<L>,
+        halo: &crate::halo::Halo,
+    ) -> Result<(), CloudError> {
+        self.start(cloud)?;
+        let mut failure = None;
+        for i in halo.own() {
+            match self.find(cloud, list, i) {
+                Ok(Some(p)) => self.keep(cloud, p),
+                Ok(None) => {}
+                Err(f) => {
+                    failure = Some(f.record(halo.global()[i]));
+                    break;
+                }
+            }
+        }
+        if let Some(r) = halo.first_failure(failure) {
+            return Err(Failure::<D>::from_record(&r).error(r[1] as usize));
+        }
+        self.localised = halo.max_of(u64::from(!self.particles.is_empty())) == 1;
+        Ok(())
+    }
+
+    /// Checks the conditions against `cloud`'s variables and forgets any earlier preparation.
+    fn start(&mut self, cloud: &Cloud<R, D>) -> Result<(), CloudError> {
         let m = cloud.variables();
         for (_, c) in &self.conditions {
             if let Some(BuiltinCondition::Front(f)) = c.builtin() {
@@ -370,115 +469,88 @@ impl<R: Real, const D: usize> Boundaries<R, D> {
         self.variables = m;
         self.particles.clear();
         self.initial.clear();
-        let tags = cloud.tags();
-        let domain = cloud.domain();
-        for (i, &tag) in tags.iter().enumerate() {
-            if tag == INTERIOR {
-                continue;
-            }
-            let condition = self
-                .conditions
-                .iter()
-                .position(|(t, _)| *t == tag)
-                .ok_or_else(|| {
-                    CloudError::invalid(
-                        "boundary conditions",
-                        format!("none for tag {tag} ({})", describe_tag::<D>(tag)),
-                        "a condition for every boundary tag of the cloud",
-                    )
-                })?;
-            let xi = cloud.position_of(i);
-            let mut best: Option<(f64, usize)> = None;
-            let consider = |best: &mut Option<(f64, usize)>, j: usize| {
-                if tags[j] == INTERIOR {
-                    let r2 = domain.distance_squared(xi, cloud.position_of(j));
-                    // Ties: the smaller index (deterministic).
-                    if best.is_none_or(|(b, k)| r2 < b || (r2 == b && j < k)) {
-                        *best = Some((r2, j));
-                    }
-                }
-            };
-            for j in list.neighbours(i) {
-                consider(&mut best, j as usize);
-            }
-            if best.is_none() {
-                // Corners of the boundary layers can lie beyond the radius from every interior
-                // particle: look two neighbour hops away.
-                for j in list.neighbours(i) {
-                    for k in list.neighbours(j as usize) {
-                        consider(&mut best, k as usize);
-                    }
-                }
-            }
-            let (_, interior) = best.ok_or_else(|| {
-                CloudError::invalid(
-                    "boundary particle",
-                    format!("{i} at {xi:?} (tag {tag})"),
-                    "an interior particle within two neighbour hops: widen the radius or use \
-                     fewer boundary layers",
-                )
-            })?;
-            let normal = match domain.shape() {
-                Shape::Box { .. } => {
-                    let axis = ((tag - 1) / 2) as usize;
-                    let mut e = [0.0; D];
-                    e[axis.min(D - 1)] = if (tag - 1) % 2 == 1 { 1.0 } else { -1.0 };
-                    e
-                }
-                Shape::Sphere { centre, .. } => {
-                    let r: [f64; D] = std::array::from_fn(|d| xi[d] - centre[d]);
-                    let len = r
-                        .iter()
-                        .map(|x| x * x)
-                        .sum::<f64>()
-                        .sqrt()
-                        .max(f64::MIN_POSITIVE);
-                    r.map(|x| x / len)
-                }
-            };
-            self.particles.push(BoundaryParticle {
-                index: i,
-                condition,
-                interior,
-                normal,
-                position: xi,
-            });
-            self.initial.extend((0..m).map(|v| cloud.state(v)[i]));
-        }
         Ok(())
     }
 
-    /// Keeps the boundary particles a rank of a split cloud owns, renumbered to its local
-    /// indices (`halo`), after [`prepare`](Self::prepare) ran on the whole cloud: each keeps
-    /// its one-process nearest interior particle, which is within two neighbour hops and so in
-    /// the rank's halo. The halo's boundary particles take their owners' states by exchange.
-    pub fn localise(&mut self, halo: &crate::halo::Halo) {
-        let m = self.variables;
-        let own = halo.first()..halo.first() + halo.own().len();
-        let local = |g: usize| {
-            halo.local_of(g)
-                .expect("a boundary particle's interior neighbour is in its rank's halo")
-        };
-        let mut initial = Vec::new();
-        let mut kept = Vec::new();
-        for (k, p) in self.particles.iter().enumerate() {
-            if !own.contains(&p.index) {
-                continue;
-            }
-            kept.push(BoundaryParticle {
-                index: local(p.index),
-                interior: local(p.interior),
-                ..*p
-            });
-            initial.extend_from_slice(&self.initial[k * m..(k + 1) * m]);
+    /// Boundary particle `i`'s condition, nearest interior neighbour (within two neighbour hops
+    /// in `list`; ties to the smaller index) and normal; `None` for an interior particle.
+    fn find<L: SlotLayout>(
+        &self,
+        cloud: &Cloud<R, D>,
+        list: &NeighbourList<L>,
+        i: usize,
+    ) -> Result<Option<BoundaryParticle<D>>, Failure<D>> {
+        let tags = cloud.tags();
+        let domain = cloud.domain();
+        let tag = tags[i];
+        if tag == INTERIOR {
+            return Ok(None);
         }
-        self.localised = !self.particles.is_empty();
-        self.particles = kept;
-        self.initial = initial;
+        let xi = cloud.position_of(i);
+        let condition = self
+            .conditions
+            .iter()
+            .position(|(t, _)| *t == tag)
+            .ok_or(Failure::NoCondition { tag, position: xi })?;
+        let mut best: Option<(f64, usize)> = None;
+        let consider = |best: &mut Option<(f64, usize)>, j: usize| {
+            if tags[j] == INTERIOR {
+                let r2 = domain.distance_squared(xi, cloud.position_of(j));
+                // Ties: the smaller index (deterministic).
+                if best.is_none_or(|(b, k)| r2 < b || (r2 == b && j < k)) {
+                    *best = Some((r2, j));
+                }
+            }
+        };
+        for j in list.neighbours(i) {
+            consider(&mut best, j as usize);
+        }
+        if best.is_none() {
+            // Corners of the boundary layers can lie beyond the radius from every interior
+            // particle: look two neighbour hops away.
+            for j in list.neighbours(i) {
+                for k in list.neighbours(j as usize) {
+                    consider(&mut best, k as usize);
+                }
+            }
+        }
+        let (_, interior) = best.ok_or(Failure::NoInterior { tag, position: xi })?;
+        let normal = match domain.shape() {
+            Shape::Box { .. } => {
+                let axis = ((tag - 1) / 2) as usize;
+                let mut e = [0.0; D];
+                e[axis.min(D - 1)] = if (tag - 1) % 2 == 1 { 1.0 } else { -1.0 };
+                e
+            }
+            Shape::Sphere { centre, .. } => {
+                let r: [f64; D] = std::array::from_fn(|d| xi[d] - centre[d]);
+                let len = r
+                    .iter()
+                    .map(|x| x * x)
+                    .sum::<f64>()
+                    .sqrt()
+                    .max(f64::MIN_POSITIVE);
+                r.map(|x| x / len)
+            }
+        };
+        Ok(Some(BoundaryParticle {
+            index: i,
+            condition,
+            interior,
+            normal,
+            position: xi,
+        }))
+    }
+
+    /// Records boundary particle `p` and its initial state.
+    fn keep(&mut self, cloud: &Cloud<R, D>, p: BoundaryParticle<D>) {
+        let m = self.variables;
+        self.initial.extend((0..m).map(|v| cloud.state(v)[p.index]));
+        self.particles.push(p);
     }
 
     /// Whether these are a rank's part of a split cloud's boundary particles
-    /// ([`localise`](Self::localise)), the whole cloud having some (true on every rank alike):
+    /// ([`prepare_own`](Self::prepare_own)), the whole cloud having some (true on every rank alike):
     /// the halo's boundary states are then exchanged after the conditions are imposed.
     pub fn localised(&self) -> bool {
         self.localised

@@ -14,6 +14,14 @@
 //! order, renumbered), and so are their MLS coefficients and reverse slots. The outer ring's
 //! lists are incomplete; nothing an own particle's result depends on reads them.
 //!
+//! No rank needs the whole cloud to find its halo (decision 0033, [`split_own`]): from its own
+//! particles it gathers every particle within the rings' reach ([`around`]: ring 1 lies within
+//! one search radius, ring 2 within two), searches them on the one-process bins and keeps the
+//! rings of those local lists, which are the one-process rings. One ring holds every own
+//! particle's neighbours: enough for the passes of the MLS-divergence formulation, which read no
+//! neighbour's list; the conservative formulation reads a neighbour's coefficient (its reverse
+//! slot), whose fit needs the neighbour's whole list: two rings.
+//!
 //! A moving cloud (decision 0031) holds a halo by distance instead ([`around`]: every particle
 //! within the search radius, or two, plus a skin of an own particle, found from the own
 //! particles without the whole cloud), and its Morton reorderings migrate particles between
@@ -222,27 +230,6 @@ fn first_failure<const N: usize>(comm: &dyn Comm, mine: Option<[u64; N]>) -> Opt
         .map(|c| std::array::from_fn(|k| c[k + 1]))
 }
 
-/// Splits the one-process `cloud` (with its one-process neighbour `list`) for this rank of
-/// `comm`: the rank's own particles and a halo of `rings` rings of neighbours (1 or 2), in the
-/// one-process order, and the [`Halo`] that refreshes them. Every rank passes the same cloud
-/// and list. Collective.
-///
-/// One ring holds every own particle's neighbours, so its lists are the one-process lists:
-/// enough for the passes of the MLS-divergence formulation, which read no neighbour's list.
-/// The conservative formulation reads a neighbour's coefficient (its reverse slot), whose fit
-/// needs the neighbour's whole list: two rings.
-pub fn split<R: Real, const D: usize, L: SlotLayout>(
-    cloud: &Cloud<R, D>,
-    list: &NeighbourList<L>,
-    rings: usize,
-    comm: Arc<dyn Comm>,
-) -> Result<(Cloud<R, D>, Halo), CloudError> {
-    let n = cloud.len();
-    let mine = own_ranges(n, comm.size())[comm.rank()].clone();
-    let holds = rings_of(list, mine.clone(), rings, n);
-    Ok(keep_held(cloud.clone(), &holds, |i| i, mine, n, comm))
-}
-
 /// Marks the local particles `own` and `rings` rings (1 or 2) of neighbours around them in
 /// `list` (of `len` local particles).
 fn rings_of<L: SlotLayout>(
@@ -340,12 +327,13 @@ fn keep_held<R: Real, const D: usize>(
     )
 }
 
-/// [`split`] from this rank's own particles alone: `own` holds the one-process particles
-/// `first..first + own.len()` of `total`, which must be this rank's range of [`own_ranges`].
-/// The rank gathers every particle within `rings` search radii of its own (with a margin:
-/// [`around`]), searches them within `radius` on the whole cloud's bins (its extent agreed
-/// over the ranks), and keeps its own particles and their `rings` rings of neighbours: the
-/// halo of [`split`] on the whole cloud, found without the whole cloud or its neighbour lists.
+/// Splits a cloud for this rank of `comm` from its own particles alone: `own` holds the
+/// one-process particles `first..first + own.len()` of `total`, which must be this rank's
+/// range of [`own_ranges`]. The rank gathers every particle within `rings` search radii of its
+/// own (with a margin: [`around`]), searches them within `radius` on the whole cloud's bins
+/// (its extent agreed over the ranks), and keeps its own particles and their `rings` rings of
+/// neighbours (1 or 2) in the one-process order: the rings of the whole cloud's neighbour
+/// graph, found without the whole cloud or its neighbour lists.
 /// Returns the search too (the whole cloud's bins), which gives the part the one-process lists
 /// of its own particles (and ring 1's, with two rings). Collective.
 #[allow(clippy::too_many_arguments)]
@@ -417,7 +405,7 @@ pub(crate) fn extent<R: Real, const D: usize>(
 /// `first..first + own.len()` of `total`, in that order): every particle of another rank within
 /// `width` of an own particle is copied here (a superset: those in the same or an adjacent cell
 /// of edge `width`). With `width` at least twice the search radius the halo holds both rings of
-/// [`split`]'s graph halo at these positions, and more while the particles move less than
+/// [`split_own`]'s graph halo at these positions, and more while the particles move less than
 /// half of `width`'s excess over it (the moving clouds' skin). Only ranks whose cells' boxes
 /// border each other exchange their occupied cells, then the particles. Collective.
 pub fn around<R: Real, const D: usize>(

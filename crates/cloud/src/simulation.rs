@@ -164,14 +164,12 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
     /// other ranks after it. Every rank passes the same cloud; each ends with its own particles'
     /// one-process states, bit for bit. Collective (construction and every step).
     ///
-    /// The rank finds its halo from its own particles ([`crate::halo::split_own`]: the
-    /// particles within the rings' reach, pruned to the rings of its own lists), so neither the
-    /// whole cloud's neighbour lists nor its search are built; the whole `cloud` is dropped
-    /// once the rank has cut its own rows. With boundary conditions the whole cloud is searched
-    /// once more: `boundaries` are [`with_boundaries`](Self::with_boundaries)'s (empty for a
-    /// periodic cloud), prepared on the whole cloud as one process prepares them (the same
-    /// errors on every rank); each rank imposes them on its own boundary particles and the
-    /// halo's take their owners' states.
+    /// The rank cuts its own rows and finds its halo from them ([`split_part`](Self::split_part):
+    /// the particles within the rings' reach, pruned to the rings of its own lists), so the
+    /// whole cloud's neighbour lists are never built and the whole `cloud` is dropped at once.
+    /// `boundaries` are [`with_boundaries`](Self::with_boundaries)'s (empty for a periodic
+    /// cloud): each rank prepares and imposes them on its own boundary particles
+    /// ([`Boundaries::prepare_own`]) and the halo's take their owners' states.
     ///
     /// Either formulation, limiters, WENO and MOOD; then motion ([`with_motion`](Self::with_motion):
     /// a halo by distance, particles migrating at reorderings) or a source term with an IMEX
@@ -186,40 +184,24 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         scheme: Muscl<R, D, E>,
         tableau: Tableau,
         backend: CpuBackend,
-        mut boundaries: Boundaries<R, D>,
+        boundaries: Boundaries<R, D>,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
-        if !boundaries.has_conditions() {
-            // Without conditions the rank keeps its own rows and finds its halo from them.
-            let total = cloud.len();
-            let mine = crate::halo::own_ranges(total, comm.size())[comm.rank()].clone();
-            crate::halo::keep_own(&mut cloud, mine.clone());
-            return Self::split_part(
-                cloud, mine.start, total, radius, scheme, tableau, backend, comm,
-            );
-        }
-        // The boundary particles' conditions, interior neighbours and initial states are found
-        // on the whole cloud with its neighbour lists, as one process finds them (the same
-        // errors on every rank); the lists give the halo.
-        let rings = halo_rings(cloud.tags().iter().any(|&t| t != INTERIOR), &scheme);
-        let mut search = NeighbourSearch::new(radius)?;
-        let mut whole = NeighbourList::<L>::default();
-        search.build(&cloud, backend, &mut whole)?;
-        boundaries.prepare(&cloud, &whole)?;
-        let (mut state, _) = cloud.state_and_geometry();
-        boundaries.apply(0.0, &mut state);
-        let (min, max) = NeighbourSearch::extent(&cloud);
-        let (part, halo) = crate::halo::split(&cloud, &whole, rings, comm)?;
-        drop((cloud, whole));
-        let search = NeighbourSearch::new(radius)?.with_bounds(&min, &max);
-        Self::on_part(part, halo, search, scheme, tableau, backend, boundaries)
+        // The rank keeps its own rows and finds its halo from them.
+        let total = cloud.len();
+        let mine = crate::halo::own_ranges(total, comm.size())[comm.rank()].clone();
+        crate::halo::keep_own(&mut cloud, mine.clone());
+        Self::split_part(
+            cloud, mine.start, total, radius, scheme, tableau, backend, boundaries, comm,
+        )
     }
 
-    /// [`split`](Self::split) from this rank's own particles alone (a cloud without boundary
-    /// conditions): `own` holds the one-process particles `first..first + own.len()` of
-    /// `total`, this rank's range of [`crate::halo::own_ranges`] (as
-    /// [`crate::problems::ProblemOptions::ranks`] generates it). No rank holds the whole
-    /// cloud at any point. Collective.
+    /// [`split`](Self::split) from this rank's own particles alone: `own` holds the
+    /// one-process particles `first..first + own.len()` of `total`, this rank's range of
+    /// [`crate::halo::own_ranges`] (as [`crate::problems::ProblemOptions::ranks`] generates
+    /// it); `boundaries` are [`with_boundaries`](Self::with_boundaries)'s (empty for a periodic
+    /// cloud), prepared for the own boundary particles ([`Boundaries::prepare_own`]). No rank
+    /// holds the whole cloud at any point. Collective.
     #[allow(clippy::too_many_arguments)]
     pub fn split_part(
         own: Cloud<R, D>,
@@ -229,6 +211,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         scheme: Muscl<R, D, E>,
         tableau: Tableau,
         backend: CpuBackend,
+        boundaries: Boundaries<R, D>,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
         // The ranks agree on boundary particles (one may hold some, another none).
@@ -237,15 +220,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         let rings = halo_rings(boundary, &scheme);
         let (part, halo, search) =
             crate::halo::split_own::<R, D, L>(own, first, total, radius, rings, backend, comm)?;
-        Self::on_part(
-            part,
-            halo,
-            search,
-            scheme,
-            tableau,
-            backend,
-            Boundaries::new(),
-        )
+        Self::on_part(part, halo, search, scheme, tableau, backend, boundaries)
     }
 
     /// The simulation of a rank's `part` of a split cloud with its `halo`, searched with
@@ -260,9 +235,17 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         backend: CpuBackend,
         mut boundaries: Boundaries<R, D>,
     ) -> Result<Self, CloudError> {
-        boundaries.localise(&halo);
+        let mut part = part;
         let mut list = NeighbourList::<L>::default();
         search.build(&part, backend, &mut list)?;
+        if boundaries.has_conditions() {
+            // The own boundary particles' conditions, interior neighbours and initial states;
+            // the halo's boundary particles take their owners'.
+            boundaries.prepare_own(&part, &list, &halo)?;
+            let (mut state, _) = part.state_and_geometry();
+            boundaries.apply(0.0, &mut state);
+            halo.exchange_columns(&mut state);
+        }
         list.set_halo(std::sync::Arc::new(halo));
         let mut scheme = scheme;
         scheme.prepare(&part, &list, backend)?;

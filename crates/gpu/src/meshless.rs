@@ -197,14 +197,15 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
 
     /// [`split`](Self::split) from this rank's own particles alone (`own`: the one-process
     /// particles `first..first + own.len()` of `total`, the rank's range of
-    /// `mote_cloud::halo::own_ranges`), for a cloud without boundary conditions
-    /// ([`MeshlessSimulation::split_part`]): no rank ever holds the whole cloud.
+    /// `mote_cloud::halo::own_ranges`; [`MeshlessSimulation::split_part`]): no rank ever holds
+    /// the whole cloud.
     #[allow(clippy::too_many_arguments)]
     pub fn split_part<E>(
         own: Cloud<R, D>,
         first: usize,
         total: usize,
         equation: E,
+        boundaries: Boundaries<R, D>,
         radius: f64,
         scheme: &Scheme,
         cpu: CpuBackend,
@@ -221,6 +222,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
             muscl(equation, scheme)?,
             scheme.tableau.clone(),
             cpu,
+            boundaries,
             comm,
         )?;
         Ok(Self {
@@ -344,7 +346,15 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         let (sim, cloud) = match (ranks, part) {
             (Some(comm), Some((first, total))) => {
                 let sim = MeshlessSimulation::split_part(
-                    kinetic, first, total, radius, transport, rk, cpu, comm,
+                    kinetic,
+                    first,
+                    total,
+                    radius,
+                    transport,
+                    rk,
+                    cpu,
+                    Boundaries::new(),
+                    comm,
                 )?;
                 // The macroscopic state of the own particles is the initial state itself (as
                 // one process shows it); the halo's comes from their owners.

@@ -902,10 +902,11 @@ fn a_split_cloud_sums_and_gathers_as_one_process() {
 
 /// A fixed split cloud's halo found from the rank's own particles alone
 /// (`halo::split_own`: every particle within the rings' reach, pruned to the rings of the
-/// local lists) is the halo of the whole cloud's neighbour graph (`halo::split`): the same
-/// particles with the same positions and ids, the same particles sent, on 1-4 ranks, one and
-/// two rings, periodic and with walls; and the own particles' lists (ring 1's too, with two
-/// rings) are the one-process lists.
+/// local lists) is the rings of the whole cloud's neighbour graph (found plainly from the
+/// one-process lists): the same particles with the same positions and ids, on 1-4 ranks, one
+/// and two rings, periodic and with walls; the exchange gives every halo particle its owner's
+/// value; and the own particles' lists (ring 1's too, with two rings) are the one-process
+/// lists.
 #[test]
 fn a_halo_from_own_particles_is_the_graph_halo() {
     use mote_cloud::halo;
@@ -923,22 +924,45 @@ fn a_halo_from_own_particles_is_the_graph_halo() {
         for rings in [1, 2] {
             for k in 1..=4 {
                 on_thread_ranks(&thread_ranks(k), |comm| {
-                    let (graph_part, graph) =
-                        halo::split(&cloud, &whole, rings, comm.clone()).unwrap();
                     let mine = halo::own_ranges(n, k)[comm.rank()].clone();
+                    // The rings, plainly.
+                    let mut graph: std::collections::BTreeSet<usize> = mine.clone().collect();
+                    let ring: Vec<usize> = mine
+                        .clone()
+                        .flat_map(|i| whole.neighbours(i).map(|j| j as usize))
+                        .collect();
+                    graph.extend(ring.iter().copied());
+                    if rings == 2 {
+                        for &j in &ring {
+                            graph.extend(whole.neighbours(j).map(|k| k as usize));
+                        }
+                    }
+                    let graph: Vec<usize> = graph.into_iter().collect();
                     let own = rows(&cloud, mine.clone());
                     let (part, found, mut search) = halo::split_own::<f64, 2, RowMajor>(
                         own, mine.start, n, r, rings, backend, comm,
                     )
                     .unwrap();
                     let case = format!("rings {rings}, walls {walls}, rank of {k}");
-                    assert_eq!(found.global(), graph.global(), "{case}: held particles");
-                    assert_eq!(found.own(), graph.own(), "{case}: own particles");
-                    assert_eq!(found.sent_len(), graph.sent_len(), "{case}: sent");
+                    assert_eq!(found.global(), graph.as_slice(), "{case}: held particles");
+                    assert_eq!(found.own().len(), mine.len(), "{case}: own particles");
                     assert!(k == 1 || found.halo_len() > 0, "{case}: a halo");
-                    for i in 0..part.len() {
-                        assert_eq!(part.position_of(i), graph_part.position_of(i), "{case}");
-                        assert_eq!(part.ids()[i], graph_part.ids()[i], "{case}");
+                    for (i, &g) in graph.iter().enumerate() {
+                        assert_eq!(part.position_of(i), cloud.position_of(g), "{case}");
+                        assert_eq!(part.ids()[i], cloud.ids()[g], "{case}");
+                    }
+                    let mut values: Vec<f64> = (0..part.len())
+                        .map(|i| {
+                            if found.own().contains(&i) {
+                                graph[i] as f64
+                            } else {
+                                -1.0
+                            }
+                        })
+                        .collect();
+                    found.exchange(&mut values, 1);
+                    for (&g, &v) in graph.iter().zip(&values) {
+                        assert_eq!(v, g as f64, "{case}: the owner's value of particle {g}");
                     }
                     let mut list = NeighbourList::<RowMajor>::default();
                     search.build(&part, backend, &mut list).unwrap();
@@ -1082,6 +1106,7 @@ fn a_problem_generated_by_parts_is_the_one_process_problem() {
                 scheme(s),
                 Tableau::ssp_rk3(),
                 CpuBackend::threads(1),
+                Boundaries::new(),
                 comm,
             )
             .unwrap();
@@ -1101,5 +1126,66 @@ fn a_problem_generated_by_parts_is_the_one_process_problem() {
             next += own;
         }
         assert_eq!(next, n);
+    }
+}
+
+/// Boundary particles prepared by each rank for its own (`Boundaries::prepare_own`) fail as
+/// one process fails, on every rank alike: a tag without a condition (the quadrant's top face
+/// has none, so its first particle there fails: late in the Morton order, on a rank other than
+/// the first) and corner particles with no interior particle within two neighbour hops (six
+/// boundary layers), each named by its one-process index, whichever rank holds it.
+#[test]
+fn a_split_cloud_agrees_on_boundary_failures() {
+    use mote_cloud::boundary::Outflow;
+    let s = SETTINGS[0];
+    let build = |layers: usize| {
+        let options = ProblemOptions {
+            resolution: 40,
+            jitter: 0.2,
+            seed: 3,
+            boundary_layers: layers,
+            ranks: None,
+        };
+        let mut p = problems::quadrant::<f64>(&options, 1.4).unwrap();
+        for o in p.cloud.orders_mut() {
+            *o = 2;
+        }
+        p
+    };
+    let radius = default_radius_factor::<2>(2) / 40.0;
+    let no_top = || {
+        Boundaries::<f64, 2>::new()
+            .with_axis(0, Outflow)
+            .with(Cloud::<f64, 2>::face_tag(1, false), Outflow)
+    };
+    let cases: [(&str, usize, bool); 2] =
+        [("a missing condition", 2, true), ("far corners", 6, false)];
+    for (name, layers, partial) in cases {
+        let p = build(layers);
+        let boundaries = if partial { no_top() } else { p.boundaries };
+        let one = one_process(p.cloud, s, radius)
+            .unwrap()
+            .with_boundaries(boundaries)
+            .err()
+            .unwrap_or_else(|| panic!("{name}: refused on one process"));
+        let said = one.to_string();
+        assert!(
+            said.contains(if partial {
+                "none for tag 4"
+            } else {
+                "two neighbour hops"
+            }),
+            "{name}: {said}"
+        );
+        for k in [2, 3, 4] {
+            let errors = on_thread_ranks(&thread_ranks(k), |comm| {
+                let p = build(layers);
+                let boundaries = if partial { no_top() } else { p.boundaries };
+                split(p.cloud, s, radius, boundaries, comm).err()
+            });
+            for (r, e) in errors.into_iter().enumerate() {
+                assert_eq!(e.as_ref(), Some(&one), "{name}: rank {r} of {k}");
+            }
+        }
     }
 }

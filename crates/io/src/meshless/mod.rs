@@ -910,9 +910,9 @@ where
     };
     let adaptive = motion.is_some() && c.adaptivity.every > 0;
     let mut sim = match (backend, part) {
-        (Backend::Cpu(cpu), Some((first, total))) => {
-            Simulation::split_part(cloud, first, total, equation, radius, &scheme, cpu, world)
-        }
+        (Backend::Cpu(cpu), Some((first, total))) => Simulation::split_part(
+            cloud, first, total, equation, boundaries, radius, &scheme, cpu, world,
+        ),
         (Backend::Cpu(cpu), None) if world.size() > 1 && !adaptive => {
             Simulation::split(cloud, equation, boundaries, radius, &scheme, cpu, world)
         }
@@ -1143,20 +1143,11 @@ impl MeshlessRun<'_> {
         let (mut problem, part) = if parts {
             // A part's set-up may fail on some ranks only (a user's initial state).
             let problem = agreed(build(&options).map_err(RunError::from))?;
-            if problem.boundaries.has_conditions() {
-                // Boundary conditions are prepared on the whole cloud: built again, whole.
-                let whole = ProblemOptions {
-                    ranks: None,
-                    ..options.clone()
-                };
-                (build(&whole)?, None)
-            } else {
-                let mut total = [problem.cloud.len() as u64];
-                world.sum_u64(&mut total);
-                let total = total[0] as usize;
-                let first = mote_cloud::halo::own_ranges(total, world.size())[world.rank()].start;
-                (problem, Some((first, total)))
-            }
+            let mut total = [problem.cloud.len() as u64];
+            world.sum_u64(&mut total);
+            let total = total[0] as usize;
+            let first = mote_cloud::halo::own_ranges(total, world.size())[world.rank()].start;
+            (problem, Some((first, total)))
         } else {
             (build(&options)?, None)
         };
