@@ -609,6 +609,20 @@ pub fn reorder<R: Real, const D: usize>(
     Ok(())
 }
 
+/// Cuts the one-process `cloud` (the same on every rank) down to this rank's own rows
+/// ([`own_ranges`]) and returns `(first, total)`: the one-process index of its first row and the
+/// particle count, as a rank's part of a split cloud is described
+/// ([`crate::MeshlessSimulation::split_part`]).
+pub fn own_rows<R: Real, const D: usize>(
+    cloud: &mut Cloud<R, D>,
+    comm: &dyn Comm,
+) -> (usize, usize) {
+    let total = cloud.len();
+    let mine = own_ranges(total, comm.size())[comm.rank()].clone();
+    keep_own(cloud, mine.clone());
+    (mine.start, total)
+}
+
 /// Keeps the particles `own` of `cloud` (a rank's own particles, dropping its halo), in order.
 pub(crate) fn keep_own<R: Real, const D: usize>(cloud: &mut Cloud<R, D>, own: Range<usize>) {
     if own.start > 0 {

@@ -188,11 +188,9 @@ impl<R: Real, const D: usize, E: Equation<R, D>, L: SlotLayout> MeshlessSimulati
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, CloudError> {
         // The rank keeps its own rows and finds its halo from them.
-        let total = cloud.len();
-        let mine = crate::halo::own_ranges(total, comm.size())[comm.rank()].clone();
-        crate::halo::keep_own(&mut cloud, mine.clone());
+        let (first, total) = crate::halo::own_rows(&mut cloud, comm.as_ref());
         Self::split_part(
-            cloud, mine.start, total, radius, scheme, tableau, backend, boundaries, comm,
+            cloud, first, total, radius, scheme, tableau, backend, boundaries, comm,
         )
     }
 

@@ -165,40 +165,19 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         Ok(Self { inner })
     }
 
-    /// This rank's part of the simulation of `cloud` split between the ranks of `comm` on the
-    /// CPU (`mote_cloud::halo`: each rank computes its own particles and
-    /// refreshes a halo of neighbours from the other ranks; the states are one process's, bit
-    /// for bit). Every rank passes the same cloud and boundaries. [`cloud`](Self::cloud) is then
-    /// this rank's own and halo particles ([`share`](Self::share) says which it owns;
+    /// This rank's part of a simulation split between the ranks of `comm` on the CPU
+    /// ([`MeshlessSimulation::split_part`]: each rank computes its own particles and refreshes a
+    /// halo of neighbours from the other ranks; the states are one process's, bit for bit),
+    /// from its own particles alone: `own` holds the one-process particles
+    /// `first..first + own.len()` of `total`, the rank's range of `mote_cloud::halo::own_ranges`
+    /// (`mote_cloud::halo::own_rows` cuts it from a whole cloud). [`cloud`](Self::cloud) is
+    /// then this rank's own and halo particles ([`share`](Self::share) says which it owns;
     /// [`own_part`](Self::own_part) copies them out for output). The steps are collective, as
     /// are the stable step, [`neighbours_mean`](Self::neighbours_mean),
-    /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux). No
-    /// rank keeps a copy of the whole cloud. A split simulation may move
+    /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux). No rank
+    /// ever holds the whole cloud. A split simulation may move
     /// ([`with_motion`](Self::with_motion): its particles migrate between ranks), without
     /// adaptivity.
-    pub fn split<E>(
-        cloud: Cloud<R, D>,
-        equation: E,
-        boundaries: Boundaries<R, D>,
-        radius: f64,
-        scheme: &Scheme,
-        cpu: CpuBackend,
-        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
-    ) -> Result<Self, GpuError>
-    where
-        E: Equation<R, D> + 'static,
-    {
-        Ok(Self {
-            inner: Box::new(OnCpu::split(
-                cloud, equation, boundaries, radius, scheme, cpu, comm,
-            )?),
-        })
-    }
-
-    /// [`split`](Self::split) from this rank's own particles alone (`own`: the one-process
-    /// particles `first..first + own.len()` of `total`, the rank's range of
-    /// `mote_cloud::halo::own_ranges`; [`MeshlessSimulation::split_part`]): no rank ever holds
-    /// the whole cloud.
     #[allow(clippy::too_many_arguments)]
     pub fn split_part<E>(
         own: Cloud<R, D>,
@@ -244,7 +223,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// are not built), without MOOD; `speed` must satisfy the subcharacteristic condition
     /// (`D` times the largest wave speed along an axis) at every particle of the initial state.
     /// With `ranks`, this rank's part of the kinetic cloud split between them (as
-    /// [`split`](Self::split); every rank passes the same cloud): each solves the relaxation
+    /// [`split_part`](Self::split_part); every rank passes the same cloud, cut to its rows): each solves the relaxation
     /// of its own particles, and [`cloud`](Self::cloud) holds the macroscopic state of its own
     /// and halo particles. With `part` too (`Some((first, total))`), `cloud` is this rank's own
     /// particles only, the one-process particles `first..first + len` of `total` (as
@@ -272,7 +251,13 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         let Backend::Cpu(cpu) = backend else {
             return refuse("on a device", "the cpu backend");
         };
-        // A part's ranks agree (their parts differ); whole clouds are the same on every rank.
+        // A whole cloud on several ranks is cut to this rank's rows: every rank then takes the
+        // part's path. A part's ranks agree (their parts differ).
+        let mut cloud = cloud;
+        let part = match (&ranks, part) {
+            (Some(comm), None) => Some(mote_cloud::halo::own_rows(&mut cloud, comm.as_ref())),
+            (_, part) => part,
+        };
         let parted = ranks.as_ref().filter(|_| part.is_some());
         let boundary = u64::from(cloud.tags().iter().any(|&t| t != INTERIOR));
         let boundary = parted.map_or(boundary, |c| mote_core::comm::max_of(c.as_ref(), boundary));
@@ -289,14 +274,16 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
                 *x = cloud.state(v)[i];
             }
         };
-        // The fastest particle of the initial state, against the subcharacteristic condition.
+        // The fastest particle of the initial state, against the subcharacteristic condition:
+        // the first fastest, or the last NaN (one rule for the particles and for the ranks).
+        let faster = |s: f64, best: f64| s > best || s.is_nan();
         let mut fastest = (0.0f64, 0usize);
         for i in 0..cloud.len() {
             state(&mut u, i);
             for d in 0..D {
                 let axis = std::array::from_fn(|k| if k == d { R::one() } else { R::zero() });
                 let s = equation.max_wave_speed(&u, axis).as_f64();
-                if s > fastest.0 || s.is_nan() {
+                if faster(s, fastest.0) {
                     fastest = (s, i);
                 }
             }
@@ -304,14 +291,14 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         let mut fastest = (fastest.0, cloud.ids().get(fastest.1).copied().unwrap_or(0));
         if let Some(comm) = parted {
             // Each rank's fastest (none on a rank without particles), folded in rank order as
-            // one process folds its particles: the first fastest, or the last NaN.
+            // one process folds its particles.
             let mine = [u64::from(!cloud.is_empty()), fastest.0.to_bits(), fastest.1];
             let mut all = vec![0u64; 3 * comm.size()];
             mote_core::comm::all_gather(comm.as_ref(), &mine, &vec![3; comm.size()], &mut all);
             let mut found: Option<(f64, u64)> = None;
             for r in all.chunks_exact(3).filter(|r| r[0] == 1) {
                 let s = f64::from_bits(r[1]);
-                if found.is_none_or(|(best, _)| s > best || s.is_nan()) {
+                if found.is_none_or(|(best, _)| faster(s, best)) {
                     found = Some((s, r[2]));
                 }
             }
@@ -369,29 +356,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
                 drop(columns);
                 (sim, local)
             }
-            (Some(comm), None) => {
-                let sim = MeshlessSimulation::split(
-                    kinetic,
-                    radius,
-                    transport,
-                    rk,
-                    cpu,
-                    Boundaries::new(),
-                    comm,
-                )?;
-                // The macroscopic state of the local particles: the initial state itself (as
-                // one process shows it), not the sum of its Maxwellian's components.
-                let global = sim.halo().expect("a split simulation").global();
-                let mut local = sim.cloud.with_variables(m)?;
-                for v in 0..m {
-                    let (all, mine) = (cloud.state(v), local.state_var_mut(v));
-                    for (x, &g) in mine.iter_mut().zip(global) {
-                        *x = all[g];
-                    }
-                }
-                (sim, local)
-            }
-            (None, _) => (
+            _ => (
                 MeshlessSimulation::new(kinetic, radius, transport, rk, cpu)?,
                 cloud,
             ),
@@ -464,7 +429,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         self.inner.neighbours_mean()
     }
     /// Halo particles this rank holds besides its own, on a cloud split between ranks
-    /// ([`split`](Self::split)); `None` otherwise.
+    /// ([`split_part`](Self::split_part)); `None` otherwise.
     pub fn halo_particles(&self) -> Option<usize> {
         self.inner.halo_particles()
     }
@@ -655,32 +620,6 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> OnCpu<R, D, E> {
         if boundaries.has_conditions() {
             sim = sim.with_boundaries(boundaries)?;
         }
-        Ok(Self {
-            sim: sim.with_mood(s.mood)?,
-        })
-    }
-
-    /// This rank's part of the simulation of `cloud` split between the ranks of `comm`
-    /// ([`MeshlessSimulation::split`]).
-    fn split(
-        cloud: Cloud<R, D>,
-        equation: E,
-        boundaries: Boundaries<R, D>,
-        radius: f64,
-        s: &Scheme,
-        cpu: CpuBackend,
-        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
-    ) -> Result<Self, GpuError> {
-        let scheme = muscl(equation, s)?;
-        let sim = MeshlessSimulation::split(
-            cloud,
-            radius,
-            scheme,
-            s.tableau.clone(),
-            cpu,
-            boundaries,
-            comm,
-        )?;
         Ok(Self {
             sim: sim.with_mood(s.mood)?,
         })

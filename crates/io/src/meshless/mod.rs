@@ -909,13 +909,19 @@ where
         None => motion_of(&c.motion, &equation, &cloud)?,
     };
     let adaptive = motion.is_some() && c.adaptivity.every > 0;
+    // A whole cloud on several CPU ranks (initial conditions from a file) is cut to the rank's
+    // rows first.
+    let mut cloud = cloud;
+    let part = match (backend, part) {
+        (Backend::Cpu(_), None) if world.size() > 1 && !adaptive => {
+            Some(mote_cloud::halo::own_rows(&mut cloud, world.as_ref()))
+        }
+        (_, part) => part,
+    };
     let mut sim = match (backend, part) {
         (Backend::Cpu(cpu), Some((first, total))) => Simulation::split_part(
             cloud, first, total, equation, boundaries, radius, &scheme, cpu, world,
         ),
-        (Backend::Cpu(cpu), None) if world.size() > 1 && !adaptive => {
-            Simulation::split(cloud, equation, boundaries, radius, &scheme, cpu, world)
-        }
         _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend),
     }
     .map_err(run_error)?;
