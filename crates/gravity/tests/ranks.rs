@@ -132,8 +132,17 @@ fn run_owned<R: Real>(
     threshold: f64,
 ) -> (ParticleData<R>, f64, u64, u64) {
     use mote_gravity::owned::{OwnedSolver, Ownership, Slots, rows_in_slot_order};
-    let slots = Arc::new(Slots::of(p.ids()));
-    let (mut own, local) = Ownership::start(comm.clone(), p.clone(), threshold);
+    // Each rank starts from its rows of the one-process order, as a run generates them.
+    let even = mote_core::comm::even_ranges(p.len(), comm.size())[comm.rank()].clone();
+    let mut rows = p.clone();
+    rows.retain(|i| even.contains(&i));
+    let slots = Arc::new(Slots::of_rows(comm.as_ref(), rows.ids(), even.start));
+    assert_eq!(
+        *slots,
+        Slots::Identity(p.len()),
+        "generated ids are their rows"
+    );
+    let (mut own, local) = Ownership::start(comm.clone(), rows, &slots, threshold);
     let held = local.len();
     assert!(held < p.len() || comm.size() == 1, "a rank holds a share");
     let integrator = IntegratorKind::Yoshida4.build::<R>(CpuBackend::threads(2));
@@ -369,6 +378,106 @@ fn diagnostics_over_owning_ranks_are_one_process_numbers() {
                 bytemuck::bytes_of(&one_mixed),
                 "{k} ranks, rank {rank}"
             );
+        }
+    }
+}
+
+/// Every generator's rows, made on 1 to 4 ranks (cuts anywhere, empty rows included, the
+/// collision's cuts inside either galaxy), are the one-process bodies bit for bit: positions,
+/// velocities, masses and ids (the centre-of-mass corrections are exact sums over the ranks).
+#[test]
+fn initial_conditions_generated_by_rows_are_the_one_process_bodies() {
+    use mote_gravity::initial_conditions::{
+        DiscGalaxy, GalaxyCollision, Rows, disc_galaxy_rows, galaxy_collision_rows, plummer_rows,
+        uniform_sphere_rows,
+    };
+    type Make = dyn Fn(Rows<'_>) -> ParticleData<f64> + Sync;
+    let galaxy = DiscGalaxy {
+        particles: 301,
+        ..DiscGalaxy::default()
+    };
+    let collision = GalaxyCollision {
+        first: galaxy,
+        second: DiscGalaxy {
+            particles: 250,
+            ..galaxy
+        },
+        ..GalaxyCollision::default()
+    };
+    let makers: Vec<(&str, usize, Box<Make>)> = vec![
+        (
+            "plummer",
+            1_037,
+            Box::new(|r| plummer_rows(1_037, 3, r).unwrap()),
+        ),
+        (
+            "uniform sphere",
+            515,
+            Box::new(|r| uniform_sphere_rows(515, 1.5, 0.5, 7, r).unwrap()),
+        ),
+        (
+            "disc galaxy",
+            301,
+            Box::new(move |r| disc_galaxy_rows(&galaxy, 2, r).unwrap()),
+        ),
+        (
+            "galaxy collision",
+            551,
+            Box::new(move |r| galaxy_collision_rows(&collision, 4, r).unwrap()),
+        ),
+    ];
+    for (name, n, make) in &makers {
+        let one = make(Rows::all(*n));
+        assert_eq!(one.ids(), (0..*n as u64).collect::<Vec<_>>(), "{name}");
+        let uneven = vec![0, 0, n / 3, n / 3 + 1, *n];
+        let mut cuts: Vec<Vec<usize>> = (1..=4)
+            .map(|k| {
+                let even = mote_core::comm::even_ranges(*n, k);
+                std::iter::once(0)
+                    .chain(even.iter().map(|r| r.end))
+                    .collect()
+            })
+            .collect();
+        cuts.push(uneven);
+        for cut in cuts {
+            let k = cut.len() - 1;
+            let ranks = thread_ranks(k);
+            let parts = on_thread_ranks(&ranks, |c| {
+                let r = c.rank();
+                make(Rows::new(cut[r]..cut[r + 1], c.as_ref()))
+            });
+            let refs: Vec<&ParticleData<f64>> = parts.iter().collect();
+            let whole = concatenated(&refs);
+            assert!(
+                bits(&whole) == bits(&one)
+                    && whole.ids() == one.ids()
+                    && whole.masses() == one.masses(),
+                "{name}: rows cut at {cut:?} differ from the one-process bodies"
+            );
+        }
+    }
+}
+
+/// A rank's slots from its rows: generated ids need nothing gathered; a file's ids are gathered
+/// into the one-process map.
+#[test]
+fn slots_of_rows_are_the_one_process_slots() {
+    use mote_gravity::owned::Slots;
+    let file_ids: Vec<u64> = (0..50u64).map(|i| (i * 37) % 101 + 1000).collect();
+    for k in 1..=4 {
+        let ranks = thread_ranks(k);
+        let even = mote_core::comm::even_ranges(50, k);
+        let got = on_thread_ranks(&ranks, |c| {
+            let rows = even[c.rank()].clone();
+            let generated: Vec<u64> = rows.clone().map(|i| i as u64).collect();
+            (
+                Slots::of_rows(c.as_ref(), &generated, rows.start),
+                Slots::of_rows(c.as_ref(), &file_ids[rows.clone()], rows.start),
+            )
+        });
+        for (a, b) in got {
+            assert_eq!(a, Slots::Identity(50), "{k} ranks");
+            assert_eq!(b, Slots::of(&file_ids), "{k} ranks");
         }
     }
 }

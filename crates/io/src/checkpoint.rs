@@ -335,23 +335,88 @@ impl Opened {
                 header.particles
             )));
         }
-        let mut file = std::fs::File::open(&self.path).map_err(|e| bad(e.to_string()))?;
-        let mut read = |k: usize, width: usize| -> Result<Vec<u8>, FileError> {
-            let mut out = vec![0u8; rows.len() * width];
-            read_at(
-                &mut file,
-                self.arrays[k].0 + (rows.start * width) as u64,
-                &mut out,
-            )
-            .map_err(|e| bad(e.to_string()))?;
-            Ok(out)
-        };
+        let mut read = self.reader(rows)?;
         let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&read(0, 8)?);
-        let size = std::mem::size_of::<R>();
         let state = (1..self.arrays.len())
-            .map(|k| Ok(bytemuck::pod_collect_to_vec(&read(k, size)?)))
+            .map(|k| {
+                Ok(bytemuck::pod_collect_to_vec(&read(
+                    k,
+                    std::mem::size_of::<R>(),
+                )?))
+            })
             .collect::<Result<_, FileError>>()?;
         Ok((ids, state))
+    }
+
+    /// The particle count of a gravity checkpoint with arrays in precision `R`, its arrays
+    /// checked as [`read_particles`] checks them.
+    pub fn gravity_count<R: Real>(&self) -> Result<usize, FileError> {
+        let AnyHeader::Gravity(header) = &self.header else {
+            return Err(FileError {
+                path: self.path.clone(),
+                message: "a meshless run's checkpoint, not a gravity run's".into(),
+            });
+        };
+        if header.precision != R::PRECISION {
+            return Err(FileError {
+                path: self.path.clone(),
+                message: format!(
+                    "the checkpoint holds {} arrays, not {}",
+                    header.precision,
+                    R::PRECISION
+                ),
+            });
+        }
+        let lens: Vec<usize> = self.arrays.iter().map(|&(_, l)| l as usize).collect();
+        check_gravity::<R>(&self.path, &lens)
+    }
+
+    /// The particles `rows` (one-process order) of a gravity checkpoint with arrays in precision
+    /// `R`, with [`Opened::gravity_count`]'s checks. Reads those rows only.
+    pub fn gravity_rows<R: Real>(
+        &self,
+        rows: std::ops::Range<usize>,
+    ) -> Result<ParticleData<R>, FileError> {
+        let n = self.gravity_count::<R>()?;
+        if rows.start > rows.end || rows.end > n {
+            return Err(FileError {
+                path: self.path.clone(),
+                message: format!("rows {rows:?} of {n} particles"),
+            });
+        }
+        let mut read = self.reader(rows)?;
+        let size = std::mem::size_of::<R>();
+        let comps: Vec<Vec<R>> = (0..COMPONENTS)
+            .map(|k| Ok(bytemuck::pod_collect_to_vec(&read(k, size)?)))
+            .collect::<Result<_, FileError>>()?;
+        let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&read(COMPONENTS, 8)?);
+        check_ids(&self.path, &ids)?;
+        let refs: [&[R]; COMPONENTS] = std::array::from_fn(|k| comps[k].as_slice());
+        Ok(ParticleData::restore(refs, &ids))
+    }
+
+    /// What reads the rows `rows` of array `k` (elements of `width` bytes) of the file.
+    fn reader(
+        &self,
+        rows: std::ops::Range<usize>,
+    ) -> Result<impl FnMut(usize, usize) -> Result<Vec<u8>, FileError> + '_, FileError> {
+        let bad = |m: String| FileError {
+            path: self.path.clone(),
+            message: m,
+        };
+        let mut file = std::fs::File::open(&self.path).map_err(|e| bad(e.to_string()))?;
+        Ok(
+            move |k: usize, width: usize| -> Result<Vec<u8>, FileError> {
+                let mut out = vec![0u8; rows.len() * width];
+                read_at(
+                    &mut file,
+                    self.arrays[k].0 + (rows.start * width) as u64,
+                    &mut out,
+                )
+                .map_err(|e| bad(e.to_string()))?;
+                Ok(out)
+            },
+        )
     }
 }
 
@@ -441,30 +506,47 @@ fn check_meshless<R: Real>(
 /// Reads the particles of a checkpoint whose arrays (`arrays`, from [`read_header`]) are in
 /// precision `R`.
 pub fn read_particles<R: Real>(path: &Path, arrays: &[u8]) -> Result<ParticleData<R>, FileError> {
+    let parts = split_arrays(path, arrays)?;
+    let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+    check_gravity::<R>(path, &lens)?;
+    let comps: Vec<Vec<R>> = parts[..COMPONENTS]
+        .iter()
+        .map(|b| bytemuck::pod_collect_to_vec(b))
+        .collect();
+    let ids: Vec<u64> = bytemuck::pod_collect_to_vec(parts[COMPONENTS]);
+    check_ids(path, &ids)?;
+    let refs: [&[R]; COMPONENTS] = std::array::from_fn(|k| comps[k].as_slice());
+    Ok(ParticleData::restore(refs, &ids))
+}
+
+/// Checks a gravity checkpoint's arrays (of byte lengths `lens`): the ten components in
+/// precision `R` and the ids, all of one particle count, which it returns.
+fn check_gravity<R: Real>(path: &Path, lens: &[usize]) -> Result<usize, FileError> {
     let bad = |m: &str| FileError {
         path: path.to_path_buf(),
         message: m.to_string(),
     };
-    let mut parts = split_arrays(path, arrays)?.into_iter();
-    let mut next = || parts.next().ok_or_else(|| bad("truncated arrays"));
-    let mut comps: Vec<Vec<R>> = Vec::with_capacity(COMPONENTS);
-    for _ in 0..COMPONENTS {
-        let b = next()?;
-        if b.len() % std::mem::size_of::<R>() != 0 {
-            return Err(bad("array length does not match the precision"));
-        }
-        comps.push(bytemuck::pod_collect_to_vec(b));
+    if lens.len() <= COMPONENTS {
+        return Err(bad("truncated arrays"));
     }
-    let ids: Vec<u64> = bytemuck::pod_collect_to_vec(next()?);
-    if comps.iter().any(|c| c.len() != ids.len()) {
+    let size = std::mem::size_of::<R>();
+    if lens[..COMPONENTS].iter().any(|l| !l.is_multiple_of(size)) {
+        return Err(bad("array length does not match the precision"));
+    }
+    let n = lens[COMPONENTS] / 8;
+    if !lens[COMPONENTS].is_multiple_of(8) || lens[..COMPONENTS].iter().any(|l| l / size != n) {
         return Err(bad("arrays of unequal length"));
     }
-    // New particles get ids above the largest: the largest possible id leaves none.
+    Ok(n)
+}
+
+/// Refuses the largest id: new particles get ids above the largest, and it leaves none.
+fn check_ids(path: &Path, ids: &[u64]) -> Result<(), FileError> {
     if ids.contains(&u64::MAX) {
-        return Err(bad(
-            "a particle id of 2^64 - 1 (the largest id is reserved)",
-        ));
+        return Err(FileError {
+            path: path.to_path_buf(),
+            message: "a particle id of 2^64 - 1 (the largest id is reserved)".into(),
+        });
     }
-    let refs: [&[R]; COMPONENTS] = std::array::from_fn(|k| comps[k].as_slice());
-    Ok(ParticleData::restore(refs, &ids))
+    Ok(())
 }

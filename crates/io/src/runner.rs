@@ -366,25 +366,40 @@ fn galaxy(ic: &InitialConditions) -> ic::DiscGalaxy {
 
 /// The initial particles of a (defaults-resolved) configuration.
 pub fn initial_particles<R: Real>(c: &InitialConditions) -> Result<ParticleData<R>, GravityError> {
+    let n = particle_count(&c.clone().with_defaults());
+    initial_rows(c, ic::Rows::all(n))
+}
+
+/// The particles `rows` of [`initial_particles`] (bit for bit; collective over `rows.comm`):
+/// what each rank of a run on several makes, no rank holding every particle.
+pub fn initial_rows<R: Real>(
+    c: &InitialConditions,
+    rows: ic::Rows<'_>,
+) -> Result<ParticleData<R>, GravityError> {
     use InitialConditionsKind::*;
     let c = c.clone().with_defaults();
     let n = c.particles.unwrap_or(0);
     let seed = c.seed.unwrap_or(1);
     let get = |v: Option<f64>| v.expect("filled by with_defaults");
     match c.kind {
-        Plummer => ic::plummer(n, seed),
-        UniformSphere => ic::uniform_sphere(n, get(c.radius), get(c.virial_ratio), seed),
-        ColdCollapse => ic::cold_collapse(n, get(c.radius), seed),
+        Plummer => ic::plummer_rows(n, seed, rows),
+        UniformSphere => ic::uniform_sphere_rows(n, get(c.radius), get(c.virial_ratio), seed, rows),
+        ColdCollapse => ic::uniform_sphere_rows(n, get(c.radius), 0.0, seed, rows),
+        // Two bodies: made whole, cut to the rows.
         Kepler => ic::kepler(&ic::Kepler {
             semi_major_axis: get(c.semi_major_axis),
             eccentricity: get(c.eccentricity),
             m1: get(c.m1),
             m2: get(c.m2),
+        })
+        .map(|mut p| {
+            p.retain(|i| rows.range().contains(&i));
+            p
         }),
-        DiscGalaxy => ic::disc_galaxy(&galaxy(&c), seed),
+        DiscGalaxy => ic::disc_galaxy_rows(&galaxy(&c), seed, rows),
         GalaxyCollision => {
             let g = galaxy(&c);
-            ic::galaxy_collision(
+            ic::galaxy_collision_rows(
                 &ic::GalaxyCollision {
                     first: g,
                     second: g,
@@ -393,6 +408,7 @@ pub fn initial_particles<R: Real>(c: &InitialConditions) -> Result<ParticleData<
                     inclination: get(c.inclination_degrees).to_radians(),
                 },
                 seed,
+                rows,
             )
         }
         File => Err(GravityError::InvalidParameter {
@@ -663,7 +679,11 @@ fn write_snapshot<R: Real>(
 
 /// Where a run starts: fresh from the configuration, or from a checkpoint.
 struct Start<R: Real> {
+    /// This rank's rows of the one-process order (`comm::even_ranges`; every particle on one
+    /// process).
     particles: ParticleData<R>,
+    /// The one-process index of the first of them.
+    first: usize,
     step: u64,
     time: f64,
     initial_energy: Option<f64>,
@@ -682,7 +702,7 @@ impl PrecisionJob for GravityRun<'_> {
         // Bodies from a file are read and checked first (they are the count to price), all
         // before the run directory exists: a bad file writes nothing.
         let world = comm::world();
-        let (particles, time) = if c.initial_conditions.kind == InitialConditionsKind::File {
+        let (particles, first, time) = if c.initial_conditions.kind == InitialConditionsKind::File {
             let path = c.initial_conditions.path.as_deref().unwrap_or_default();
             // Every rank reads the file (on a shared file system): agreed, since one rank may
             // fail to where the others succeed.
@@ -708,15 +728,25 @@ impl PrecisionJob for GravityRun<'_> {
                 }));
             }
             price(c, bodies.len(), integrator.as_ref(), solver.as_mut())?;
-            (file_particles::<R>(&bodies, s), time)
+            // Each rank keeps its rows of the file's order.
+            let mut particles = file_particles::<R>(&bodies, s);
+            let rows = comm::even_ranges(particles.len(), world.size())[world.rank()].clone();
+            particles.retain(|i| rows.contains(&i));
+            (particles, rows.start, time)
         } else {
             let n = particle_count(&c.initial_conditions.clone().with_defaults());
             price(c, n, integrator.as_ref(), solver.as_mut())?;
-            (initial_particles::<R>(&c.initial_conditions)?, 0.0)
+            // Each rank makes its rows only.
+            let rows = comm::even_ranges(n, world.size())[world.rank()].clone();
+            let first = rows.start;
+            let made =
+                initial_rows::<R>(&c.initial_conditions, ic::Rows::new(rows, world.as_ref()));
+            (made?, first, 0.0)
         };
         on_root(world.as_ref(), || Ok(create_run_dir(self.dir, self.force)?))?;
         let start = Start {
             particles,
+            first,
             step: 0,
             time,
             initial_energy: None,
@@ -854,12 +884,23 @@ pub fn resume_gravity(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunReport, ResumeError> {
-    // Every rank reads the checkpoint: agreed, since one rank may fail where the others read.
-    let (header, arrays) = agreed(checkpoint::read_header(checkpoint_path).map_err(RunError::File))
-        .map_err(|e| match e {
-            RunError::File(f) => ResumeError::File(f),
-            other => ResumeError::Run(other),
+    // Every rank opens the checkpoint (rank 0 checks its checksum, reading it through once) and
+    // later reads its rows: agreed, since one rank may fail where the others read.
+    let first = comm::world().rank() == 0;
+    let opened =
+        agreed(checkpoint::open(checkpoint_path, first).map_err(RunError::File)).map_err(|e| {
+            match e {
+                RunError::File(f) => ResumeError::File(f),
+                other => ResumeError::Run(other),
+            }
         })?;
+    let checkpoint::AnyHeader::Gravity(header) = opened.header().clone() else {
+        return Err(FileError {
+            path: checkpoint_path.to_path_buf(),
+            message: "a meshless run's checkpoint, not a gravity run's".into(),
+        }
+        .into());
+    };
     let config = GravityConfig::parse(
         &Source {
             file: Some(checkpoint_path),
@@ -878,7 +919,7 @@ pub fn resume_gravity(
         config: &config,
         dir: &dir,
         header: &header,
-        arrays: &arrays,
+        opened: &opened,
         path: checkpoint_path,
         git_commit,
         progress,
@@ -945,7 +986,7 @@ struct ResumeJob<'a> {
     config: &'a GravityConfig,
     dir: &'a Path,
     header: &'a checkpoint::Header,
-    arrays: &'a [u8],
+    opened: &'a checkpoint::Opened,
     path: &'a Path,
     git_commit: &'a str,
     progress: &'a mut dyn FnMut(Progress),
@@ -957,12 +998,18 @@ impl PrecisionJob for ResumeJob<'_> {
     fn run<R: Real>(self) -> Self::Output {
         let c = self.config;
         let backend = CpuBackend::threads(c.run.threads);
-        let particles = checkpoint::read_particles::<R>(self.path, self.arrays)?;
+        // Each rank reads its rows of the one-process order.
+        let world = comm::world();
+        let n = agreed(self.opened.gravity_count::<R>().map_err(RunError::File))?;
+        let rows = comm::even_ranges(n, world.size())[world.rank()].clone();
+        let first = rows.start;
+        let particles = agreed(self.opened.gravity_rows::<R>(rows).map_err(RunError::File))?;
         let integrator: Box<dyn Integrator<R>> = c.integrator.kind.build(backend);
         let mut solver = make_solver::<R>(c)?;
-        price(c, particles.len(), integrator.as_ref(), solver.as_mut())?;
+        price(c, n, integrator.as_ref(), solver.as_mut())?;
         let start = Start {
             particles,
+            first,
             step: self.header.step,
             time: self.header.time,
             initial_energy: Some(self.header.initial_energy),
@@ -1125,14 +1172,18 @@ fn drive<R: Real>(
         )?)
     })?;
     let fresh = start.resumed_from.is_none();
-    // On several ranks each keeps the particles of its range of the Morton curve, and the
-    // forces come from every rank's positions gathered in the one-process order (decision
-    // 0028); `n` is every rank's particles together.
-    let n = start.particles.len();
-    let slots = std::sync::Arc::new(Slots::of(start.particles.ids()));
+    // On several ranks each keeps the particles of its range of the Morton curve (sent there
+    // from each rank's rows), and the forces come from every rank's positions gathered in the
+    // one-process order (decision 0028); `n` is every rank's particles together.
+    let n = comm::sum_of(world.as_ref(), start.particles.len() as u64) as usize;
+    let slots = std::sync::Arc::new(Slots::of_rows(
+        world.as_ref(),
+        start.particles.ids(),
+        start.first,
+    ));
     let owned = world.size() > 1;
     let (mut ownership, particles, solver) = if owned {
-        let (o, local) = Ownership::start(world.clone(), start.particles, c.run.rebalance);
+        let (o, local) = Ownership::start(world.clone(), start.particles, &slots, c.run.rebalance);
         let solver: Box<dyn ForceSolver<R>> =
             Box::new(OwnedSolver::new(solver, world.clone(), slots.clone()).with_cut(o.domains()));
         (Some(o), local, solver)

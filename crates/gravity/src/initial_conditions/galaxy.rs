@@ -2,7 +2,7 @@
 
 use mote_core::{ParticleData, Real};
 
-use super::{from_f64, remove_mean};
+use super::{Rows, from_f64, remove_mean};
 use crate::error::GravityError;
 use mote_core::rng::Rng;
 
@@ -86,24 +86,27 @@ impl DiscGalaxy {
         bulge + disc
     }
 
-    /// Positions, velocities and masses in the galaxy's own frame (disc in the x-y plane,
-    /// rotating counter-clockwise seen from +z).
-    fn sample(&self, rng: &mut Rng) -> (Vec<[f64; 3]>, Vec<[f64; 3]>, Vec<f64>) {
+    /// Positions, velocities and masses of the bodies `rows` in the galaxy's own frame (disc in
+    /// the x-y plane, rotating counter-clockwise seen from +z). Collective over `rows.comm`.
+    fn sample(&self, rng: &mut Rng, rows: Rows<'_>) -> (Vec<[f64; 3]>, Vec<[f64; 3]>, Vec<f64>) {
         let total = self.bulge_mass + self.disc_mass;
         let n = self.particles;
         let n_bulge = ((self.bulge_mass / total) * n as f64).round() as usize;
         let n_disc = n - n_bulge;
+        let keep = rows.range();
         let (mut pos, mut vel, mut mass) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
+            Vec::with_capacity(keep.len()),
+            Vec::with_capacity(keep.len()),
+            Vec::with_capacity(keep.len()),
         );
         let b = self.bulge_scale;
-        for _ in 0..n_bulge {
+        // The bodies before the rows are drawn too (their draws lead to the rows'); the walk
+        // stops after the rows.
+        for i in 0..n_bulge.min(keep.end) {
             // Plummer bulge: radius from the cumulative mass, isotropic speeds from its
             // distribution function in units of the bulge's own escape speed.
             let r = b / libm::sqrt(libm::pow(rng.uniform_open(), -2.0 / 3.0) - 1.0);
-            pos.push(rng.unit_vector().map(|d| r * d));
+            let x = rng.unit_vector().map(|d| r * d);
             let q = loop {
                 let q = rng.uniform();
                 if 0.1 * rng.uniform() < q * q * libm::pow(1.0 - q * q, 3.5) {
@@ -111,17 +114,20 @@ impl DiscGalaxy {
                 }
             };
             let v_esc = libm::sqrt(2.0 * self.bulge_mass / libm::sqrt(r * r + b * b));
-            vel.push(rng.unit_vector().map(|d| q * v_esc * d));
-            mass.push(self.bulge_mass / n_bulge as f64);
+            let v = rng.unit_vector().map(|d| q * v_esc * d);
+            if i >= keep.start {
+                pos.push(x);
+                vel.push(v);
+                mass.push(self.bulge_mass / n_bulge as f64);
+            }
         }
-        for _ in 0..n_disc {
+        for i in n_bulge..(n_bulge + n_disc).min(keep.end) {
             // R ~ R exp(-R/Rd): the sum of two exponential deviates.
             let rd = self.disc_scale_length;
             let r = -rd * libm::log(rng.uniform_open() * rng.uniform_open());
             let phi = 2.0 * std::f64::consts::PI * rng.uniform();
             let (s, c) = (libm::sin(phi), libm::cos(phi));
             let z = self.disc_scale_height * rng.normal();
-            pos.push([r * c, r * s, z]);
             // Circular speed from the radial pull of the enclosed mass at spherical radius rs:
             // v^2 / R = M(<rs) / rs^2 * R / rs.
             let rs = libm::sqrt(r * r + z * z);
@@ -132,20 +138,33 @@ impl DiscGalaxy {
                 vc + sigma * rng.normal(),
                 sigma * rng.normal(),
             );
-            vel.push([vr * c - vt * s, vr * s + vt * c, vz]);
-            mass.push(self.disc_mass / n_disc as f64);
+            if i >= keep.start {
+                pos.push([r * c, r * s, z]);
+                vel.push([vr * c - vt * s, vr * s + vt * c, vz]);
+                mass.push(self.disc_mass / n_disc as f64);
+            }
         }
-        remove_mean(&mut pos, &mass);
-        remove_mean(&mut vel, &mass);
+        remove_mean(&mut pos, &mass, rows.comm);
+        remove_mean(&mut vel, &mass, rows.comm);
         (pos, vel, mass)
     }
 }
 
 /// One disc galaxy in its centre-of-mass frame.
 pub fn disc_galaxy<R: Real>(g: &DiscGalaxy, seed: u64) -> Result<ParticleData<R>, GravityError> {
+    disc_galaxy_rows(g, seed, Rows::all(g.particles))
+}
+
+/// The bodies `rows` of [`disc_galaxy`]`(g, seed)`, bit for bit (collective over `rows.comm`).
+pub fn disc_galaxy_rows<R: Real>(
+    g: &DiscGalaxy,
+    seed: u64,
+    rows: Rows<'_>,
+) -> Result<ParticleData<R>, GravityError> {
     g.validate()?;
-    let (pos, vel, mass) = g.sample(&mut Rng::new(seed));
-    Ok(from_f64(&pos, &vel, &mass))
+    rows.check(g.particles)?;
+    let (pos, vel, mass) = g.sample(&mut Rng::new(seed), rows);
+    Ok(from_f64(&pos, &vel, &mass, rows.start))
 }
 
 /// Two disc galaxies on a parabolic approach.
@@ -188,6 +207,16 @@ pub fn galaxy_collision<R: Real>(
     c: &GalaxyCollision,
     seed: u64,
 ) -> Result<ParticleData<R>, GravityError> {
+    galaxy_collision_rows(c, seed, Rows::all(c.first.particles + c.second.particles))
+}
+
+/// The bodies `rows` of [`galaxy_collision`]`(c, seed)` (the first galaxy's bodies, then the
+/// second's), bit for bit (collective over `rows.comm`).
+pub fn galaxy_collision_rows<R: Real>(
+    c: &GalaxyCollision,
+    seed: u64,
+    rows: Rows<'_>,
+) -> Result<ParticleData<R>, GravityError> {
     c.first.validate()?;
     c.second.validate()?;
     if !(c.pericentre > 0.0 && c.separation > c.pericentre && c.separation.is_finite()) {
@@ -208,8 +237,13 @@ pub fn galaxy_collision<R: Real>(
     let rel_pos = [r * cf, r * sf, 0.0];
     let h = libm::sqrt(2.0 * mu * q); // specific angular momentum
     let rel_vel = [-mu / h * sf, mu / h * (1.0 + cf), 0.0];
-    let (mut p1, mut v1, mut w1) = c.first.sample(&mut Rng::new(seed));
-    let (mut p2, mut v2, w2) = c.second.sample(&mut Rng::new(seed.wrapping_add(1)));
+    let n1 = c.first.particles;
+    rows.check(n1 + c.second.particles)?;
+    let (mut p1, mut v1, mut w1) = c.first.sample(&mut Rng::new(seed), rows.within(0, n1));
+    let (mut p2, mut v2, w2) = c.second.sample(
+        &mut Rng::new(seed.wrapping_add(1)),
+        rows.within(n1, c.second.particles),
+    );
     let (si, ci) = (libm::sin(c.inclination), libm::cos(c.inclination));
     let tilt = |v: [f64; 3]| [v[0], ci * v[1] - si * v[2], si * v[1] + ci * v[2]];
     for (p, v) in p2.iter_mut().zip(v2.iter_mut()) {
@@ -220,7 +254,7 @@ pub fn galaxy_collision<R: Real>(
     p1.append(&mut p2);
     v1.append(&mut v2);
     w1.extend(w2);
-    remove_mean(&mut p1, &w1);
-    remove_mean(&mut v1, &w1);
-    Ok(from_f64(&p1, &v1, &w1))
+    remove_mean(&mut p1, &w1, rows.comm);
+    remove_mean(&mut v1, &w1, rows.comm);
+    Ok(from_f64(&p1, &v1, &w1, rows.start))
 }

@@ -77,5 +77,5 @@ impl Kepler {
 pub fn kepler<R: Real>(k: &Kepler) -> Result<ParticleData<R>, GravityError> {
     k.validate()?;
     let (pos, vel) = k.state();
-    Ok(from_f64(&pos, &vel, &[k.m1, k.m2]))
+    Ok(from_f64(&pos, &vel, &[k.m1, k.m2], 0))
 }
