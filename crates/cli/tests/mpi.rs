@@ -297,6 +297,67 @@ fn gpu_gravity_runs_on_two_and_three_ranks_are_bitwise_those_of_one_device() {
     assert!(!dir.exists());
 }
 
+/// Each rank makes (or reads) only its rows of the initial conditions (decision 0034): a galaxy
+/// collision (two random streams, the ranks' cuts inside either galaxy), a cold collapse (the
+/// uniform sphere's every position drawn before its velocities) and bodies from a file end
+/// byte-identical to one process's run.
+#[test]
+fn gravity_initial_conditions_made_by_rows_give_one_process_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bodies = tmp.path().join("bodies.txt");
+    // Ids in no order: the one-process order (the slots) is the file's, gathered over the ranks.
+    let mut text = String::from("x y z vx vy vz m id\n");
+    for i in 0..97 {
+        let a = i as f64 * 0.7;
+        let id = (i * 37) % 101 + 5;
+        text += &format!(
+            "{} {} {} 0 0.1 0 0.01 {id}\n",
+            a.cos(),
+            a.sin(),
+            0.01 * i as f64
+        );
+    }
+    std::fs::write(&bodies, text).unwrap();
+    let file = tmp.path().join("file.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "physics = \"gravity\"\n[run]\nend_time = 0.0625\ndt = 0.0078125\n\
+             [initial_conditions]\nkind = \"file\"\npath = {:?}\n[solver]\nsoftening = 0.05\n",
+            bodies.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (
+            "collision",
+            "plummer.toml",
+            &[
+                "run.end_time=0.0625",
+                "initial_conditions.kind=\"galaxy_collision\"",
+                "initial_conditions.particles=301",
+            ],
+        ),
+        (
+            "collapse",
+            "plummer.toml",
+            &[
+                "run.end_time=0.0625",
+                "initial_conditions.kind=\"cold_collapse\"",
+                "initial_conditions.particles=401",
+                "solver.kind=\"tree\"",
+            ],
+        ),
+        // An absolute path: `example` joins it to nothing.
+        ("file", file.to_str().unwrap(), &[]),
+    ];
+    for (tag, config, sets) in cases {
+        same_on_ranks(tmp.path(), tag, config, sets, &[2, 3], |k| {
+            vec![format!("\"ranks\": {k}")]
+        });
+    }
+}
+
 /// HDF5 snapshots (written by rank 0 alone) are the one-process files, byte for byte.
 #[cfg(feature = "hdf5")]
 #[test]
