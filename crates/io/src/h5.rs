@@ -267,6 +267,16 @@ fn string_attr(loc: &Location, name: &str, value: &str) -> hdf5::Result<()> {
 
 /// Reads the first particle group of the HDF5 file at `path` with every dataset in it.
 pub fn read(path: &Path) -> Result<Read, FileError> {
+    read_rows(path, &|n| 0..n)
+}
+
+/// [`read`] of the rows `rows(n)` only of the datasets with one row per particle (`n` rows,
+/// as `Coordinates`; a hyperslab of each), the others whole (their shapes are refused by the
+/// callers). What each rank of a run on several reads: its rows, never the whole file.
+pub fn read_rows(
+    path: &Path,
+    rows: &dyn Fn(usize) -> std::ops::Range<usize>,
+) -> Result<Read, FileError> {
     let err = |message: String| FileError {
         path: path.to_path_buf(),
         message,
@@ -304,16 +314,46 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         .map(|s| s.as_str().to_string());
     let spacing = attr_f64("Spacing");
     let group = file.group(&format!("PartType{part_type}")).map_err(h5)?;
+    // The particle count: the rows of `Coordinates` (absent or empty: every dataset whole).
+    let n = group
+        .dataset("Coordinates")
+        .ok()
+        .and_then(|c| c.shape().first().copied());
+    let range = n.map(rows);
     let mut datasets = BTreeMap::new();
     for name in group.member_names().map_err(h5)? {
         let Ok(ds) = group.dataset(&name) else {
             continue;
         };
+        let shape = ds.shape();
+        // This rank's rows of a dataset with one row per particle, else the whole dataset.
+        let per_row = n.is_some() && shape.first() == n.as_ref() && matches!(shape.len(), 1 | 2);
+        let part = range
+            .clone()
+            .filter(|r| per_row && *r != (0..n.unwrap_or(0)));
+        fn take<T: H5Type + Clone>(
+            ds: &hdf5::Dataset,
+            shape: &[usize],
+            part: Option<std::ops::Range<usize>>,
+        ) -> hdf5::Result<Vec<T>> {
+            match part {
+                None => ds.read_raw::<T>(),
+                Some(r) if r.is_empty() => Ok(Vec::new()),
+                Some(r) if shape.len() == 1 => Ok(ds
+                    .read_slice_1d::<T, _>(ndarray::s![r])
+                    .map(|a| a.into_iter().collect())?),
+                Some(r) => Ok(ds
+                    .read_slice_2d::<T, _>(ndarray::s![r, ..])
+                    .map(|a| a.into_iter().collect())?),
+            }
+        }
         let values = match ds.dtype().and_then(|t| t.to_descriptor()).map_err(h5)? {
-            TypeDescriptor::Float(FloatSize::U4) => Values::F32(ds.read_raw::<f32>().map_err(h5)?),
-            TypeDescriptor::Float(_) => Values::F64(ds.read_raw::<f64>().map_err(h5)?),
+            TypeDescriptor::Float(FloatSize::U4) => {
+                Values::F32(take::<f32>(&ds, &shape, part).map_err(h5)?)
+            }
+            TypeDescriptor::Float(_) => Values::F64(take::<f64>(&ds, &shape, part).map_err(h5)?),
             TypeDescriptor::Unsigned(_) | TypeDescriptor::Integer(_) => {
-                Values::U64(ds.read_raw::<u64>().map_err(h5)?)
+                Values::U64(take::<u64>(&ds, &shape, part).map_err(h5)?)
             }
             other => {
                 return Err(err(format!(
@@ -321,7 +361,7 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
                 )));
             }
         };
-        datasets.insert(name, (ds.shape(), values));
+        datasets.insert(name, (shape, values));
     }
     Ok(Read {
         part_type,

@@ -706,15 +706,19 @@ impl PrecisionJob for GravityRun<'_> {
             let path = c.initial_conditions.path.as_deref().unwrap_or_default();
             // Every rank reads the file (on a shared file system): agreed, since one rank may
             // fail to where the others succeed.
-            let read = if comm::fault("read", world.rank()) {
+            let fault = if comm::fault("read", world.rank()) {
                 Err(FileError {
                     path: path.into(),
                     message: "cannot be read (a fault injected by a test)".into(),
                 })
             } else {
-                crate::initial::read_bodies(Path::new(path))
+                Ok(())
             };
-            let bodies = agreed(read.map_err(RunError::InitialConditions))?;
+            agreed(fault.map_err(RunError::InitialConditions))?;
+            // Each rank reads and checks its rows (collective; failures agreed inside).
+            let part = crate::initial::read_bodies_rows(Path::new(path), world.as_ref())
+                .map_err(RunError::InitialConditions)?;
+            let bodies = &part.bodies;
             let s = c.units().time_factor();
             let time = bodies.time * s;
             if time >= c.run.end_time * s {
@@ -727,12 +731,8 @@ impl PrecisionJob for GravityRun<'_> {
                     ),
                 }));
             }
-            price(c, bodies.len(), integrator.as_ref(), solver.as_mut())?;
-            // Each rank keeps its rows of the file's order.
-            let mut particles = file_particles::<R>(&bodies, s);
-            let rows = comm::even_ranges(particles.len(), world.size())[world.rank()].clone();
-            particles.retain(|i| rows.contains(&i));
-            (particles, rows.start, time)
+            price(c, part.total, integrator.as_ref(), solver.as_mut())?;
+            (file_particles::<R>(bodies, s), part.first, time)
         } else {
             let n = particle_count(&c.initial_conditions.clone().with_defaults());
             price(c, n, integrator.as_ref(), solver.as_mut())?;

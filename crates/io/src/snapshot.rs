@@ -338,6 +338,25 @@ pub fn read_hdf5(path: &Path) -> Result<Hdf5Contents, FileError> {
     crate::h5::read(path)
 }
 
+/// [`read_hdf5`] of the rows `rows(n)` of the datasets with one row per particle (`n`, the
+/// rows of `Coordinates`); their shapes stay the whole datasets'.
+#[cfg(feature = "hdf5")]
+pub fn read_hdf5_rows(
+    path: &Path,
+    rows: &dyn Fn(usize) -> std::ops::Range<usize>,
+) -> Result<Hdf5Contents, FileError> {
+    crate::h5::read_rows(path, rows)
+}
+
+/// Without the `hdf5` feature: refused, saying how to get it.
+#[cfg(not(feature = "hdf5"))]
+pub fn read_hdf5_rows(
+    path: &Path,
+    _rows: &dyn Fn(usize) -> std::ops::Range<usize>,
+) -> Result<Hdf5Contents, FileError> {
+    read_hdf5(path)
+}
+
 /// Without the `hdf5` feature: refused, saying how to get it.
 #[cfg(not(feature = "hdf5"))]
 pub fn read_hdf5(path: &Path) -> Result<Hdf5Contents, FileError> {

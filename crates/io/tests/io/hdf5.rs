@@ -494,3 +494,82 @@ fn pictures_drawn_from_hdf5_snapshots_are_those_drawn_from_vtk() {
     let from_hdf5 = draw();
     assert!(from_vtk == from_hdf5, "the pictures differ");
 }
+
+/// Bodies read by rows on 1 to 4 ranks (threads standing in for MPI processes): the ranks'
+/// rows are the file's bodies (hyperslabs), and a bad file gets one process's message on every
+/// rank: the first failing check's first bad index (a later check's earlier index on another
+/// rank does not win), the smallest repeated id with its first two indices.
+#[test]
+fn bodies_read_by_rows_on_ranks_are_the_files_and_fail_as_one_process() {
+    use mote_core::comm::{on_thread_ranks, thread_ranks};
+    use mote_io::initial::{read_bodies, read_bodies_rows};
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 1_037;
+    let ids = |path: &Path, ids: &[u64]| {
+        let file = hdf5::File::open_rw(path).unwrap();
+        file.group("PartType1")
+            .unwrap()
+            .new_dataset::<u64>()
+            .shape(ids.len())
+            .create("ParticleIDs")
+            .unwrap()
+            .write_raw(ids)
+            .unwrap();
+    };
+    let good = tmp.path().join("good.hdf5");
+    write_ic(&good, n, |_, _| {});
+    ids(
+        &good,
+        &(0..n as u64)
+            .map(|i| (i * 389) % 1_041 + 7)
+            .collect::<Vec<_>>(),
+    );
+    let whole = read_bodies(&good).unwrap();
+    for k in 1..=4 {
+        let ranks = thread_ranks(k);
+        let parts = on_thread_ranks(&ranks, |c| read_bodies_rows(&good, c.as_ref()).unwrap());
+        let mut next = 0;
+        for p in &parts {
+            assert_eq!((p.first, p.total), (next, n), "{k} ranks");
+            let rows = p.first..p.first + p.bodies.len();
+            for d in 0..3 {
+                assert_eq!(p.bodies.position[d], whole.position[d][rows.clone()]);
+                assert_eq!(p.bodies.velocity[d], whole.velocity[d][rows.clone()]);
+            }
+            assert_eq!(p.bodies.mass, whole.mass[rows.clone()]);
+            assert_eq!(p.bodies.ids, whole.ids[rows.clone()]);
+            next = rows.end;
+        }
+        assert_eq!(next, n);
+    }
+    // A NaN position late in the file and a bad mass early: the positions are checked first.
+    let bad = tmp.path().join("bad.hdf5");
+    write_ic(&bad, n, |name, v| match name {
+        "Coordinates" => v[3 * 900 + 1] = f64::NAN,
+        "Masses" => v[3] = 0.0,
+        _ => {}
+    });
+    // Ids repeated at 10 and 950 (id 5) and at 20 and 30 (id 2000): the smaller id is named.
+    let twice = tmp.path().join("ids.hdf5");
+    write_ic(&twice, n, |_, _| {});
+    let mut repeated: Vec<u64> = (0..n as u64).map(|i| i + 100).collect();
+    (repeated[10], repeated[950], repeated[20], repeated[30]) = (5, 5, 2_000, 2_000);
+    ids(&twice, &repeated);
+    for (path, expected) in [
+        (&bad, "Coordinates: index 900 (component y) is NaN"),
+        (&twice, "ParticleIDs: index 950 repeats id 5 of index 10"),
+    ] {
+        let one = read_bodies(path).unwrap_err().to_string();
+        assert!(one.contains(expected), "{one}");
+        for k in 2..=4 {
+            let ranks = thread_ranks(k);
+            let errors = on_thread_ranks(&ranks, |c| {
+                read_bodies_rows(path, c.as_ref()).unwrap_err().to_string()
+            });
+            for e in &errors {
+                assert!(e.contains(expected), "{k} ranks: {e}");
+                assert_eq!(e, &errors[0], "{k} ranks: every rank's message");
+            }
+        }
+    }
+}
