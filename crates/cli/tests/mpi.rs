@@ -356,6 +356,42 @@ fn gravity_initial_conditions_made_by_rows_give_one_process_runs() {
             vec![format!("\"ranks\": {k}")]
         });
     }
+    // An HDF5 file (a run's first snapshot), read by each rank as hyperslabs of its rows.
+    #[cfg(feature = "hdf5")]
+    {
+        let source = tmp.path().join("source");
+        ok(&plummer(
+            None,
+            &source,
+            &[
+                "run.end_time=0.0078125",
+                "initial_conditions.particles=555",
+                "output.format=\"hdf5\"",
+            ],
+            &[],
+        ));
+        let snapshot = source.join("snapshots/snap_00000.hdf5");
+        assert!(snapshot.is_file());
+        let file = tmp.path().join("hdf5.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "physics = \"gravity\"\n[run]\nend_time = 0.0625\ndt = 0.0078125\n\
+                 [initial_conditions]\nkind = \"file\"\npath = {:?}\n[solver]\n\
+                 softening = 0.05\nkind = \"tree\"\n",
+                snapshot.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        same_on_ranks(
+            tmp.path(),
+            "hdf5",
+            file.to_str().unwrap(),
+            &[],
+            &[2, 3],
+            |k| vec![format!("\"ranks\": {k}")],
+        );
+    }
 }
 
 /// HDF5 snapshots (written by rank 0 alone) are the one-process files, byte for byte.
