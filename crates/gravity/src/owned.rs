@@ -32,22 +32,67 @@ use crate::solver::{ForceSolver, NonFiniteWatch, Share, SolverInfo};
 /// Where each particle (by id) sits in the one-process arrays: the order every sum runs in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Slots {
-    /// Ids `0..n` in order (generated initial conditions and every checkpoint of them).
-    Identity(usize),
+    /// Ids `first..first + n` in order: `0..n` for generated initial conditions and every
+    /// checkpoint of them, often `1..=n` for a file's.
+    Consecutive {
+        /// The id of slot 0.
+        first: u64,
+        /// The number of particles.
+        n: usize,
+    },
     /// Any other ids (a file's): the ids sorted, with their slots.
     Map(Vec<(u64, usize)>),
 }
 
 impl Slots {
+    /// Ids `0..n` in order.
+    pub fn identity(n: usize) -> Self {
+        Slots::Consecutive { first: 0, n }
+    }
+
     /// The slots of the particles with `ids`, in the one-process order.
     ///
     /// # Panics
     /// If an id repeats.
     pub fn of(ids: &[u64]) -> Self {
-        if ids.iter().enumerate().all(|(i, &id)| id == i as u64) {
-            return Slots::Identity(ids.len());
+        Self::of_rows(&comm::SingleProcess, ids, 0)
+    }
+
+    /// The slots of every rank's rows of the one-process order: this rank holds the rows
+    /// `first..first + ids.len()` (their `ids`, in order), the ranks' rows following one another
+    /// in rank order. [`Slots::Consecutive`] where the ids run on by one from row to row over
+    /// every rank (generated initial conditions, their checkpoints, most files: nothing is
+    /// gathered); otherwise every rank's ids are gathered into the map (a file's shuffled
+    /// ids). Collective.
+    ///
+    /// # Panics
+    /// If an id repeats.
+    pub fn of_rows(comm: &dyn Comm, ids: &[u64], first: usize) -> Self {
+        // This rank's id of row 0, if its ids run on by one (a rank without rows has no say).
+        let base = match ids.first() {
+            None => Some(None),
+            Some(&id0) => id0
+                .checked_sub(first as u64)
+                .filter(|&b| {
+                    ids.iter()
+                        .enumerate()
+                        .all(|(i, &id)| Some(id) == b.checked_add((first + i) as u64))
+                })
+                .map(Some),
+        };
+        // Consecutive over the ranks: every rank's ids run on, from one base.
+        let broken = comm::max_of(comm, u64::from(base.is_none()));
+        let high = comm::max_of(comm, base.flatten().unwrap_or(0));
+        let low = u64::MAX - comm::max_of(comm, u64::MAX - base.flatten().unwrap_or(u64::MAX));
+        if broken == 0 && low == high {
+            let n = comm::sum_of(comm, ids.len() as u64) as usize;
+            return Slots::Consecutive {
+                first: if n == 0 { 0 } else { low },
+                n,
+            };
         }
-        let mut map: Vec<(u64, usize)> = ids.iter().copied().zip(0..).collect();
+        let (all, _) = comm::all_gather_varied(comm, ids);
+        let mut map: Vec<(u64, usize)> = all.iter().copied().zip(0..).collect();
         map.sort_unstable();
         assert!(
             map.windows(2).all(|w| w[0].0 != w[1].0),
@@ -56,30 +101,10 @@ impl Slots {
         Slots::Map(map)
     }
 
-    /// The slots of every rank's rows of the one-process order: this rank holds the rows
-    /// `first..first + ids.len()` (their `ids`, in order), the ranks' rows following one another
-    /// in rank order. [`Slots::Identity`] where every id is its row on every rank (generated
-    /// initial conditions and their checkpoints: nothing is gathered); otherwise every rank's
-    /// ids are gathered ([`Slots::of`]; a file's ids). Collective.
-    ///
-    /// # Panics
-    /// If an id repeats.
-    pub fn of_rows(comm: &dyn Comm, ids: &[u64], first: usize) -> Self {
-        let identity = ids
-            .iter()
-            .enumerate()
-            .all(|(i, &id)| id == (first + i) as u64);
-        if comm::max_of(comm, u64::from(!identity)) == 0 {
-            return Slots::Identity(comm::sum_of(comm, ids.len() as u64) as usize);
-        }
-        let (all, _) = comm::all_gather_varied(comm, ids);
-        Slots::of(&all)
-    }
-
     /// The number of particles.
     pub fn len(&self) -> usize {
         match self {
-            Slots::Identity(n) => *n,
+            Slots::Consecutive { n, .. } => *n,
             Slots::Map(m) => m.len(),
         }
     }
@@ -95,9 +120,10 @@ impl Slots {
     /// If no particle has that id.
     pub fn slot(&self, id: u64) -> usize {
         match self {
-            Slots::Identity(n) => {
-                assert!(id < *n as u64, "no particle has id {id}");
-                id as usize
+            Slots::Consecutive { first, n } => {
+                let slot = id.wrapping_sub(*first);
+                assert!(id >= *first && slot < *n as u64, "no particle has id {id}");
+                slot as usize
             }
             Slots::Map(m) => {
                 let k = m.partition_point(|&(i, _)| i < id);

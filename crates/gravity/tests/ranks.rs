@@ -139,7 +139,7 @@ fn run_owned<R: Real>(
     let slots = Arc::new(Slots::of_rows(comm.as_ref(), rows.ids(), even.start));
     assert_eq!(
         *slots,
-        Slots::Identity(p.len()),
+        Slots::identity(p.len()),
         "generated ids are their rows"
     );
     let (mut own, local) = Ownership::start(comm.clone(), rows, &slots, threshold);
@@ -458,26 +458,46 @@ fn initial_conditions_generated_by_rows_are_the_one_process_bodies() {
     }
 }
 
-/// A rank's slots from its rows: generated ids need nothing gathered; a file's ids are gathered
-/// into the one-process map.
+/// A rank's slots from its rows: ids that run on by one over the ranks (generated, or a file's
+/// `1..=n`) need nothing gathered; any other ids (shuffled, or consecutive on each rank with a
+/// gap between ranks) are gathered into the one-process map. Every slot is the one-process
+/// slot.
 #[test]
 fn slots_of_rows_are_the_one_process_slots() {
     use mote_gravity::owned::Slots;
-    let file_ids: Vec<u64> = (0..50u64).map(|i| (i * 37) % 101 + 1000).collect();
-    for k in 1..=4 {
-        let ranks = thread_ranks(k);
-        let even = mote_core::comm::even_ranges(50, k);
-        let got = on_thread_ranks(&ranks, |c| {
-            let rows = even[c.rank()].clone();
-            let generated: Vec<u64> = rows.clone().map(|i| i as u64).collect();
-            (
-                Slots::of_rows(c.as_ref(), &generated, rows.start),
-                Slots::of_rows(c.as_ref(), &file_ids[rows.clone()], rows.start),
-            )
-        });
-        for (a, b) in got {
-            assert_eq!(a, Slots::Identity(50), "{k} ranks");
-            assert_eq!(b, Slots::of(&file_ids), "{k} ranks");
+    let n = 50u64;
+    let generated: Vec<u64> = (0..n).collect();
+    let gadget: Vec<u64> = (1..=n).collect();
+    let shuffled: Vec<u64> = (0..n).map(|i| (i * 37) % 101 + 1000).collect();
+    let gap: Vec<u64> = (0..n).map(|i| if i < 20 { i } else { i + 1 }).collect();
+    assert_eq!(Slots::of(&generated), Slots::identity(50));
+    assert_eq!(Slots::of(&gadget), Slots::Consecutive { first: 1, n: 50 });
+    assert!(matches!(Slots::of(&shuffled), Slots::Map(_)));
+    assert!(matches!(Slots::of(&gap), Slots::Map(_)));
+    let mut cuts: Vec<Vec<usize>> = (1..=4)
+        .map(|k| {
+            let even = mote_core::comm::even_ranges(50, k);
+            std::iter::once(0)
+                .chain(even.iter().map(|r| r.end))
+                .collect()
+        })
+        .collect();
+    // An empty rank, and a cut at the gap.
+    cuts.push(vec![0, 0, 20, 50]);
+    for cut in cuts {
+        let ranks = thread_ranks(cut.len() - 1);
+        for ids in [&generated, &gadget, &shuffled, &gap] {
+            let one = Slots::of(ids);
+            let got = on_thread_ranks(&ranks, |c| {
+                let rows = cut[c.rank()]..cut[c.rank() + 1];
+                Slots::of_rows(c.as_ref(), &ids[rows.clone()], rows.start)
+            });
+            for slots in got {
+                assert_eq!(slots, one, "cut {cut:?}, ids {:?}", &ids[..3]);
+                for (i, &id) in ids.iter().enumerate() {
+                    assert_eq!(slots.slot(id), i);
+                }
+            }
         }
     }
 }
