@@ -205,7 +205,7 @@ fn first_repeat(sorted: &[[u64; 2]]) -> Option<String> {
 /// every rank: each id is sent with its index to the rank `id mod K` (no rank holds every id),
 /// each rank finds its smallest repeat, and the smallest over the ranks is told by its rank.
 /// Collective.
-fn repeated_id_over(ids: &[u64], first: usize, comm: &dyn Comm) -> Option<String> {
+pub(crate) fn repeated_id_over(ids: &[u64], first: usize, comm: &dyn Comm) -> Option<String> {
     let k = comm.size();
     if k == 1 {
         return repeated_id(ids);

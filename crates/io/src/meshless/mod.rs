@@ -27,6 +27,7 @@ pub use session::{MeshlessSession, RealSlice, RealSliceMut, SessionError};
 use expression::{Parsed, Value};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use mote_cloud::adapt::Adaptivity;
@@ -42,7 +43,7 @@ use mote_cloud::problems::{self, Problem, ProblemOptions};
 use mote_cloud::scheme::{Limiter, Muscl, WENO_CENTRAL_WEIGHT};
 use mote_cloud::time::{ImexTableau, Tableau};
 use mote_cloud::{Cloud, CloudError, Weight};
-use mote_core::comm::{self, Comm, RootStream, Share};
+use mote_core::comm::{self, Comm, RootStream, Share, SingleProcess};
 use mote_core::memory::{self, ReserveOptions};
 use mote_core::{Backend, CpuBackend, DeviceSpec, MachineInfo, Precision, Real};
 use mote_gpu::meshless::{OnDevice, Scheme, Simulation};
@@ -522,10 +523,17 @@ impl MeshlessRun<'_> {
         let p = &config.problem;
         let periodic = p.periodic.unwrap_or(true);
         let path = Path::new(p.path.as_deref().expect("validated"));
-        // Every rank reads the file: agreed, since one rank may fail where the others read.
+        // On several CPU ranks each rank reads its rows and holds its part of the cloud
+        // (decision 0035); else every rank reads the whole file. Failures are agreed.
+        let world = mote_core::comm::world();
+        let comm: Arc<dyn Comm> = if by_parts(config, backend) {
+            world
+        } else {
+            Arc::new(SingleProcess)
+        };
         let particles =
-            agreed(file::read(path, dim, periodic).map_err(RunError::InitialConditions))?;
-        self.interior = Some(particles.len());
+            agreed(file::read(path, dim, periodic, comm).map_err(RunError::InitialConditions))?;
+        self.interior = Some(particles.total());
         match (p.equation.as_deref().unwrap_or("euler"), dim) {
             ("euler", 1) => self.file_gas::<R, 1>(&particles, backend),
             ("euler", _) => self.file_gas::<R, 2>(&particles, backend),
@@ -539,10 +547,11 @@ impl MeshlessRun<'_> {
                 let cloud = particles
                     .cloud::<R, 1>(periodic, &u)
                     .map_err(RunError::InitialConditions)?;
+                let stand_in = stand_in(&particles, &u, by_parts(config, backend), periodic);
                 self.drive(
-                    |_| {
+                    |o| {
                         Ok(problems::scalar_from_cloud(
-                            cloud.clone(),
+                            stand_in(o).unwrap_or_else(|| Ok(cloud.clone()))?,
                             Burgers::<1>,
                             periodic,
                         ))
@@ -605,8 +614,12 @@ impl MeshlessRun<'_> {
             }
         }
         let cloud = f.cloud::<R, D>(periodic, &state).map_err(bad)?;
+        let stand_in = stand_in(f, &state, by_parts(self.config, backend), periodic);
         self.drive(
-            |_| problems::gas_from_cloud::<R, D>(cloud.clone(), gamma, periodic, walls),
+            |o| {
+                let cloud = stand_in(o).unwrap_or_else(|| Ok(cloud.clone()))?;
+                problems::gas_from_cloud::<R, D>(cloud, gamma, periodic, walls)
+            },
             backend,
         )
     }
@@ -627,10 +640,11 @@ impl MeshlessRun<'_> {
         let cloud = f
             .cloud::<R, D>(periodic, &u)
             .map_err(RunError::InitialConditions)?;
+        let stand_in = stand_in(f, &u, by_parts(self.config, backend), periodic);
         self.drive(
-            |_| {
+            |o| {
                 Ok(problems::scalar_from_cloud(
-                    cloud.clone(),
+                    stand_in(o).unwrap_or_else(|| Ok(cloud.clone()))?,
                     equation.clone(),
                     periodic,
                 ))
@@ -968,6 +982,41 @@ where
     Ok((sim, rest))
 }
 
+/// Whether a run on several ranks builds each rank's part of the cloud only: CPU runs that are
+/// not adaptive (an adaptive cloud runs with the state on every rank; a device run holds the
+/// whole cloud). Generated problems are made by parts (decision 0033), files read by rows
+/// (decision 0035), and the cloud is split between the ranks (decision 0030).
+fn by_parts(c: &MeshlessConfig, backend: Backend) -> bool {
+    mote_core::comm::world().size() > 1
+        && matches!(backend, Backend::Cpu(_))
+        && !(c.motion.kind != "none" && c.adaptivity.every > 0)
+}
+
+/// What a `file` problem's build hands over instead of the file's cloud: where the cloud is
+/// split between ranks (`parts`), the price's prototype (asked for without
+/// `ProblemOptions::ranks`) cannot be the rank's part (it is built on one process, the same on
+/// every rank), so it is a small lattice on the file's box in the state of the file's first
+/// particle ([`file::FileParticles::prototype`]); `None`: the file's cloud.
+fn stand_in<R: Real, const D: usize>(
+    f: &file::FileParticles,
+    state: &[Vec<f64>],
+    parts: bool,
+    periodic: bool,
+) -> impl Fn(&ProblemOptions) -> Option<Result<Cloud<R, D>, CloudError>> {
+    // Collective: every rank asks, whether or not it will need it.
+    let sample = f.first_state(state);
+    move |o: &ProblemOptions| {
+        (parts && o.ranks.is_none()).then(|| {
+            file::FileParticles::prototype::<R, D>(
+                periodic,
+                o.resolution,
+                o.boundary_layers,
+                &sample,
+            )
+        })
+    }
+}
+
 /// The configured motion of `cloud` under `equation` (`None`: a fixed cloud).
 fn motion_of<R: Real, const D: usize, E>(
     m: &config::MotionSection,
@@ -1110,10 +1159,7 @@ impl MeshlessRun<'_> {
         // state on every rank), a device run and initial conditions from a file build the
         // whole cloud on every rank.
         let world = mote_core::comm::world();
-        let parts = world.size() > 1
-            && price
-            && c.problem.kind != ProblemKind::File
-            && !(c.motion.kind != "none" && c.adaptivity.every > 0);
+        let parts = by_parts(c, backend);
         let options = ProblemOptions {
             resolution: c.problem.resolution.expect("filled by with_defaults"),
             jitter: c.problem.jitter,
