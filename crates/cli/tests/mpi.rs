@@ -297,6 +297,38 @@ fn gpu_gravity_runs_on_two_and_three_ranks_are_bitwise_those_of_one_device() {
     assert!(!dir.exists());
 }
 
+/// A gravity configuration (in `dir`, `file.toml`) whose initial conditions are `n` bodies on a
+/// helix in a text table (`bodies.txt`), with shuffled ids where `ids`.
+fn bodies_config(dir: &Path, n: usize, ids: bool) -> PathBuf {
+    let bodies = dir.join("bodies.txt");
+    let mut text = String::from(if ids {
+        "x y z vx vy vz m id\n"
+    } else {
+        "x y z vx vy vz m\n"
+    });
+    for i in 0..n {
+        let a = i as f64 * 0.7;
+        let (x, y, z) = (a.cos(), a.sin(), 0.01 * i as f64);
+        text += &format!("{x} {y} {z} 0 0.1 0 {}", 1.0 / n as f64);
+        if ids {
+            text += &format!(" {}", (i * 37) % (n + 4) + 5);
+        }
+        text += "\n";
+    }
+    std::fs::write(&bodies, text).unwrap();
+    let config = dir.join("file.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "physics = \"gravity\"\n[run]\nend_time = 0.0625\ndt = 0.0078125\nthreads = 1\n\
+             [initial_conditions]\nkind = \"file\"\npath = {:?}\n[solver]\nsoftening = 0.05\n",
+            bodies.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    config
+}
+
 /// Each rank makes (or reads) only its rows of the initial conditions (decision 0034): a galaxy
 /// collision (two random streams, the ranks' cuts inside either galaxy), a cold collapse (the
 /// uniform sphere's every position drawn before its velocities) and bodies from a file end
@@ -304,30 +336,8 @@ fn gpu_gravity_runs_on_two_and_three_ranks_are_bitwise_those_of_one_device() {
 #[test]
 fn gravity_initial_conditions_made_by_rows_give_one_process_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let bodies = tmp.path().join("bodies.txt");
     // Ids in no order: the one-process order (the slots) is the file's, gathered over the ranks.
-    let mut text = String::from("x y z vx vy vz m id\n");
-    for i in 0..97 {
-        let a = i as f64 * 0.7;
-        let id = (i * 37) % 101 + 5;
-        text += &format!(
-            "{} {} {} 0 0.1 0 0.01 {id}\n",
-            a.cos(),
-            a.sin(),
-            0.01 * i as f64
-        );
-    }
-    std::fs::write(&bodies, text).unwrap();
-    let file = tmp.path().join("file.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "physics = \"gravity\"\n[run]\nend_time = 0.0625\ndt = 0.0078125\n\
-             [initial_conditions]\nkind = \"file\"\npath = {:?}\n[solver]\nsoftening = 0.05\n",
-            bodies.to_str().unwrap()
-        ),
-    )
-    .unwrap();
+    let file = bodies_config(tmp.path(), 97, true);
     let cases: [(&str, &str, &[&str]); 3] = [
         (
             "collision",
@@ -508,28 +518,7 @@ fn a_checkpoint_written_on_four_ranks_resumes_on_two_as_on_one_process() {
 fn a_failure_on_one_rank_stops_every_rank_with_a_message_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     // A file of bodies that rank 1 "cannot read": exit 2, nothing written.
-    let bodies = tmp.path().join("bodies.txt");
-    let mut text = String::from("x y z vx vy vz m\n");
-    for i in 0..64 {
-        let a = i as f64 * 0.7;
-        text += &format!(
-            "{} {} {} 0 0 0 0.015625\n",
-            a.cos(),
-            a.sin(),
-            0.01 * i as f64
-        );
-    }
-    std::fs::write(&bodies, text).unwrap();
-    let config = tmp.path().join("file.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "physics = \"gravity\"\n[run]\nend_time = 0.0625\ndt = 0.0078125\nthreads = 1\n\
-             [initial_conditions]\nkind = \"file\"\npath = {:?}\n[solver]\nsoftening = 0.05\n",
-            bodies.to_str().unwrap()
-        ),
-    )
-    .unwrap();
+    let config = bodies_config(tmp.path(), 64, false);
     let dir = tmp.path().join("read");
     let args = [
         "run",
