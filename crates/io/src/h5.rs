@@ -265,6 +265,27 @@ fn string_attr(loc: &Location, name: &str, value: &str) -> hdf5::Result<()> {
         .write_scalar(&v)
 }
 
+/// The rows `part` of dataset `ds` of `shape` (one or two dimensions; a hyperslab), or with
+/// `None` the whole dataset, as a flat array in row-major order.
+fn read_part<T: H5Type + Clone>(
+    ds: &hdf5::Dataset,
+    shape: &[usize],
+    part: Option<std::ops::Range<usize>>,
+) -> hdf5::Result<Vec<T>> {
+    match part {
+        None => ds.read_raw::<T>(),
+        Some(r) if r.is_empty() => Ok(Vec::new()),
+        Some(r) if shape.len() == 1 => Ok(ds
+            .read_slice_1d::<T, _>(ndarray::s![r])?
+            .into_iter()
+            .collect()),
+        Some(r) => Ok(ds
+            .read_slice_2d::<T, _>(ndarray::s![r, ..])?
+            .into_iter()
+            .collect()),
+    }
+}
+
 /// Reads the first particle group of the HDF5 file at `path` with every dataset in it.
 pub fn read(path: &Path) -> Result<Read, FileError> {
     read_rows(path, &|n| 0..n)
@@ -331,29 +352,15 @@ pub fn read_rows(
         let part = range
             .clone()
             .filter(|r| per_row && *r != (0..n.unwrap_or(0)));
-        fn take<T: H5Type + Clone>(
-            ds: &hdf5::Dataset,
-            shape: &[usize],
-            part: Option<std::ops::Range<usize>>,
-        ) -> hdf5::Result<Vec<T>> {
-            match part {
-                None => ds.read_raw::<T>(),
-                Some(r) if r.is_empty() => Ok(Vec::new()),
-                Some(r) if shape.len() == 1 => Ok(ds
-                    .read_slice_1d::<T, _>(ndarray::s![r])
-                    .map(|a| a.into_iter().collect())?),
-                Some(r) => Ok(ds
-                    .read_slice_2d::<T, _>(ndarray::s![r, ..])
-                    .map(|a| a.into_iter().collect())?),
-            }
-        }
         let values = match ds.dtype().and_then(|t| t.to_descriptor()).map_err(h5)? {
             TypeDescriptor::Float(FloatSize::U4) => {
-                Values::F32(take::<f32>(&ds, &shape, part).map_err(h5)?)
+                Values::F32(read_part::<f32>(&ds, &shape, part).map_err(h5)?)
             }
-            TypeDescriptor::Float(_) => Values::F64(take::<f64>(&ds, &shape, part).map_err(h5)?),
+            TypeDescriptor::Float(_) => {
+                Values::F64(read_part::<f64>(&ds, &shape, part).map_err(h5)?)
+            }
             TypeDescriptor::Unsigned(_) | TypeDescriptor::Integer(_) => {
-                Values::U64(take::<u64>(&ds, &shape, part).map_err(h5)?)
+                Values::U64(read_part::<u64>(&ds, &shape, part).map_err(h5)?)
             }
             other => {
                 return Err(err(format!(

@@ -923,8 +923,8 @@ where
         None => motion_of(&c.motion, &equation, &cloud)?,
     };
     let adaptive = motion.is_some() && c.adaptivity.every > 0;
-    // A whole cloud on several CPU ranks (initial conditions from a file) is cut to the rank's
-    // rows first.
+    // A whole cloud on several CPU ranks (the price's one-process prototype, the same on every
+    // rank) is cut to the rank's rows first.
     let mut cloud = cloud;
     let part = match (backend, part) {
         (Backend::Cpu(_), None) if world.size() > 1 && !adaptive => {
@@ -1155,9 +1155,9 @@ impl MeshlessRun<'_> {
         let clock = Instant::now();
         let factor = self.radius_factor::<D>();
         // On several CPU ranks each rank generates only its own particles of a lattice problem
-        // (`ProblemOptions::ranks`) and the cloud is split from them; an adaptive run (the
-        // state on every rank), a device run and initial conditions from a file build the
-        // whole cloud on every rank.
+        // (`ProblemOptions::ranks`) or reads its rows of a file, and the cloud is split from
+        // them; an adaptive run (the state on every rank) and a device run build the whole
+        // cloud on every rank.
         let world = mote_core::comm::world();
         let parts = by_parts(c, backend);
         let options = ProblemOptions {
