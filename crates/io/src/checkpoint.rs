@@ -329,13 +329,7 @@ impl Opened {
         };
         let lens: Vec<usize> = self.arrays.iter().map(|&(_, l)| l as usize).collect();
         check_meshless::<R>(&self.path, header, &lens)?;
-        if rows.start > rows.end || rows.end > header.particles {
-            return Err(bad(format!(
-                "rows {rows:?} of {} particles",
-                header.particles
-            )));
-        }
-        let mut read = self.reader(rows)?;
+        let mut read = self.reader(rows, header.particles)?;
         let ids: Vec<u64> = bytemuck::pod_collect_to_vec(&read(0, 8)?);
         let state = (1..self.arrays.len())
             .map(|k| {
@@ -377,14 +371,7 @@ impl Opened {
         &self,
         rows: std::ops::Range<usize>,
     ) -> Result<ParticleData<R>, FileError> {
-        let n = self.gravity_count::<R>()?;
-        if rows.start > rows.end || rows.end > n {
-            return Err(FileError {
-                path: self.path.clone(),
-                message: format!("rows {rows:?} of {n} particles"),
-            });
-        }
-        let mut read = self.reader(rows)?;
+        let mut read = self.reader(rows, self.gravity_count::<R>()?)?;
         let size = std::mem::size_of::<R>();
         let comps: Vec<Vec<R>> = (0..COMPONENTS)
             .map(|k| Ok(bytemuck::pod_collect_to_vec(&read(k, size)?)))
@@ -396,14 +383,19 @@ impl Opened {
     }
 
     /// What reads the rows `rows` of array `k` (elements of `width` bytes) of the file.
+    /// Refused: rows beyond the file's `n` particles.
     fn reader(
         &self,
         rows: std::ops::Range<usize>,
+        n: usize,
     ) -> Result<impl FnMut(usize, usize) -> Result<Vec<u8>, FileError> + '_, FileError> {
         let bad = |m: String| FileError {
             path: self.path.clone(),
             message: m,
         };
+        if rows.start > rows.end || rows.end > n {
+            return Err(bad(format!("rows {rows:?} of {n} particles")));
+        }
         let mut file = std::fs::File::open(&self.path).map_err(|e| bad(e.to_string()))?;
         Ok(
             move |k: usize, width: usize| -> Result<Vec<u8>, FileError> {

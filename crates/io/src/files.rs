@@ -5,6 +5,18 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+/// Agrees a check of a file's rows over the ranks of `comm` (each rank holding consecutive
+/// rows, in rank order): each rank passes its first failure, every rank gets back the lowest
+/// failing rank's message (the lowest bad index), named with that rank where not every rank
+/// failed. Checks that run one after another, each agreed, fail as one process fails: the first
+/// failing check's first bad index. Collective.
+pub(crate) fn agree_rows(
+    comm: &dyn mote_core::comm::Comm,
+    failure: Option<String>,
+) -> Result<(), String> {
+    mote_core::comm::agree(comm, failure.as_deref().map(|m| (2, m))).map_err(|f| f.to_string())
+}
+
 /// Writes `value` as pretty-printed JSON to `path`, atomically (provenance records).
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), FileError> {
     let text = serde_json::to_string_pretty(value).expect("serialisable");

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use mote_core::comm::{self, Comm, SingleProcess};
 
-use crate::files::FileError;
+use crate::files::{FileError, agree_rows};
 
 /// Bodies read from a file, in the file's (the run's) units, as f64.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -100,8 +100,7 @@ pub fn read_bodies_rows(path: &Path, comm: &dyn Comm) -> Result<BodyRows, FileEr
         )),
     };
     // A rank may fail to read where the others read: agreed before the checks' collectives.
-    let failure = read.as_ref().err().map(|e| e.message.clone());
-    comm::agree(comm, failure.as_deref().map(|m| (2, m))).map_err(|f| err(f.to_string()))?;
+    agree_rows(comm, read.as_ref().err().map(|e| e.message.clone())).map_err(err)?;
     let part = read?;
     check(&part, &ext, comm).map_err(err)?;
     Ok(part)
@@ -144,9 +143,7 @@ fn check_rows(
     if total == 0 {
         return Err("holds no bodies".into());
     }
-    let agreed = |failure: Option<String>| -> Result<(), String> {
-        comm::agree(comm, failure.as_deref().map(|m| (2, m))).map_err(|f| f.to_string())
-    };
+    let agreed = |failure: Option<String>| agree_rows(comm, failure);
     for (what, arrays) in [(pos, &b.position), (vel, &b.velocity)] {
         agreed(
             (0..b.len())

@@ -25,7 +25,7 @@ use mote_core::Real;
 use mote_core::comm::{self, Comm};
 use mote_core::sum::ExactSum;
 
-use crate::files::FileError;
+use crate::files::{FileError, agree_rows};
 use crate::snapshot::{self, Values};
 
 /// The particles of a file, read and checked, in the file's order: every particle, or on
@@ -58,11 +58,9 @@ impl FileParticles {
         }
     }
 
-    /// Agrees a check of the rows over the ranks: the lowest failing rank's message (the lowest
-    /// bad index) on every rank. Collective.
+    /// Agrees a check of the rows over the ranks ([`agree_rows`]). Collective.
     fn agreed(&self, failure: Option<String>) -> Result<(), FileError> {
-        comm::agree(self.comm.as_ref(), failure.as_deref().map(|m| (2, m)))
-            .map_err(|f| self.err(f.to_string()))
+        agree_rows(self.comm.as_ref(), failure).map_err(|m| self.err(m))
     }
 
     /// The dataset `name` (`/PartType0/name`; a vector's component `j` as `name_j`), every
@@ -217,10 +215,7 @@ pub(super) fn read(
         path: path.to_path_buf(),
         message,
     };
-    let agreed = |failure: Option<String>| -> Result<(), FileError> {
-        comm::agree(comm.as_ref(), failure.as_deref().map(|m| (2, m)))
-            .map_err(|f| err(f.to_string()))
-    };
+    let agreed = |failure: Option<String>| agree_rows(comm.as_ref(), failure).map_err(err);
     let rows = |n: usize| mote_cloud::halo::own_ranges(n, comm.size())[comm.rank()].clone();
     let read = snapshot::read_hdf5_rows(path, &rows);
     agreed(read.as_ref().err().map(|e| e.message.clone()))?;

@@ -547,11 +547,11 @@ impl MeshlessRun<'_> {
                 let cloud = particles
                     .cloud::<R, 1>(periodic, &u)
                     .map_err(RunError::InitialConditions)?;
-                let stand_in = stand_in(&particles, &u, by_parts(config, backend), periodic);
+                let cloud = file_cloud(&particles, &u, cloud, by_parts(config, backend), periodic);
                 self.drive(
                     |o| {
                         Ok(problems::scalar_from_cloud(
-                            stand_in(o).unwrap_or_else(|| Ok(cloud.clone()))?,
+                            cloud(o)?,
                             Burgers::<1>,
                             periodic,
                         ))
@@ -614,12 +614,9 @@ impl MeshlessRun<'_> {
             }
         }
         let cloud = f.cloud::<R, D>(periodic, &state).map_err(bad)?;
-        let stand_in = stand_in(f, &state, by_parts(self.config, backend), periodic);
+        let cloud = file_cloud(f, &state, cloud, by_parts(self.config, backend), periodic);
         self.drive(
-            |o| {
-                let cloud = stand_in(o).unwrap_or_else(|| Ok(cloud.clone()))?;
-                problems::gas_from_cloud::<R, D>(cloud, gamma, periodic, walls)
-            },
+            |o| problems::gas_from_cloud::<R, D>(cloud(o)?, gamma, periodic, walls),
             backend,
         )
     }
@@ -640,11 +637,11 @@ impl MeshlessRun<'_> {
         let cloud = f
             .cloud::<R, D>(periodic, &u)
             .map_err(RunError::InitialConditions)?;
-        let stand_in = stand_in(f, &u, by_parts(self.config, backend), periodic);
+        let cloud = file_cloud(f, &u, cloud, by_parts(self.config, backend), periodic);
         self.drive(
             |o| {
                 Ok(problems::scalar_from_cloud(
-                    stand_in(o).unwrap_or_else(|| Ok(cloud.clone()))?,
+                    cloud(o)?,
                     equation.clone(),
                     periodic,
                 ))
@@ -992,28 +989,31 @@ fn by_parts(c: &MeshlessConfig, backend: Backend) -> bool {
         && !(c.motion.kind != "none" && c.adaptivity.every > 0)
 }
 
-/// What a `file` problem's build hands over instead of the file's cloud: where the cloud is
-/// split between ranks (`parts`), the price's prototype (asked for without
-/// `ProblemOptions::ranks`) cannot be the rank's part (it is built on one process, the same on
-/// every rank), so it is a small lattice on the file's box in the state of the file's first
-/// particle ([`file::FileParticles::prototype`]); `None`: the file's cloud.
-fn stand_in<R: Real, const D: usize>(
+/// The cloud a `file` problem's build hands over: the file's `cloud` (a rank's part where the
+/// cloud is split between ranks, `parts`), except for the price's prototype on split ranks
+/// (asked for without `ProblemOptions::ranks`), which cannot be a rank's part (it is built on
+/// one process, the same on every rank): a small lattice on the file's box in the state of the
+/// file's first particle ([`file::FileParticles::prototype`]).
+fn file_cloud<R: Real, const D: usize>(
     f: &file::FileParticles,
     state: &[Vec<f64>],
+    cloud: Cloud<R, D>,
     parts: bool,
     periodic: bool,
-) -> impl Fn(&ProblemOptions) -> Option<Result<Cloud<R, D>, CloudError>> {
+) -> impl Fn(&ProblemOptions) -> Result<Cloud<R, D>, CloudError> {
     // Collective: every rank asks, whether or not it will need it.
     let sample = f.first_state(state);
     move |o: &ProblemOptions| {
-        (parts && o.ranks.is_none()).then(|| {
+        if parts && o.ranks.is_none() {
             file::FileParticles::prototype::<R, D>(
                 periodic,
                 o.resolution,
                 o.boundary_layers,
                 &sample,
             )
-        })
+        } else {
+            Ok(cloud.clone())
+        }
     }
 }
 
