@@ -55,6 +55,15 @@ pub fn own_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
     comm::block_ranges(n, parts, OWN_BLOCK)
 }
 
+/// The rings of neighbours a split cloud's halo holds: two where a pass reads what a
+/// neighbour's list gives (`reads_lists`: the conservative formulation's reverse coefficients,
+/// WENO's stencil validity, [`crate::scheme::reads_neighbour_lists`]) and for a boundary
+/// particle's interior neighbour (up to two hops away, with `boundary` particles in the cloud);
+/// one otherwise (every neighbour record comes by exchange). One rule for every backend.
+pub fn rings(boundary: bool, reads_lists: bool) -> usize {
+    if boundary || reads_lists { 2 } else { 1 }
+}
+
 /// What a rank holds of a split cloud and how its halo is refreshed.
 #[derive(Debug)]
 pub struct Halo {
@@ -82,6 +91,11 @@ impl Halo {
     /// The communicator of the split.
     pub fn comm(&self) -> &dyn Comm {
         self.comm.as_ref()
+    }
+
+    /// The communicator of the split, shared (another backend's passes over the same split).
+    pub fn comm_shared(&self) -> Arc<dyn Comm> {
+        self.comm.clone()
     }
 
     /// The communicator of the split, shared.
@@ -137,6 +151,34 @@ impl Halo {
         self.send.len()
     }
 
+    /// The local indices of the own particles other ranks read, grouped by reading rank: the
+    /// records [`exchange_packed`](Self::exchange_packed) sends, in its order.
+    pub fn sent(&self) -> &[u32] {
+        &self.send
+    }
+
+    /// The local indices of the halo particles, grouped by owning rank: the records
+    /// [`exchange_packed`](Self::exchange_packed) returns, in its order.
+    pub fn received(&self) -> &[u32] {
+        &self.recv
+    }
+
+    /// The exchange of records packed by the caller (a device's own particles, gathered there):
+    /// `send` holds `width` values for each of [`sent`](Self::sent) in order; returns the halo's
+    /// records from their owners, `width` values for each of [`received`](Self::received) in
+    /// order. Collective.
+    pub fn exchange_packed<T: bytemuck::Pod>(&self, send: &[T], width: usize) -> Vec<T> {
+        assert_eq!(
+            send.len(),
+            self.send.len() * width,
+            "one record per sent particle"
+        );
+        if self.comm.size() == 1 || width == 0 {
+            return vec![T::zeroed(); self.recv.len() * width];
+        }
+        self.swap_packed(send, width)
+    }
+
     /// Copies the owners' records into the halo: `data` holds `width` values per local particle;
     /// afterwards every halo particle's record is its owner's. Collective.
     pub fn exchange<T: bytemuck::Pod>(&self, data: &mut [T], width: usize) {
@@ -170,17 +212,22 @@ impl Halo {
         if self.comm.size() == 1 || width == 0 {
             return Vec::new();
         }
-        let record = width * std::mem::size_of::<T>();
         let mut send: Vec<T> = Vec::with_capacity(self.send.len() * width);
         for &i in &self.send {
             pack(i as usize, &mut send);
         }
+        self.swap_packed(&send, width)
+    }
+
+    /// The all-to-all of records packed in `send` (see [`swap`](Self::swap)).
+    fn swap_packed<T: bytemuck::Pod>(&self, send: &[T], width: usize) -> Vec<T> {
+        let record = width * std::mem::size_of::<T>();
         let send_counts: Vec<usize> = self.send_counts.iter().map(|c| c * record).collect();
         let recv_counts: Vec<usize> = self.recv_counts.iter().map(|c| c * record).collect();
         let mut recv = vec![T::zeroed(); self.recv.len() * width];
         // Messages to the bordering ranks only (point to point on MPI).
         self.comm.sparse_exchange_bytes(
-            bytemuck::cast_slice(&send),
+            bytemuck::cast_slice(send),
             &send_counts,
             bytemuck::cast_slice_mut(&mut recv),
             &recv_counts,

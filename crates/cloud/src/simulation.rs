@@ -1028,19 +1028,12 @@ fn wrap_axis<R: Real>(
     });
 }
 
-/// The rings of neighbours a split cloud's halo holds: two where a pass reads what a
-/// neighbour's list gives (the conservative formulation's reverse coefficients, WENO's stencil
-/// validity) and for a boundary particle's interior neighbour (up to two hops away, with
-/// `boundary` particles in the cloud); one otherwise (every neighbour record comes by exchange).
+/// The rings of neighbours a split cloud's halo holds for `scheme` ([`crate::halo::rings`]).
 fn halo_rings<R: Real, const D: usize, E: Equation<R, D>>(
     boundary: bool,
     scheme: &Muscl<R, D, E>,
 ) -> usize {
-    if boundary || scheme.reads_neighbour_lists() {
-        2
-    } else {
-        1
-    }
+    crate::halo::rings(boundary, scheme.reads_neighbour_lists())
 }
 
 /// Searches neighbours and fits the MLS moments at the cloud's current positions.

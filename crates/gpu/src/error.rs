@@ -73,6 +73,10 @@ pub enum GpuError {
     /// An invalid set-up of a meshless pass (search radius, particle count).
     #[error(transparent)]
     Cloud(#[from] CloudError),
+    /// A failure on another rank of a run split between ranks (or on this one, agreed over
+    /// them): the lowest failing rank's message, naming the rank.
+    #[error("{0}")]
+    Ranks(String),
     /// The device reported a failure (a kernel that did not validate, a lost device, a failed
     /// read).
     #[error("device {device}: {message}")]

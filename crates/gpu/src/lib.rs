@@ -34,6 +34,7 @@ pub mod equation;
 mod error;
 pub mod formula;
 pub mod gravity;
+pub mod halo;
 mod launch;
 pub mod limiter;
 mod memory;

@@ -165,7 +165,7 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         Ok(Self { inner })
     }
 
-    /// This rank's part of a simulation split between the ranks of `comm` on the CPU
+    /// This rank's part of a simulation split between the ranks of `comm`
     /// ([`MeshlessSimulation::split_part`]: each rank computes its own particles and refreshes a
     /// halo of neighbours from the other ranks; the states are one process's, bit for bit),
     /// from its own particles alone: `own` holds the one-process particles
@@ -175,9 +175,14 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// [`own_part`](Self::own_part) copies them out for output). The steps are collective, as
     /// are the stable step, [`neighbours_mean`](Self::neighbours_mean),
     /// [`floor_events`](Self::floor_events) and [`boundary_flux`](Self::boundary_flux). No rank
-    /// ever holds the whole cloud. A split simulation may move
-    /// ([`with_motion`](Self::with_motion): its particles migrate between ranks), without
-    /// adaptivity.
+    /// ever holds the whole cloud.
+    ///
+    /// On the CPU a split simulation may move ([`with_motion`](Self::with_motion): its
+    /// particles migrate between ranks), without adaptivity. On a device (each rank its own:
+    /// the [`DeviceSpec`](mote_core::DeviceSpec) is this rank's, see
+    /// [`rank_device`](crate::rank_device)) the states are a one-device run's, bit for bit
+    /// ([`DeviceSimulation::split`], MOOD included): a fixed cloud without boundary particles
+    /// (refused with a message naming what is not available).
     #[allow(clippy::too_many_arguments)]
     pub fn split_part<E>(
         own: Cloud<R, D>,
@@ -187,12 +192,38 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         boundaries: Boundaries<R, D>,
         radius: f64,
         scheme: &Scheme,
-        cpu: CpuBackend,
+        backend: Backend,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, GpuError>
     where
-        E: Equation<R, D> + 'static,
+        E: Equation<R, D> + OnDevice<D> + 'static,
     {
+        let cpu = match backend {
+            Backend::Cpu(cpu) => cpu,
+            Backend::Device(spec) => {
+                // The ranks agree on boundary particles (one may hold some, another none),
+                // before any device is opened.
+                let boundary = u64::from(own.tags().iter().any(|&t| t != INTERIOR));
+                let boundary = mote_core::comm::max_of(comm.as_ref(), boundary) == 1;
+                if boundary || boundaries.has_conditions() {
+                    return Err(CloudError::invalid(
+                        "boundary particles",
+                        "a device run split between ranks",
+                        "a periodic cloud (boundary conditions on split device runs are not \
+                         available yet: run it on one process, or on the cpu backend on the ranks)",
+                    )
+                    .into());
+                }
+                // Every rank opens its device before the split's collectives: one that cannot
+                // stops every rank (with its message), none waits for it.
+                let gpu = crate::halo::agreed(Some(comm.as_ref()), Gpu::open(spec))?;
+                return Ok(Self {
+                    inner: Box::new(OnGpu::split(
+                        gpu, own, first, total, equation, radius, scheme, comm,
+                    )?),
+                });
+            }
+        };
         let sim = MeshlessSimulation::split_part(
             own,
             first,
@@ -956,6 +987,22 @@ struct OnGpu<R: GpuFloat, const D: usize, E> {
     current: bool,
 }
 
+/// The device scheme `s` describes, for `equation`.
+fn device_muscl<R: GpuFloat, const D: usize, E: OnDevice<D>>(
+    gpu: &Gpu,
+    equation: &E,
+    s: &Scheme,
+) -> Result<DeviceMuscl<R>, GpuError> {
+    let scheme = DeviceMuscl::<R>::new::<D>(gpu, equation.device()?, s.order, Weight::default())?
+        .with_limiter::<D>(s.limiter)?
+        .with_flux(s.flux)?
+        .with_formulation(s.formulation);
+    match s.weno {
+        Some(weight) => scheme.with_weno::<D>(gpu, weight),
+        None => Ok(scheme),
+    }
+}
+
 impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E> {
     fn new(
         gpu: Gpu,
@@ -965,14 +1012,7 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E
         radius: f64,
         s: &Scheme,
     ) -> Result<Self, GpuError> {
-        let mut scheme =
-            DeviceMuscl::<R>::new::<D>(&gpu, equation.device()?, s.order, Weight::default())?
-                .with_limiter::<D>(s.limiter)?
-                .with_flux(s.flux)?
-                .with_formulation(s.formulation);
-        if let Some(weight) = s.weno {
-            scheme = scheme.with_weno::<D>(&gpu, weight)?;
-        }
+        let scheme = device_muscl::<R, D, E>(&gpu, &equation, s)?;
         let mut sim = DeviceSimulation::new(
             &gpu,
             &cloud,
@@ -995,9 +1035,67 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E
     }
 }
 
+impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E> {
+    /// This rank's part of a split device run ([`Simulation::split_part`]): the halo found
+    /// from the own particles on the host (`mote_cloud::halo::split_own`, the rings the
+    /// scheme reads), then the part on the device, searched on the whole cloud's bins.
+    #[allow(clippy::too_many_arguments)]
+    fn split(
+        gpu: Gpu,
+        own: Cloud<R, D>,
+        first: usize,
+        total: usize,
+        equation: E,
+        radius: f64,
+        s: &Scheme,
+        comm: std::sync::Arc<dyn mote_core::comm::Comm>,
+    ) -> Result<Self, GpuError> {
+        let reads = mote_cloud::scheme::reads_neighbour_lists(s.formulation, s.weno.is_some());
+        let rings = mote_cloud::halo::rings(false, reads);
+        let (part, halo, search) = mote_cloud::halo::split_own::<R, D, RowMajor>(
+            own,
+            first,
+            total,
+            radius,
+            rings,
+            CpuBackend::default(),
+            comm,
+        )?;
+        let (min, max) = search
+            .bounds()
+            .expect("a split's search has the whole cloud's bounds");
+        let scheme = device_muscl::<R, D, E>(&gpu, &equation, s)?;
+        let sim = DeviceSimulation::split(
+            &gpu,
+            &part,
+            std::sync::Arc::new(halo),
+            (min, max),
+            radius,
+            scheme,
+            s.tableau.clone(),
+            DeviceLayout::RowMajor,
+        )?
+        .with_mood(&gpu, s.mood)?;
+        Ok(Self {
+            gpu,
+            sim,
+            host: part,
+            equation,
+            current: false,
+        })
+    }
+}
+
 impl<R: GpuFloat, const D: usize, E: Equation<R, D>> Stepper<R, D> for OnGpu<R, D, E> {
     fn backend(&self) -> String {
-        format!("gpu {}", self.gpu.name())
+        match self.sim.halo() {
+            Some(h) => format!(
+                "gpu {} on rank {} (each rank takes its machine's devices in turn)",
+                self.gpu.name(),
+                h.comm().rank()
+            ),
+            None => format!("gpu {}", self.gpu.name()),
+        }
     }
     fn equation_name(&self) -> &'static str {
         self.equation.name()
@@ -1012,7 +1110,37 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D>> Stepper<R, D> for OnGpu<R, 
         self.equation.max_wave_speed(u, n)
     }
     fn neighbours_mean(&self) -> f64 {
-        self.sim.list().total() as f64 / self.host.len().max(1) as f64
+        let Some(halo) = self.sim.halo() else {
+            return self.sim.list().total() as f64 / self.host.len().max(1) as f64;
+        };
+        // The one-process mean: the own particles' neighbours summed over the ranks (a device
+        // that cannot give its counts back counts none, and the run's next step says why).
+        let counts = self
+            .gpu
+            .download(self.sim.list().counts())
+            .unwrap_or_default();
+        let own = counts.get(halo.own()).unwrap_or_default();
+        let mut total = [own.iter().map(|&c| u64::from(c)).sum::<u64>()];
+        halo.sum(&mut total);
+        total[0] as f64 / halo.total().max(1) as f64
+    }
+    fn halo_particles(&self) -> Option<usize> {
+        self.sim.halo().map(|h| h.halo_len())
+    }
+    fn share(&self) -> Share<'_> {
+        match self.sim.halo() {
+            Some(halo) => halo.share(),
+            None => Share::whole(self.host.len()),
+        }
+    }
+    fn own_part(&mut self) -> Result<Option<Cloud<R, D>>, GpuError> {
+        if self.sim.halo().is_none() {
+            return Ok(None);
+        }
+        self.sync()?;
+        let orders = self.orders()?;
+        let halo = self.sim.halo().expect("split");
+        Ok(Some(mote_cloud::halo::own_part(halo, &self.host, &orders)))
     }
     fn steps(&self) -> u64 {
         self.sim.steps()

@@ -179,6 +179,7 @@ fn mls_kernel<F: Float, G: Float>(
     stencil: u32,
     coef: &mut Array<F>,
     valid: &mut Array<u32>,
+    own: &Array<u32>,
     failed: &mut Array<Atomic<u32>>,
     #[comptime] dim: usize,
     #[comptime] degree: usize,
@@ -192,8 +193,11 @@ fn mls_kernel<F: Float, G: Float>(
         let (base, stride) = slot_base(list, i);
         let slots_u = list.slots as usize;
         let mut ok = count >= cap as u32;
+        // Only the own particles fail (`own`: a split cloud's halo has partial
+        // neighbourhoods in its outer ring; everything elsewhere).
+        let mine = i >= own[0] as usize && i < own[1] as usize;
         // One-sided fits (`stencil > 0`) mark a missing fit in `valid` instead of failing.
-        if !ok && tags[i] == 0 && stencil == 0 {
+        if !ok && tags[i] == 0 && stencil == 0 && mine {
             failed[0].fetch_min(i as u32);
         }
         // A one-sided fit keeps the neighbours with `side * d[axis] >= 0`; it exists where at
@@ -275,7 +279,7 @@ fn mls_kernel<F: Float, G: Float>(
                 mat[ii * cap + jj] = s / root;
             }
         }
-        if !ok && count >= cap as u32 && !one_sided {
+        if !ok && count >= cap as u32 && !one_sided && mine {
             failed[1].fetch_min(i as u32);
         }
         let mut exists = 0u32;
@@ -460,9 +464,17 @@ impl<F: GpuFloat> DeviceMls<F> {
         let spacing = cloud.spacing();
         let h = spacing.iter().sum::<f64>() / D as f64;
         self.spacing = h;
+        // A split cloud's ranks check their own particles and agree on the first failure in
+        // the one-process order (a rank without particles takes part).
+        let halo = list.halo();
         if n == 0 {
-            return Ok(());
+            return match halo {
+                Some(h) => fit_failure(h, None, m),
+                None => Ok(()),
+            };
         }
+        let own = halo.map_or(0..n, |h| h.halo().own());
+        let own = gpu.upload("mls_own", &[own.start as u32, own.end as u32]);
         let (width, kind, power) = match self.weight {
             Weight::Exponential { shape } => (shape * list.radius(), 0u32, 0.0),
             Weight::InverseDistance { power } => (1.0, 1u32, power),
@@ -508,32 +520,28 @@ impl<F: GpuFloat> DeviceMls<F> {
             },
         };
         if fit_f64 {
-            self.launch::<f64, D>(gpu, cloud, args, kind, tables(f64::MIN_POSITIVE));
+            self.launch::<f64, D>(gpu, cloud, args, kind, &own, tables(f64::MIN_POSITIVE));
         } else {
             // The smallest normal number of the fit's own precision guards the scaling.
-            self.launch::<f32, D>(gpu, cloud, args, kind, tables(f32::MIN_POSITIVE as f64));
+            let min = f32::MIN_POSITIVE as f64;
+            self.launch::<f32, D>(gpu, cloud, args, kind, &own, tables(min));
         }
         gpu.sync()?;
         let failed = gpu.download(&self.failed)?;
-        if failed[0] != u32::MAX {
+        // [kind (0: too few neighbours, 1: singular), particle, neighbour count]: the first
+        // kind first, as one process reports them.
+        let mine = if failed[0] != u32::MAX {
             let count = gpu.download(list.counts())?[failed[0] as usize];
-            return Err(CloudError::invalid(
-                "neighbour count",
-                format!("{count} at particle index {}", failed[0]),
-                format!("at least the basis size {m} (raise the search radius)"),
-            )
-            .into());
+            Some([0, failed[0] as u64, u64::from(count)])
+        } else if failed[1] != u32::MAX {
+            Some([1, failed[1] as u64, 0])
+        } else {
+            None
+        };
+        match halo {
+            Some(h) => fit_failure(h, mine, m),
+            None => fit_error(mine, m),
         }
-        if failed[1] != u32::MAX {
-            return Err(CloudError::invalid(
-                "MLS moment matrix",
-                format!("singular at particle index {}", failed[1]),
-                "a neighbourhood that spans every direction (raise the search radius or lower \
-                 the degree)",
-            )
-            .into());
-        }
-        Ok(())
     }
 
     /// The fit kernel with its tables in the fit's precision `G`.
@@ -543,6 +551,7 @@ impl<F: GpuFloat> DeviceMls<F> {
         cloud: &DeviceCloud<F, D>,
         list: ListArgs<'_>,
         kind: u32,
+        own: &DeviceArray<u32>,
         tables: Tables,
     ) {
         let fixed = |a: DeviceArray<G>| a.with_scaling(Scaling::Fixed);
@@ -580,6 +589,7 @@ impl<F: GpuFloat> DeviceMls<F> {
                 self.stencil,
                 self.coefficients.arg(),
                 self.valid.arg(),
+                own.arg(),
                 self.failed.arg(),
                 D,
                 self.degree,
@@ -587,6 +597,54 @@ impl<F: GpuFloat> DeviceMls<F> {
             )
         );
     }
+}
+
+/// The error of a fit's first failure `found` (`[kind, particle, neighbour count]`, see
+/// [`DeviceMls::compute`]) with a basis of `m` functions.
+fn fit_error(found: Option<[u64; 3]>, m: usize) -> Result<(), GpuError> {
+    match found {
+        Some([0, i, count]) => Err(CloudError::invalid(
+            "neighbour count",
+            format!("{count} at particle index {i}"),
+            format!("at least the basis size {m} (raise the search radius)"),
+        )
+        .into()),
+        Some([_, i, _]) => Err(CloudError::invalid(
+            "MLS moment matrix",
+            format!("singular at particle index {i}"),
+            "a neighbourhood that spans every direction (raise the search radius or lower the \
+             degree)",
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// [`fit_error`] of the first failure over the ranks of a split cloud in one process's order
+/// (this rank's `mine` in local indices; the message names the one-process index): the same
+/// error on every rank. Collective.
+fn fit_failure(
+    halo: &crate::halo::DeviceHalo,
+    mine: Option<[u64; 3]>,
+    m: usize,
+) -> Result<(), GpuError> {
+    let h = halo.halo();
+    let comm = h.comm();
+    // [found, kind, one-process index, count] from every rank; one process reports the first
+    // particle with too few neighbours, else the first singular one: the smallest (kind,
+    // index).
+    let mut record = [0u64; 4];
+    if let Some([kind, i, count]) = mine {
+        record = [1, kind, h.global()[i as usize] as u64, count];
+    }
+    let mut all = vec![0u64; 4 * comm.size()];
+    mote_core::comm::all_gather(comm, &record, &vec![4; comm.size()], &mut all);
+    let first = all
+        .chunks_exact(4)
+        .filter(|r| r[0] == 1)
+        .min_by_key(|r| (r[1], r[2]))
+        .map(|r| [r[1], r[2], r[3]]);
+    fit_error(first, m)
 }
 
 /// The fit's tables on the host, in f64 (the kernel's precision when uploaded).

@@ -135,9 +135,9 @@ fn smooth_kernel<F: Float>(
 
 /// Counts the failures into `counters[0]` and the inadmissible states into `counters[1]`.
 #[cube(launch_unchecked)]
-fn count_kernel(fail: &Array<u32>, n: u32, counters: &mut Array<Atomic<u32>>) {
+fn count_kernel(fail: &Array<u32>, own: &Array<u32>, counters: &mut Array<Atomic<u32>>) {
     let i = ABSOLUTE_POS;
-    if i < n as usize {
+    if i >= own[0] as usize && i < own[1] as usize {
         let f = fail[i];
         if f != PASS {
             counters[0].fetch_add(1u32);
@@ -165,6 +165,7 @@ fn next_kernel(
     cap: &Array<u32>,
     list: &Neighbours,
     next: &mut Array<u32>,
+    own: &Array<u32>,
     counters: &mut Array<Atomic<u32>>,
     #[comptime] strategy: u32,
 ) {
@@ -173,7 +174,7 @@ fn next_kernel(
         let order = orders[i];
         let o = next_order(fail, orders, cap, list, i, strategy);
         next[i] = o;
-        if o < order {
+        if o < order && i >= own[0] as usize && i < own[1] as usize {
             counters[0].fetch_add(order - o);
         }
     }
@@ -332,10 +333,25 @@ impl<F: GpuFloat> DeviceMood<F> {
         gpu.check(candidate, n * m)?;
         gpu.check(cloud.tags(), n)?;
         gpu.check(&self.orders, n)?;
+        // On a rank's part of a split cloud (as on the CPU, `mote_cloud::mood`): every pass's
+        // flags are refreshed in the halo from their owners, the counts are the own
+        // particles', added over the ranks. A rank without particles launches nothing but takes
+        // part in the exchanges and sums.
+        let halo = list.halo();
         let list = list.checked(gpu, n)?;
-        if n == 0 {
+        if n == 0 && halo.is_none() {
             return Ok(false);
         }
+        let refresh = |a: &DeviceArray<u32>| halo.map_or(Ok(()), |h| h.exchange_rows(gpu, a, 1));
+        let own = halo.map_or(0..n, |h| h.halo().own());
+        let own = gpu.upload("mood_own", &[own.start as u32, own.end as u32]);
+        let total = |c: [u64; 2]| {
+            let mut c = c;
+            if let Some(h) = halo {
+                h.halo().sum(&mut c);
+            }
+            c
+        };
         let h = scheme.mls().spacing();
         if h != self.consts_spacing {
             // The MLS spacing is known once the scheme is prepared.
@@ -359,7 +375,10 @@ impl<F: GpuFloat> DeviceMood<F> {
             vars: m,
             dim: D,
         };
-        scheme.equation_ref().kernels::<F>().detect(gpu, &detect);
+        if n > 0 {
+            scheme.equation_ref().kernels::<F>().detect(gpu, &detect);
+        }
+        refresh(&self.fail)?;
         // 2. u2: accept smooth extrema (the curvatures once per stage).
         if criterion == U2
             && let Some(second) = &self.second
@@ -383,6 +402,9 @@ impl<F: GpuFloat> DeviceMood<F> {
                         D
                     )
                 );
+                if let Some(h) = halo {
+                    h.exchange_rows(gpu, &self.curvature, m * D)?;
+                }
                 self.curvature_ready = true;
             }
             // Each unit reads the curvatures of itself and its neighbours and writes its own
@@ -399,17 +421,18 @@ impl<F: GpuFloat> DeviceMood<F> {
                     D
                 )
             );
+            refresh(&self.fail)?;
         }
         // 3. Count (atomic additions: exact in any order).
         gpu.fill_u32(&self.counters, 0);
         launch!(
             gpu,
             n,
-            count_kernel(self.fail.arg(), n as u32, self.counters.arg())
+            count_kernel(self.fail.arg(), own.arg(), self.counters.arg())
         );
         let counted = gpu.download(&self.counters)?;
-        let failures = u64::from(counted[0]);
-        if !self.rounds.detected(failures, u64::from(counted[1])) {
+        let [failures, inadmissible] = total([u64::from(counted[0]), u64::from(counted[1])]);
+        if !self.rounds.detected(failures, inadmissible) {
             return Ok(false);
         }
         // 4. New orders, in the pull form: each unit reads its own and its neighbours' codes
@@ -423,6 +446,7 @@ impl<F: GpuFloat> DeviceMood<F> {
                 n,
                 cap_kernel(fail.arg(), orders.arg(), list.arg(), cap.arg())
             );
+            refresh(cap)?;
         }
         launch!(
             gpu,
@@ -433,16 +457,19 @@ impl<F: GpuFloat> DeviceMood<F> {
                 cap.arg(),
                 list.arg(),
                 next.arg(),
+                own.arg(),
                 self.counters.arg(),
                 strategy
             )
         );
+        refresh(next)?;
         launch!(
             gpu,
             n,
             active_kernel(orders.arg(), next.arg(), list.arg(), self.active.arg())
         );
-        let reductions = u64::from(gpu.download(&self.counters)?[0]);
+        refresh(&self.active)?;
+        let [reductions, _] = total([u64::from(gpu.download(&self.counters)?[0]), 0]);
         // Without reductions no particle is marked active: the caller recomputes nothing.
         if !self.rounds.reduced(failures, reductions) {
             return Ok(false);

@@ -814,10 +814,17 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let m = self.equation.variables(D);
         gpu.check(u, n * m)?;
         gpu.check(cloud.tags(), n)?;
+        let halo = list.halo();
         let list = list.checked(gpu, n)?;
         gpu.check(self.mls.coefficients(), self.mls.size() * list.slots())?;
         if n == 0 {
-            return Ok(f64::INFINITY);
+            // A rank without particles still takes part in the ranks' maximum.
+            let worst = halo.map_or(0, |h| h.halo().max_of(0));
+            return Ok(if worst > 0 {
+                cfl / f64::from_bits(worst)
+            } else {
+                f64::INFINITY
+            });
         }
         let rates = gpu.output::<F>("stable_dt_rates", n);
         let launch = RateLaunch {
@@ -832,8 +839,16 @@ impl<F: GpuFloat> DeviceMuscl<F> {
             dim: D,
         };
         self.equation.kernels::<F>().rate(gpu, &launch);
-        let (_, worst) = gpu.min_max(&rates)?;
-        let worst = worst.as_f64();
+        let worst = match halo {
+            // The own particles' largest rate, the largest over the ranks: one process's
+            // (rates are non-negative, their bits order as the numbers do).
+            Some(h) => {
+                h.own_only(gpu, &rates)?;
+                let (_, worst) = gpu.min_max(&rates)?;
+                f64::from_bits(h.halo().max_of(worst.as_f64().to_bits()))
+            }
+            None => gpu.min_max(&rates)?.1.as_f64(),
+        };
         Ok(if worst > 0.0 {
             cfl / worst
         } else {
@@ -1004,6 +1019,10 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         let m = self.equation.variables(D);
         gpu.check(u, n * m)?;
         gpu.check(du, n * m)?;
+        // On a rank's part of a split cloud every pass's records are refreshed in the halo
+        // from their owners after it, as on the CPU (`mote_cloud::halo`): the passes compute
+        // every local particle, and the outer ring's (from incomplete lists) are replaced.
+        let halo = list.halo();
         let list = list.checked(gpu, n)?;
         if fluxes {
             gpu.check(orders.expect("the flux pass has orders"), n)?;
@@ -1019,7 +1038,7 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         gpu.check(coef, self.mls.size() * list.slots())?;
         gpu.check(&self.derivatives, n * m * self.terms)?;
         let pos = Placed::checked(gpu, cloud, &self.geometry, &self.periodic)?;
-        if n == 0 {
+        if n == 0 && halo.is_none() {
             return Ok(());
         }
         let mut passes = vec![];
@@ -1040,7 +1059,9 @@ impl<F: GpuFloat> DeviceMuscl<F> {
         // arrays are sized by the same compile-time constants that bound their loops.
         for pass in passes {
             let clock = std::time::Instant::now();
+            // (A rank without particles launches nothing but takes part in the exchanges.)
             match pass {
+                _ if n == 0 => {}
                 Pass::Derivatives => launch!(
                     gpu,
                     n,
@@ -1090,6 +1111,12 @@ impl<F: GpuFloat> DeviceMuscl<F> {
                         dim: D,
                     };
                     self.equation.kernels::<F>().flux(gpu, &flux);
+                }
+            }
+            if let Some(halo) = halo {
+                match pass {
+                    Pass::Fluxes => halo.exchange_columns(gpu, du, n, m)?,
+                    _ => halo.exchange_rows(gpu, &self.derivatives, m * self.terms)?,
                 }
             }
             if self.timing {

@@ -371,6 +371,9 @@ pub struct DeviceNeighbours {
     total: usize,
     max: usize,
     radius: f64,
+    /// The split between ranks the lists' cloud belongs to (a rank's part: the passes refresh
+    /// the halo's records after writing them); `None` on one process.
+    halo: Option<std::sync::Arc<crate::halo::DeviceHalo>>,
 }
 
 impl DeviceNeighbours {
@@ -386,7 +389,18 @@ impl DeviceNeighbours {
             total: 0,
             max: 0,
             radius: 0.0,
+            halo: None,
         }
+    }
+
+    /// Marks the lists as those of a rank's part of a split cloud with `halo`.
+    pub fn set_halo(&mut self, halo: std::sync::Arc<crate::halo::DeviceHalo>) {
+        self.halo = Some(halo);
+    }
+
+    /// The split between ranks these lists' cloud belongs to, if it is a rank's part.
+    pub fn halo(&self) -> Option<&crate::halo::DeviceHalo> {
+        self.halo.as_deref()
     }
 
     /// The layout.
@@ -439,6 +453,10 @@ impl Budgeted for DeviceNeighbours {
 /// rank, sorted order and counting scratch per particle; bin counts and starts fixed).
 pub struct GpuNeighbourSearch {
     radius: f64,
+    /// Bins over these bounds (`min`, `max` per axis) instead of the particles' extent: a
+    /// rank's part of a split cloud searched on the whole cloud's bins, as on the CPU
+    /// ([`mote_cloud::NeighbourSearch::with_bounds`]).
+    bounds: Option<(Vec<f64>, Vec<f64>)>,
     bin_of: DeviceArray<u32>,
     rank: DeviceArray<u32>,
     sorted: DeviceArray<u32>,
@@ -485,6 +503,7 @@ impl GpuNeighbourSearch {
         let fixed = |name| gpu.output::<u32>(name, 0).with_scaling(Scaling::Fixed);
         Ok(Self {
             radius,
+            bounds: None,
             bin_of: gpu.output("bin_of", 0),
             rank: gpu.output("bin_rank", 0),
             sorted: gpu.output("bin_sorted", 0),
@@ -501,6 +520,12 @@ impl GpuNeighbourSearch {
     /// The radius.
     pub fn radius(&self) -> f64 {
         self.radius
+    }
+
+    /// Bins every later search over `min..max` per axis instead of the particles' extent (a
+    /// rank's part of a split cloud on the whole cloud's bins: the one-process lists).
+    pub fn set_bounds(&mut self, min: &[f64], max: &[f64]) {
+        self.bounds = Some((min.to_vec(), max.to_vec()));
     }
 
     /// Builds `list` for the particles of `cloud`, all on `gpu`. A reserved list that cannot
@@ -528,12 +553,14 @@ impl GpuNeighbourSearch {
             gpu.check(a, a.len())?;
         }
 
-        // 1. The bins, from the bounding box of the non-periodic axes.
+        // 1. The bins, from the bounding box of the non-periodic axes (or the bounds set).
         let periodic = cloud.domain.periodic();
         let mut min = [0.0; D];
         let mut max = [0.0; D];
         for a in 0..D {
-            if !periodic[a] && n > 0 {
+            if let Some((lo, hi)) = &self.bounds {
+                (min[a], max[a]) = (lo[a], hi[a]);
+            } else if !periodic[a] && n > 0 {
                 let (lo, hi) = gpu.min_max(&cloud.positions()[a])?;
                 (min[a], max[a]) = (lo.as_f64(), hi.as_f64());
             }

@@ -28,6 +28,7 @@ use crate::boundary::DeviceBoundaries;
 use crate::device::Gpu;
 use crate::error::GpuError;
 use crate::gravity::GpuFloat;
+use crate::halo::DeviceHalo;
 use crate::mood::DeviceMood;
 use crate::muscl::DeviceMuscl;
 use crate::relaxation::DeviceRelaxation;
@@ -64,6 +65,13 @@ pub struct DeviceSimulation<F: GpuFloat, const D: usize> {
     timing: bool,
     seconds: StepSeconds,
 }
+
+/// A rank's part of a split cloud: its halo and the whole cloud's bounds (`min`, `max` per
+/// axis) its search bins over.
+type Split<'a> = (
+    std::sync::Arc<mote_cloud::halo::Halo>,
+    (&'a [f64], &'a [f64]),
+);
 
 /// The IMEX stepper's arrays: the transport and source slopes of the stages that a later stage
 /// or the update reads (`None` for the others), and the smallest particle index whose implicit
@@ -124,9 +132,54 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         gpu: &Gpu,
         cloud: &Cloud<F, D>,
         radius: f64,
+        scheme: DeviceMuscl<F>,
+        tableau: Tableau,
+        layout: DeviceLayout,
+    ) -> Result<Self, GpuError> {
+        Self::build(gpu, cloud, radius, scheme, tableau, layout, None)
+    }
+
+    /// This rank's part of a simulation split between ranks, as the CPU's
+    /// `MeshlessSimulation::split_part` splits one: `part` holds the rank's own particles and
+    /// its `halo` of neighbours (from [`mote_cloud::halo::split_own`]), searched here on the
+    /// whole cloud's bins (`bounds`: the extremes over every rank, `min` and `max` per axis),
+    /// so that the lists of the own particles (and ring 1's, with two rings) are one process's.
+    /// Every pass computes the local particles and refreshes the halo's records from their
+    /// owners ([`crate::halo::DeviceHalo`]); the stable step and the finiteness check reduce
+    /// over the ranks, and so do MOOD's rounds. The own particles' states are a one-device
+    /// run's, bit for bit. A fixed cloud with an explicit tableau, without boundary conditions
+    /// (refused).
+    #[allow(clippy::too_many_arguments)]
+    pub fn split(
+        gpu: &Gpu,
+        part: &Cloud<F, D>,
+        halo: std::sync::Arc<mote_cloud::halo::Halo>,
+        bounds: (&[f64], &[f64]),
+        radius: f64,
+        scheme: DeviceMuscl<F>,
+        tableau: Tableau,
+        layout: DeviceLayout,
+    ) -> Result<Self, GpuError> {
+        Self::build(
+            gpu,
+            part,
+            radius,
+            scheme,
+            tableau,
+            layout,
+            Some((halo, bounds)),
+        )
+    }
+
+    /// [`new`](Self::new), or with `split` [`split`](Self::split).
+    fn build(
+        gpu: &Gpu,
+        cloud: &Cloud<F, D>,
+        radius: f64,
         mut scheme: DeviceMuscl<F>,
         tableau: Tableau,
         layout: DeviceLayout,
+        split: Option<Split<'_>>,
     ) -> Result<Self, GpuError> {
         let n = cloud.len();
         let m = scheme.equation().variables(D);
@@ -138,23 +191,45 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             )
             .into());
         }
-        let clock = std::time::Instant::now();
-        let dc = DeviceCloud::upload(gpu, cloud)?;
-        let (orders, state) = device_layout(cloud, m);
-        let max_orders = gpu.upload("order", &orders);
-        // The variables end to end: `m` elements per particle, for the memory budget.
+        // A split cloud's ranks agree on the outcome of each part of the set-up before the
+        // next collective one (the fits agree on their failures themselves): a device that
+        // fails on one rank stops every rank.
+        let comm = split.as_ref().map(|(halo, _)| halo.comm_shared());
         let per_particle = mote_core::Scaling::PerParticle(m);
-        let state = gpu.upload("state", &state).with_scaling(per_particle);
-        gpu.sync()?;
+        let clock = std::time::Instant::now();
+        let uploaded = crate::halo::agreed(
+            comm.as_deref(),
+            (|| {
+                let dc = DeviceCloud::upload(gpu, cloud)?;
+                let (orders, state) = device_layout(cloud, m);
+                let max_orders = gpu.upload("order", &orders);
+                // The variables end to end: `m` elements per particle, for the memory budget.
+                let state = gpu.upload("state", &state).with_scaling(per_particle);
+                gpu.sync()?;
+                Ok((dc, max_orders, state))
+            })(),
+        );
+        let (dc, max_orders, state) = uploaded?;
         let upload = clock.elapsed().as_secs_f64();
         let clock = std::time::Instant::now();
-        let mut search = GpuNeighbourSearch::new(gpu, radius)?;
-        let mut list = DeviceNeighbours::new(gpu, layout);
-        search.build(gpu, &dc, &mut list)?;
+        let searched = crate::halo::agreed(
+            comm.as_deref(),
+            (|| {
+                let mut search = GpuNeighbourSearch::new(gpu, radius)?;
+                let mut list = DeviceNeighbours::new(gpu, layout);
+                if let Some((halo, (min, max))) = split {
+                    search.set_bounds(min, max);
+                    list.set_halo(std::sync::Arc::new(DeviceHalo::new(gpu, halo)));
+                }
+                search.build(gpu, &dc, &mut list)?;
+                Ok((search, list))
+            })(),
+        );
+        let (search, list) = searched?;
         let search_seconds = clock.elapsed().as_secs_f64();
         let clock = std::time::Instant::now();
-        scheme.prepare(gpu, &dc, &list)?;
-        gpu.sync()?;
+        let prepared = scheme.prepare(gpu, &dc, &list).and_then(|()| gpu.sync());
+        crate::halo::agreed(comm.as_deref(), prepared)?;
         let mls = clock.elapsed().as_secs_f64();
         let stages = tableau.stages();
         let sim = Self {
@@ -203,6 +278,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         cloud: &Cloud<F, D>,
         mut boundaries: Boundaries<F, D>,
     ) -> Result<Self, GpuError> {
+        self.refuse_split("boundary conditions")?;
         if let Some(m) = &self.moving {
             return Err(CloudError::invalid(
                 "boundary conditions",
@@ -260,6 +336,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         source: DeviceRelaxation<F>,
     ) -> Result<Self, GpuError> {
         tableau.validate()?;
+        self.refuse_split("a relaxation source")?;
         if self.mood.is_some() {
             return Err(imex_without_mood(&tableau).into());
         }
@@ -316,6 +393,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         gpu: &Gpu,
         motion: impl Motion<F, D> + 'static,
     ) -> Result<Self, GpuError> {
+        self.refuse_split("a moving cloud")?;
         let refuse = |what: &str| -> Result<Self, GpuError> {
             Err(CloudError::invalid("moving cloud", motion.name(), what).into())
         };
@@ -352,6 +430,25 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             current: true,
         });
         Ok(self)
+    }
+
+    /// Refuses `what` on a rank's part of a split cloud: not on split device runs yet.
+    fn refuse_split(&self, what: &'static str) -> Result<(), GpuError> {
+        match self.list.halo() {
+            Some(_) => Err(CloudError::invalid(
+                what,
+                "a device simulation split between ranks",
+                "a device run on one process (split device runs are fixed clouds without \
+                 boundary conditions, stepped explicitly, for now)",
+            )
+            .into()),
+            None => Ok(()),
+        }
+    }
+
+    /// The split between ranks this simulation is one rank's part of.
+    pub fn halo(&self) -> Option<&mote_cloud::halo::Halo> {
+        self.list.halo().map(|h| h.halo())
     }
 
     /// Whether the cloud moves.
@@ -672,21 +769,56 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     }
 
     /// An error naming the first particle (and variable) whose state is not finite.
+    /// On a rank's part of a split cloud, the first over the ranks in one process's order
+    /// (variable, then one-process index; the halo's states are their owners'), the same
+    /// message on every rank.
     fn check_finite(&self, gpu: &Gpu, when: &'static str) -> Result<(), GpuError> {
         let n = self.cloud.len();
-        let Some(k) = gpu.first_non_finite(&self.state)? else {
-            return Ok(());
+        let first = if n == 0 {
+            None
+        } else {
+            gpu.first_non_finite(&self.state)?
         };
-        let (variable, i) = (k / n, k % n);
-        Err(CloudError::NonFinite {
-            variable,
-            id: self.ids[i],
-            position: format!("{:?}", self.positions[i]),
-            when,
-            step: self.steps,
-            time: self.time,
+        let found = first.map(|k| (k / n, k % n));
+        let error = |variable: usize, id: u64, position: String| -> Result<(), GpuError> {
+            Err(CloudError::NonFinite {
+                variable,
+                id,
+                position,
+                when,
+                step: self.steps,
+                time: self.time,
+            }
+            .into())
+        };
+        let Some(halo) = self.halo() else {
+            return match found {
+                Some((v, i)) => error(v, self.ids[i], format!("{:?}", self.positions[i])),
+                None => Ok(()),
+            };
+        };
+        // [found, variable, one-process index, id, position bits (D <= 3)].
+        let mut mine = [0u64; 7];
+        if let Some((v, i)) = found {
+            mine[..4].copy_from_slice(&[1, v as u64, halo.global()[i] as u64, self.ids[i]]);
+            for (a, x) in self.positions[i].iter().enumerate() {
+                mine[4 + a] = x.to_bits();
+            }
         }
-        .into())
+        let comm = halo.comm();
+        let mut all = vec![0u64; 7 * comm.size()];
+        mote_core::comm::all_gather(comm, &mine, &vec![7; comm.size()], &mut all);
+        match all
+            .chunks_exact(7)
+            .filter(|r| r[0] == 1)
+            .min_by_key(|r| (r[1], r[2]))
+        {
+            Some(r) => {
+                let position: [f64; D] = std::array::from_fn(|a| f64::from_bits(r[4 + a]));
+                error(r[1] as usize, r[3], format!("{position:?}"))
+            }
+            None => Ok(()),
+        }
     }
 }
 

@@ -55,6 +55,12 @@ pub(crate) fn on_own_blocks<T: bytemuck::Pod>(
     }
 }
 
+/// Whether a scheme with `formulation` (and the WENO reconstruction, `weno`) reads what its
+/// neighbours' own lists give ([`Muscl::reads_neighbour_lists`]): for a scheme on any backend.
+pub fn reads_neighbour_lists(formulation: Formulation, weno: bool) -> bool {
+    formulation == Formulation::Conservative || weno
+}
+
 pub use flux_pass::Velocities;
 pub use limiter::{Limiter, LimiterKind, LimiterMode};
 
@@ -288,7 +294,7 @@ impl<R: Real, const D: usize, E: Equation<R, D>> Muscl<R, D, E> {
     /// reconstruction's stencil validity. A rank of a split cloud then holds its neighbours'
     /// neighbours too ([`crate::halo`]).
     pub fn reads_neighbour_lists(&self) -> bool {
-        self.formulation == Formulation::Conservative || self.weno.is_some()
+        reads_neighbour_lists(self.formulation, self.weno.is_some())
     }
 
     /// The formulation.

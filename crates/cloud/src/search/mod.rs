@@ -659,6 +659,13 @@ impl NeighbourSearch {
         self.bounds = Some((min.to_vec(), max.to_vec()));
     }
 
+    /// The bounds of [`with_bounds`](Self::with_bounds), if set: `(min, max)` per axis.
+    pub fn bounds(&self) -> Option<(&[f64], &[f64])> {
+        self.bounds
+            .as_ref()
+            .map(|(lo, hi)| (lo.as_slice(), hi.as_slice()))
+    }
+
     /// The extremes of `cloud`'s particles on each axis.
     pub fn extent<R: Real, const D: usize>(cloud: &Cloud<R, D>) -> ([f64; D], [f64; D]) {
         let pos = cloud.positions();

@@ -15,6 +15,7 @@ mod ranks;
 mod relaxation;
 mod search;
 mod simulation;
+mod split;
 mod tree;
 mod user_equation;
 
@@ -24,11 +25,7 @@ use mote_gpu::require_gpu;
 /// The device under test (`MOTE_TEST_DEVICE`, default the first wgpu adapter), or `None` (with
 /// a skip line) where there is none and none is required.
 pub fn gpu() -> Option<mote_gpu::Gpu> {
-    let spec: DeviceSpec = std::env::var("MOTE_TEST_DEVICE")
-        .unwrap_or_else(|_| "wgpu:0".into())
-        .parse()
-        .expect("MOTE_TEST_DEVICE: wgpu|cuda[:INDEX]");
-    match mote_gpu::Gpu::open(spec) {
+    match mote_gpu::Gpu::open(spec()) {
         Ok(g) => Some(g),
         Err(e) if !require_gpu() => {
             eprintln!("SKIPPED: no GPU adapter ({e}); set MOTE_REQUIRE_GPU=1 to make this fail");
@@ -36,4 +33,12 @@ pub fn gpu() -> Option<mote_gpu::Gpu> {
         }
         Err(e) => panic!("MOTE_REQUIRE_GPU=1 but no GPU: {e}"),
     }
+}
+
+/// The device under test's spec (`MOTE_TEST_DEVICE`, default the first wgpu adapter).
+pub fn spec() -> DeviceSpec {
+    std::env::var("MOTE_TEST_DEVICE")
+        .unwrap_or_else(|_| "wgpu:0".into())
+        .parse()
+        .expect("MOTE_TEST_DEVICE: wgpu|cuda[:INDEX]")
 }

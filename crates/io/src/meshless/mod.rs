@@ -204,7 +204,6 @@ pub fn run_meshless(
     git_commit: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<MeshlessReport, RunError> {
-    refuse_ranks(&config.run.backend)?;
     let config = config.clone().with_defaults();
     let run = MeshlessRun {
         interior: None,
@@ -217,19 +216,6 @@ pub fn run_meshless(
         session: false,
     };
     run.launch().map(Outcome::into_report)
-}
-
-/// Meshless runs on several MPI ranks split their flux and derivative passes (decision 0027);
-/// a device run's state lives on one device, so it is refused there, on every rank alike.
-fn refuse_ranks(backend: &str) -> Result<(), RunError> {
-    let ranks = mote_core::comm::world().size();
-    if ranks > 1 && backend == "gpu" {
-        return Err(RunError::Refused(format!(
-            "run.backend = \"gpu\" on {ranks} MPI ranks: device runs use one process for now; \
-             run it without mpirun, or use run.backend = \"cpu\" on the ranks"
-        )));
-    }
-    Ok(())
 }
 
 /// The simulation `config` describes, built and priced as [`run_meshless`] builds and prices
@@ -315,7 +301,6 @@ pub fn resume_meshless(
         },
         overrides,
     )?;
-    refuse_ranks(&config.run.backend)?;
     let dir = check_resume(
         checkpoint_path,
         (config.run.precision, header.precision),
@@ -526,7 +511,7 @@ impl MeshlessRun<'_> {
         // On several CPU ranks each rank reads its rows and holds its part of the cloud
         // (decision 0035); else every rank reads the whole file. Failures are agreed.
         let world = mote_core::comm::world();
-        let comm: Arc<dyn Comm> = if by_parts(config, backend) {
+        let comm: Arc<dyn Comm> = if by_parts(config) {
             world
         } else {
             Arc::new(SingleProcess)
@@ -547,7 +532,7 @@ impl MeshlessRun<'_> {
                 let cloud = particles
                     .cloud::<R, 1>(periodic, &u)
                     .map_err(RunError::InitialConditions)?;
-                let cloud = file_cloud(&particles, &u, cloud, by_parts(config, backend), periodic);
+                let cloud = file_cloud(&particles, &u, cloud, by_parts(config), periodic);
                 self.drive(
                     |o| {
                         Ok(problems::scalar_from_cloud(
@@ -614,7 +599,7 @@ impl MeshlessRun<'_> {
             }
         }
         let cloud = f.cloud::<R, D>(periodic, &state).map_err(bad)?;
-        let cloud = file_cloud(f, &state, cloud, by_parts(self.config, backend), periodic);
+        let cloud = file_cloud(f, &state, cloud, by_parts(self.config), periodic);
         self.drive(
             |o| problems::gas_from_cloud::<R, D>(cloud(o)?, gamma, periodic, walls),
             backend,
@@ -637,7 +622,7 @@ impl MeshlessRun<'_> {
         let cloud = f
             .cloud::<R, D>(periodic, &u)
             .map_err(RunError::InitialConditions)?;
-        let cloud = file_cloud(f, &u, cloud, by_parts(self.config, backend), periodic);
+        let cloud = file_cloud(f, &u, cloud, by_parts(self.config), periodic);
         self.drive(
             |o| {
                 Ok(problems::scalar_from_cloud(
@@ -930,12 +915,24 @@ where
         (_, part) => part,
     };
     let mut sim = match (backend, part) {
-        (Backend::Cpu(cpu), Some((first, total))) => Simulation::split_part(
-            cloud, first, total, equation, boundaries, radius, &scheme, cpu, world,
-        ),
-        _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend),
-    }
-    .map_err(run_error)?;
+        (backend, Some((first, total))) => {
+            // On a device each rank takes its machine's devices in turn.
+            let backend = match backend {
+                Backend::Device(spec) => Backend::Device(agreed(
+                    mote_gpu::rank_device(spec, world.local_rank()).map_err(RunError::from),
+                )?),
+                cpu => cpu,
+            };
+            agreed(
+                Simulation::split_part(
+                    cloud, first, total, equation, boundaries, radius, &scheme, backend, world,
+                )
+                .map_err(run_error),
+            )?
+        }
+        _ => Simulation::new(cloud, equation, boundaries, radius, &scheme, backend)
+            .map_err(run_error)?,
+    };
     if let Some(motion) = motion {
         sim = sim
             .with_motion(motion, c.motion.reorder_distance)
@@ -979,14 +976,12 @@ where
     Ok((sim, rest))
 }
 
-/// Whether a run on several ranks builds each rank's part of the cloud only: CPU runs that are
-/// not adaptive (an adaptive cloud runs with the state on every rank; a device run holds the
-/// whole cloud). Generated problems are made by parts (decision 0033), files read by rows
-/// (decision 0035), and the cloud is split between the ranks (decision 0030).
-fn by_parts(c: &MeshlessConfig, backend: Backend) -> bool {
-    mote_core::comm::world().size() > 1
-        && matches!(backend, Backend::Cpu(_))
-        && !(c.motion.kind != "none" && c.adaptivity.every > 0)
+/// Whether a run on several ranks builds each rank's part of the cloud only: every run that is
+/// not adaptive (an adaptive cloud runs with the state on every rank), on the CPU or a device
+/// per rank (decision 0036). Generated problems are made by parts (decision 0033), files read
+/// by rows (decision 0035), and the cloud is split between the ranks (decision 0030).
+fn by_parts(c: &MeshlessConfig) -> bool {
+    mote_core::comm::world().size() > 1 && !(c.motion.kind != "none" && c.adaptivity.every > 0)
 }
 
 /// The cloud a `file` problem's build hands over: the file's `cloud` (a rank's part where the
@@ -1154,12 +1149,12 @@ impl MeshlessRun<'_> {
         let started = SystemTime::now();
         let clock = Instant::now();
         let factor = self.radius_factor::<D>();
-        // On several CPU ranks each rank generates only its own particles of a lattice problem
+        // On several ranks each rank generates only its own particles of a lattice problem
         // (`ProblemOptions::ranks`) or reads its rows of a file, and the cloud is split from
-        // them; an adaptive run (the state on every rank) and a device run build the whole
-        // cloud on every rank.
+        // them (on the CPU or a device per rank); an adaptive run (the state on every rank)
+        // builds the whole cloud on every rank.
         let world = mote_core::comm::world();
-        let parts = by_parts(c, backend);
+        let parts = by_parts(c);
         let options = ProblemOptions {
             resolution: c.problem.resolution.expect("filled by with_defaults"),
             jitter: c.problem.jitter,
