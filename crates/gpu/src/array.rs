@@ -122,7 +122,7 @@ impl<T: CubeElement> DeviceArray<T> {
                 unit: CapacityUnit::Bytes,
             });
         }
-        let handle = self.client.empty(bytes.max(4) as usize);
+        let handle = self.client.empty(bytes.max(8) as usize);
         let words = self.words();
         if words > 0 {
             self.client.copy_words(&self.handle, &handle, words);
@@ -177,8 +177,10 @@ impl<T: CubeElement> BudgetedBuffer for DeviceArray<T> {
 impl Gpu {
     /// Copies `data` to a new array on this device.
     pub fn upload<T: CubeElement>(&self, name: &'static str, data: &[T]) -> DeviceArray<T> {
+        // An empty array still binds one element (`arg`): room for the widest (f64), so a
+        // kernel over no particles (a rank that owns none) validates.
         let handle = if data.is_empty() {
-            self.client.empty(4)
+            self.client.empty(8)
         } else {
             self.client.create_from_slice(T::as_bytes(data))
         };
@@ -188,7 +190,7 @@ impl Gpu {
     /// A new array of `len` elements for a kernel to write (its contents are undefined until
     /// then).
     pub fn output<T: CubeElement>(&self, name: &'static str, len: usize) -> DeviceArray<T> {
-        let bytes = (len * std::mem::size_of::<T>()).max(4);
+        let bytes = (len * std::mem::size_of::<T>()).max(8);
         let handle = self.client.empty(bytes);
         self.wrap(handle, name, len)
     }

@@ -181,8 +181,8 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
     /// particles migrate between ranks), without adaptivity. On a device (each rank its own:
     /// the [`DeviceSpec`](mote_core::DeviceSpec) is this rank's, see
     /// [`rank_device`](crate::rank_device)) the states are a one-device run's, bit for bit
-    /// ([`DeviceSimulation::split`], MOOD included): a fixed cloud without boundary particles
-    /// (refused with a message naming what is not available).
+    /// ([`DeviceSimulation::split`], MOOD and boundary conditions included): a fixed cloud
+    /// (motion is refused with a message).
     #[allow(clippy::too_many_arguments)]
     pub fn split_part<E>(
         own: Cloud<R, D>,
@@ -201,25 +201,16 @@ impl<R: GpuFloat, const D: usize> Simulation<R, D> {
         let cpu = match backend {
             Backend::Cpu(cpu) => cpu,
             Backend::Device(spec) => {
-                // The ranks agree on boundary particles (one may hold some, another none),
-                // before any device is opened.
+                // The ranks agree on boundary particles (one may hold some, another none).
                 let boundary = u64::from(own.tags().iter().any(|&t| t != INTERIOR));
                 let boundary = mote_core::comm::max_of(comm.as_ref(), boundary) == 1;
-                if boundary || boundaries.has_conditions() {
-                    return Err(CloudError::invalid(
-                        "boundary particles",
-                        "a device run split between ranks",
-                        "a periodic cloud (boundary conditions on split device runs are not \
-                         available yet: run it on one process, or on the cpu backend on the ranks)",
-                    )
-                    .into());
-                }
                 // Every rank opens its device before the split's collectives: one that cannot
                 // stops every rank (with its message), none waits for it.
                 let gpu = crate::halo::agreed(Some(comm.as_ref()), Gpu::open(spec))?;
                 return Ok(Self {
                     inner: Box::new(OnGpu::split(
-                        gpu, own, first, total, equation, radius, scheme, comm,
+                        gpu, own, first, total, equation, boundaries, boundary, radius, scheme,
+                        comm,
                     )?),
                 });
             }
@@ -1046,13 +1037,15 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E
         first: usize,
         total: usize,
         equation: E,
+        mut boundaries: Boundaries<R, D>,
+        boundary: bool,
         radius: f64,
         s: &Scheme,
         comm: std::sync::Arc<dyn mote_core::comm::Comm>,
     ) -> Result<Self, GpuError> {
         let reads = mote_cloud::scheme::reads_neighbour_lists(s.formulation, s.weno.is_some());
-        let rings = mote_cloud::halo::rings(false, reads);
-        let (part, halo, search) = mote_cloud::halo::split_own::<R, D, RowMajor>(
+        let rings = mote_cloud::halo::rings(boundary, reads);
+        let (part, halo, mut search) = mote_cloud::halo::split_own::<R, D, RowMajor>(
             own,
             first,
             total,
@@ -1061,6 +1054,14 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E
             CpuBackend::default(),
             comm,
         )?;
+        let conditions = boundaries.has_conditions();
+        if conditions {
+            // The own boundary particles' conditions and nearest interior particles, found on
+            // the host from the part's lists as the CPU's split finds them (agreed).
+            let mut list = mote_cloud::NeighbourList::<RowMajor>::default();
+            search.build(&part, CpuBackend::default(), &mut list)?;
+            boundaries.prepare_own(&part, &list, &halo)?;
+        }
         let (min, max) = search
             .bounds()
             .expect("a split's search has the whole cloud's bounds");
@@ -1074,7 +1075,11 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E
             scheme,
             s.tableau.clone(),
             DeviceLayout::RowMajor,
-        )?
+        )?;
+        let sim = match conditions {
+            true => sim.with_prepared_boundaries(&gpu, &boundaries)?,
+            false => sim,
+        }
         .with_mood(&gpu, s.mood)?;
         Ok(Self {
             gpu,

@@ -146,9 +146,10 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     /// so that the lists of the own particles (and ring 1's, with two rings) are one process's.
     /// Every pass computes the local particles and refreshes the halo's records from their
     /// owners ([`crate::halo::DeviceHalo`]); the stable step and the finiteness check reduce
-    /// over the ranks, and so do MOOD's rounds. The own particles' states are a one-device
-    /// run's, bit for bit. A fixed cloud with an explicit tableau, without boundary conditions
-    /// (refused).
+    /// over the ranks, and so do MOOD's rounds; boundary conditions prepared for the part
+    /// ([`with_prepared_boundaries`](Self::with_prepared_boundaries)) are imposed on the own
+    /// boundary particles and exchanged. The own particles' states are a one-device run's, bit
+    /// for bit. A fixed cloud with an explicit tableau.
     #[allow(clippy::too_many_arguments)]
     pub fn split(
         gpu: &Gpu,
@@ -273,7 +274,7 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
     /// boundary particles' nearest interior neighbours come from a host search (the same lists
     /// as the device's).
     pub fn with_boundaries(
-        mut self,
+        self,
         gpu: &Gpu,
         cloud: &Cloud<F, D>,
         mut boundaries: Boundaries<F, D>,
@@ -299,8 +300,35 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         let mut list = NeighbourList::<RowMajor>::default();
         search.build(cloud, CpuBackend::default(), &mut list)?;
         boundaries.prepare(cloud, &list)?;
-        let device = DeviceBoundaries::new::<D>(gpu, &boundaries)?;
-        device.apply(gpu, &self.state, self.cloud.len(), self.time)?;
+        self.with_prepared_boundaries(gpu, &boundaries)
+    }
+
+    /// Attaches `boundaries`, prepared for this simulation's cloud (by
+    /// [`Boundaries::prepare`], or on a rank's part of a split cloud by
+    /// [`Boundaries::prepare_own`]: its own boundary particles, whose states the halo's take by
+    /// exchange), and imposes them on the state. Collective on a split cloud.
+    pub fn with_prepared_boundaries(
+        mut self,
+        gpu: &Gpu,
+        boundaries: &Boundaries<F, D>,
+    ) -> Result<Self, GpuError> {
+        if let Some(m) = &self.moving {
+            return Err(CloudError::invalid(
+                "boundary conditions",
+                m.motion.name(),
+                "a fixed cloud (boundary conditions on moving clouds are not available yet)",
+            )
+            .into());
+        }
+        let comm = self.halo().map(|h| h.comm_shared());
+        let device =
+            crate::halo::agreed(comm.as_deref(), DeviceBoundaries::new::<D>(gpu, boundaries))?;
+        let n = self.cloud.len();
+        device.apply(gpu, &self.state, n, self.time)?;
+        if let Some(h) = self.list.halo() {
+            let m = self.scheme.equation().variables(D);
+            h.exchange_columns(gpu, &self.state, n, m)?;
+        }
         self.boundaries = Some(device);
         Ok(self)
     }
@@ -438,8 +466,8 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
             Some(_) => Err(CloudError::invalid(
                 what,
                 "a device simulation split between ranks",
-                "a device run on one process (split device runs are fixed clouds without \
-                 boundary conditions, stepped explicitly, for now)",
+                "a device run on one process (split device runs are fixed clouds stepped \
+                 explicitly, their boundary conditions prepared per rank, for now)",
             )
             .into()),
             None => Ok(()),
@@ -1015,7 +1043,14 @@ impl<F: GpuFloat, const D: usize> RkStages for DeviceStages<'_, F, D> {
         };
         let clock = std::time::Instant::now();
         let array = self.array(target.map_or(StageState::State, StageState::Buffer));
-        b.apply(self.gpu, array, self.sim.cloud.len(), t)?;
+        let n = self.sim.cloud.len();
+        b.apply(self.gpu, array, n, t)?;
+        // A split cloud's ranks impose their own boundary particles' states; the halo's come
+        // from their owners (every rank has the conditions, so every rank exchanges).
+        if let Some(h) = self.sim.list.halo() {
+            let m = self.sim.scheme.equation().variables(D);
+            h.exchange_columns(self.gpu, array, n, m)?;
+        }
         self.sim.seconds.stages += self.sim.waited(self.gpu, clock)?;
         Ok(())
     }

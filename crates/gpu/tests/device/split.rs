@@ -176,3 +176,85 @@ fn device_meshless_runs_split_between_ranks_are_bitwise_one_devices_run() {
     split_runs::<f32>();
     split_runs::<f64>();
 }
+
+/// Boundary particles on a split device run: each rank imposes the conditions on its own
+/// boundary particles (prepared per rank on the host) and the halo's come from their owners;
+/// the quadrant (outflow faces, MOOD) and the double Mach reflection (a wall, post-shock
+/// inflow and a moving front, time-dependent) end bitwise as one device's run.
+#[test]
+fn device_meshless_runs_with_boundaries_split_between_ranks_are_one_devices_run() {
+    use mote_cloud::CloudError;
+    use mote_cloud::mls::default_radius_factor;
+    use mote_cloud::problems::{self, Problem, ProblemOptions};
+    let Some(g) = gpu() else {
+        return;
+    };
+    if !g.supports(mote_core::Precision::F64) {
+        eprintln!("SKIPPED: {} cannot compute in f64", g.name());
+        return;
+    }
+    drop(g);
+    type Build = fn(&ProblemOptions, f64) -> Result<Problem<f64, 2, Euler<2>>, CloudError>;
+    let cases: [(&str, Build, usize); 2] = [
+        ("quadrant", problems::quadrant::<f64>, 20),
+        ("double Mach", problems::double_mach::<f64>, 12),
+    ];
+    let mut s = Scheme::new(2);
+    s.limiter = Limiter::new(LimiterKind::BarthJespersen, LimiterMode::Soft);
+    s.mood = MoodSettings::new(Criterion::U1, HaloStrategy::Epd1);
+    for (name, build, resolution) in cases {
+        let options = ProblemOptions {
+            resolution,
+            jitter: 0.2,
+            seed: 3,
+            boundary_layers: 2,
+            ranks: None,
+        };
+        let problem = || {
+            let mut p = build(&options, 1.4).unwrap();
+            p.cloud.orders_mut().fill(2);
+            p
+        };
+        let radius = default_radius_factor::<2>(2) / resolution as f64;
+        let p = problem();
+        let n = p.cloud.len();
+        let device = Backend::Device(spec());
+        let one = Simulation::new(p.cloud, p.equation, p.boundaries, radius, &s, device).unwrap();
+        let (one, one_steps, one_mood) = advance(one);
+        assert!(one_mood.failures > 0, "{name}: MOOD reduces some orders");
+        for k in [2, 3] {
+            let parts = on_thread_ranks(&thread_ranks(k), |comm| {
+                let mut p = problem();
+                let (first, total) = mote_cloud::halo::own_rows(&mut p.cloud, comm.as_ref());
+                let sim = Simulation::split_part(
+                    p.cloud,
+                    first,
+                    total,
+                    p.equation,
+                    p.boundaries,
+                    radius,
+                    &s,
+                    Backend::Device(spec()),
+                    comm,
+                )
+                .unwrap();
+                (first, advance(sim))
+            });
+            let mut next = 0;
+            for (r, (first, (state, steps, mood))) in parts.into_iter().enumerate() {
+                assert_eq!(first, next);
+                let own = state[0].len();
+                for v in 0..4 {
+                    assert!(
+                        state[v] == one[v][first..first + own],
+                        "{name}: variable {v} on rank {r} of {k} differs from one device's"
+                    );
+                }
+                assert_eq!(steps, one_steps, "{name}: steps on rank {r} of {k}");
+                assert_eq!(mood, one_mood, "{name}: MOOD on rank {r} of {k}");
+                next += own;
+            }
+            assert_eq!(next, n);
+        }
+    }
+}
