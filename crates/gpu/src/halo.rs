@@ -21,9 +21,27 @@ use crate::error::GpuError;
 use crate::gravity::GpuFloat;
 use crate::launch::launch;
 
-/// `packed[(k * width + c) * per + e] = data[(rows[k] * row_stride + c * column_stride) * per +
-/// e]`: word `e` of component `c` of the `k`-th listed particle, for `count` particles of
-/// `width` components of `per` words each.
+/// The place in `data` of word `t` of a packed buffer of records: word `e` of component `c`
+/// of the `k`-th listed particle (`t = (k * width + c) * per + e`) lies at `(rows[k] *
+/// row_stride + c * column_stride) * per + e`; `shape` holds `count, width, per, row_stride,
+/// column_stride`.
+#[cube]
+fn record_word(rows: &Array<u32>, shape: &Array<u32>, t: u32) -> u32 {
+    let width = shape[1];
+    let per = shape[2];
+    let e = t % per;
+    let c = (t / per) % width;
+    let k = t / (per * width);
+    (rows[k as usize] * shape[3] + c * shape[4]) * per + e
+}
+
+/// Packed words of the records `shape` describes (see [`record_word`]).
+#[cube]
+fn packed_words(shape: &Array<u32>) -> u32 {
+    shape[0] * shape[1] * shape[2]
+}
+
+/// The records of the `rows` particles of `data`, packed (see [`record_word`]).
 #[cube(launch_unchecked)]
 fn gather_words_kernel(
     data: &Array<u32>,
@@ -32,17 +50,8 @@ fn gather_words_kernel(
     shape: &Array<u32>,
 ) {
     let t = ABSOLUTE_POS as u32;
-    let count = shape[0];
-    let width = shape[1];
-    let per = shape[2];
-    let row_stride = shape[3];
-    let column_stride = shape[4];
-    if t < count * width * per {
-        let e = t % per;
-        let c = (t / per) % width;
-        let k = t / (per * width);
-        let at = (rows[k as usize] * row_stride + c * column_stride) * per + e;
-        packed[t as usize] = data[at as usize];
+    if t < packed_words(shape) {
+        packed[t as usize] = data[record_word(rows, shape, t) as usize];
     }
 }
 
@@ -55,17 +64,8 @@ fn scatter_words_kernel(
     shape: &Array<u32>,
 ) {
     let t = ABSOLUTE_POS as u32;
-    let count = shape[0];
-    let width = shape[1];
-    let per = shape[2];
-    let row_stride = shape[3];
-    let column_stride = shape[4];
-    if t < count * width * per {
-        let e = t % per;
-        let c = (t / per) % width;
-        let k = t / (per * width);
-        let at = (rows[k as usize] * row_stride + c * column_stride) * per + e;
-        data[at as usize] = packed[t as usize];
+    if t < packed_words(shape) {
+        data[record_word(rows, shape, t) as usize] = packed[t as usize];
     }
 }
 

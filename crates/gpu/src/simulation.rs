@@ -280,14 +280,6 @@ impl<F: GpuFloat, const D: usize> DeviceSimulation<F, D> {
         mut boundaries: Boundaries<F, D>,
     ) -> Result<Self, GpuError> {
         self.refuse_split("boundary conditions")?;
-        if let Some(m) = &self.moving {
-            return Err(CloudError::invalid(
-                "boundary conditions",
-                m.motion.name(),
-                "a fixed cloud (boundary conditions on moving clouds are not available yet)",
-            )
-            .into());
-        }
         if cloud.len() != self.cloud.len() {
             return Err(CloudError::invalid(
                 "boundary cloud",
