@@ -258,3 +258,54 @@ fn device_meshless_runs_with_boundaries_split_between_ranks_are_one_devices_run(
         }
     }
 }
+
+/// A failure found on some ranks' particles only is every rank's, with one device's message:
+/// a search radius too short for the fit's basis (too few neighbours at the first particle one
+/// device finds), on 2 and 3 ranks.
+#[test]
+fn a_split_device_runs_fit_failure_is_one_devices_message_on_every_rank() {
+    let Some(g) = gpu() else {
+        return;
+    };
+    drop(g);
+    let side = 30;
+    let radius = 1.5 / side as f64;
+    let euler = Euler::<2>::new(1.4).unwrap();
+    let s = Scheme::new(3);
+    let whole = blast::<f32>(side);
+    let one = Simulation::new(
+        whole.clone(),
+        euler.clone(),
+        Boundaries::new(),
+        radius,
+        &s,
+        Backend::Device(spec()),
+    )
+    .err()
+    .expect("too few neighbours for a second-degree fit")
+    .to_string();
+    assert!(one.contains("neighbour count"), "{one}");
+    for k in [2, 3] {
+        let errors = on_thread_ranks(&thread_ranks(k), |comm| {
+            let mut own = whole.clone();
+            let (first, total) = mote_cloud::halo::own_rows(&mut own, comm.as_ref());
+            Simulation::split_part(
+                own,
+                first,
+                total,
+                euler.clone(),
+                Boundaries::new(),
+                radius,
+                &s,
+                Backend::Device(spec()),
+                comm,
+            )
+            .err()
+            .map(|e| e.to_string())
+        });
+        for (r, e) in errors.into_iter().enumerate() {
+            let e = e.unwrap_or_else(|| panic!("rank {r} of {k} ran"));
+            assert!(e.contains(&one), "rank {r} of {k}: {e} (one device: {one})");
+        }
+    }
+}
