@@ -1054,18 +1054,33 @@ impl<R: GpuFloat, const D: usize, E: Equation<R, D> + OnDevice<D>> OnGpu<R, D, E
             CpuBackend::default(),
             comm,
         )?;
+        // Each rank's own failures are agreed before the next collective step (a rank whose
+        // device cannot run the scheme stops every rank, none waits for it).
+        let comm = halo.comm_shared();
+        let agreed = |r: Result<(), GpuError>| crate::halo::agreed(Some(comm.as_ref()), r);
         let conditions = boundaries.has_conditions();
         if conditions {
             // The own boundary particles' conditions and nearest interior particles, found on
             // the host from the part's lists as the CPU's split finds them (agreed).
             let mut list = mote_cloud::NeighbourList::<RowMajor>::default();
-            search.build(&part, CpuBackend::default(), &mut list)?;
+            agreed(
+                search
+                    .build(&part, CpuBackend::default(), &mut list)
+                    .map_err(GpuError::from),
+            )?;
             boundaries.prepare_own(&part, &list, &halo)?;
         }
         let (min, max) = search
             .bounds()
             .expect("a split's search has the whole cloud's bounds");
-        let scheme = device_muscl::<R, D, E>(&gpu, &equation, s)?;
+        let scheme = device_muscl::<R, D, E>(&gpu, &equation, s);
+        agreed(
+            scheme
+                .as_ref()
+                .map(|_| ())
+                .map_err(|e| GpuError::Ranks(e.to_string())),
+        )?;
+        let scheme = scheme?;
         let sim = DeviceSimulation::split(
             &gpu,
             &part,
