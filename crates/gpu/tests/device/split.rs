@@ -84,6 +84,31 @@ fn advance<R: GpuFloat>(mut sim: Simulation<R, 2>) -> Outcome<R> {
     )
 }
 
+/// This rank's part of a device run of `cloud` split between the ranks of `comm` (its own
+/// rows cut here): the first own particle's one-process index and the simulation.
+fn device_part<R: GpuFloat>(
+    mut cloud: Cloud<R, 2>,
+    equation: Euler<2>,
+    boundaries: Boundaries<R, 2>,
+    radius: f64,
+    s: &Scheme,
+    comm: std::sync::Arc<dyn mote_core::comm::Comm>,
+) -> (usize, Result<Simulation<R, 2>, mote_gpu::GpuError>) {
+    let (first, total) = mote_cloud::halo::own_rows(&mut cloud, comm.as_ref());
+    let sim = Simulation::split_part(
+        cloud,
+        first,
+        total,
+        equation,
+        boundaries,
+        radius,
+        s,
+        Backend::Device(spec()),
+        comm,
+    );
+    (first, sim)
+}
+
 fn split_runs<R: GpuFloat>() {
     let Some(g) = gpu() else {
         return;
@@ -124,20 +149,15 @@ fn split_runs<R: GpuFloat>() {
         for k in [1, 2, 3, 4] {
             let ranks = thread_ranks(k);
             let parts = on_thread_ranks(&ranks, |comm| {
-                let mut own = whole.clone();
-                let (first, total) = mote_cloud::halo::own_rows(&mut own, comm.as_ref());
-                let sim = Simulation::split_part(
-                    own,
-                    first,
-                    total,
+                let (first, sim) = device_part(
+                    whole.clone(),
                     euler.clone(),
                     Boundaries::new(),
                     radius,
                     &s,
-                    Backend::Device(spec()),
                     comm,
-                )
-                .unwrap();
+                );
+                let sim = sim.unwrap();
                 let halo = sim.halo_particles().unwrap();
                 (first, advance(sim), halo)
             });
@@ -224,20 +244,9 @@ fn device_meshless_runs_with_boundaries_split_between_ranks_are_one_devices_run(
         assert!(one_mood.failures > 0, "{name}: MOOD reduces some orders");
         for k in [2, 3] {
             let parts = on_thread_ranks(&thread_ranks(k), |comm| {
-                let mut p = problem();
-                let (first, total) = mote_cloud::halo::own_rows(&mut p.cloud, comm.as_ref());
-                let sim = Simulation::split_part(
-                    p.cloud,
-                    first,
-                    total,
-                    p.equation,
-                    p.boundaries,
-                    radius,
-                    &s,
-                    Backend::Device(spec()),
-                    comm,
-                )
-                .unwrap();
+                let p = problem();
+                let (first, sim) = device_part(p.cloud, p.equation, p.boundaries, radius, &s, comm);
+                let sim = sim.unwrap();
                 (first, advance(sim))
             });
             let mut next = 0;
@@ -287,21 +296,15 @@ fn a_split_device_runs_fit_failure_is_one_devices_message_on_every_rank() {
     assert!(one.contains("neighbour count"), "{one}");
     for k in [2, 3] {
         let errors = on_thread_ranks(&thread_ranks(k), |comm| {
-            let mut own = whole.clone();
-            let (first, total) = mote_cloud::halo::own_rows(&mut own, comm.as_ref());
-            Simulation::split_part(
-                own,
-                first,
-                total,
+            let (_, sim) = device_part(
+                whole.clone(),
                 euler.clone(),
                 Boundaries::new(),
                 radius,
                 &s,
-                Backend::Device(spec()),
                 comm,
-            )
-            .err()
-            .map(|e| e.to_string())
+            );
+            sim.err().map(|e| e.to_string())
         });
         for (r, e) in errors.into_iter().enumerate() {
             let e = e.unwrap_or_else(|| panic!("rank {r} of {k} ran"));
